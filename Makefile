@@ -1,0 +1,54 @@
+# The README names these targets. `make run` and `make test` are the two commands.
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
+
+.PHONY: run install install-test services lint format typecheck test test-fast bench clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+install: $(PY)
+	$(PY) -m pip install -q -e .
+
+install-test: $(PY)
+	$(PY) -m pip install -q -e '.[test]'
+	bash scripts/install-chromium.sh
+
+services:
+	bash scripts/ensure-services.sh
+
+## run: set everything up and start the control plane (embedded default) with a demo cluster
+run: install
+	PORT=$(PORT) bash scripts/run-embedded.sh
+
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+
+format:
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+typecheck:
+	$(VENV)/bin/mypy .
+
+## test: install what the tests need, then lint, type checks and the whole suite
+test: install-test services lint typecheck
+	DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
+		$(VENV)/bin/pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+## test-fast: the pure core and API tests only (no services, no browser)
+test-fast: $(PY)
+	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser" $(PYTEST_ARGS)
+
+## bench: benchmarks, figures as JSON under bench/results/
+bench: install-test services
+	$(PY) -m bench.heartbeats
+
+clean:
+	rm -rf var/*.sqlite3* bench/results/*.json .mypy_cache .ruff_cache

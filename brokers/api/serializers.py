@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from brokers.models import Broker
+from controlplane.api.fields import (
+    INT32_MAX,
+    INT64_MAX,
+    StrictBooleanField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
+from controlplane.controller.brokers import BROKER_PODS, SECURITY_PROTOCOLS
+
+
+class UuidStringField(StrictCharField):
+    def to_internal_value(self, data: Any) -> str:
+        value = super().to_internal_value(data)
+        try:
+            import uuid
+
+            uuid.UUID(value)
+        except ValueError:
+            raise serializers.ValidationError(f"{value!r} is not a UUID.") from None
+        return value
+
+
+class ListenerSerializer(StrictSerializer):
+    name = StrictCharField(max_length=100)
+    host = StrictCharField(max_length=255)
+    port = StrictIntegerField(min_value=0, max_value=65535)
+    security_protocol = serializers.ChoiceField(choices=sorted(SECURITY_PROTOCOLS))
+
+
+class BrokerRegistrationSerializer(StrictSerializer):
+    broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+    cluster_id = StrictCharField(max_length=64)
+    incarnation_id = UuidStringField()
+    listeners = serializers.ListField(child=ListenerSerializer(), allow_empty=False, max_length=64)
+    rack = StrictCharField(max_length=255, allow_null=True, required=False, default=None)
+    pod = serializers.ChoiceField(choices=sorted(BROKER_PODS), required=False, default="broker")
+    log_dirs = serializers.ListField(
+        child=UuidStringField(), max_length=1024, required=False, default=list
+    )
+
+
+class BrokerRegistrationResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    error_code = serializers.IntegerField()
+    error_message = serializers.CharField(allow_null=True)
+    broker_epoch = serializers.IntegerField()
+
+
+class BrokerHeartbeatSerializer(StrictSerializer):
+    broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+    broker_epoch = StrictIntegerField(min_value=-1, max_value=INT64_MAX)
+    current_metadata_offset = StrictIntegerField(min_value=-1, max_value=INT64_MAX)
+    want_fence = StrictBooleanField(required=False, default=False)
+    want_shut_down = StrictBooleanField(required=False, default=False)
+    offline_log_dirs = serializers.ListField(
+        child=UuidStringField(), max_length=1024, required=False, default=list
+    )
+
+
+class BrokerHeartbeatResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    error_code = serializers.IntegerField()
+    error_message = serializers.CharField(allow_null=True)
+    is_caught_up = serializers.BooleanField()
+    is_fenced = serializers.BooleanField()
+    should_shut_down = serializers.BooleanField()
+
+
+class UnregisterBrokerSerializer(StrictSerializer):
+    broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+
+
+class BrokerSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    broker_epoch = serializers.IntegerField(source="epoch")
+    state = serializers.CharField()
+
+    class Meta:
+        model = Broker
+        fields = [
+            "broker_id",
+            "incarnation_id",
+            "broker_epoch",
+            "state",
+            "fenced",
+            "in_controlled_shutdown",
+            "pod",
+            "rack",
+            "listeners",
+            "log_dirs",
+        ]

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+
+from brokers.models import Broker
+from controlplane.models import MetadataRecord
+from controlplane.sessions import session_store
+
+
+def broker_list() -> QuerySet[Broker]:
+    return Broker.objects.all().order_by("broker_id")
+
+
+def broker_sessions() -> dict[int, dict[str, int]]:
+    """Last contact and metadata offset per broker, from the heartbeat tracker."""
+    return {
+        broker_id: {"last_contact_ms": s.last_contact_ms, "metadata_offset": s.metadata_offset}
+        for broker_id, s in session_store().snapshot().items()
+    }
+
+
+def broker_records(*, broker_id: int, limit: int = 100) -> list[MetadataRecord]:
+    return list(MetadataRecord.objects.filter(broker_id=broker_id).order_by("-offset")[:limit])
+
+
+def broker_as_dict(broker: Broker, sessions: dict[int, dict[str, int]]) -> dict[str, Any]:
+    session = sessions.get(broker.broker_id, {})
+    return {
+        "broker_id": broker.broker_id,
+        "incarnation_id": broker.incarnation_id,
+        "broker_epoch": broker.epoch,
+        "state": broker.state,
+        "fenced": broker.fenced,
+        "in_controlled_shutdown": broker.in_controlled_shutdown,
+        "pod": broker.pod,
+        "rack": broker.rack,
+        "listeners": broker.listeners,
+        "log_dirs": broker.log_dirs,
+        "last_contact_ms": session.get("last_contact_ms"),
+        "metadata_offset": session.get("metadata_offset"),
+    }

@@ -1,0 +1,77 @@
+"""Broker lifecycle writes. Everything that changes metadata goes to the controller.
+
+Heartbeats take a fast path: the web node checks the epoch against the brokers table, records the
+contact in the session tracker and answers itself when the heartbeat would change nothing; only a
+heartbeat that moves the broker's state becomes a controller event (and a metadata record).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from brokers.models import Broker
+from brokers.projection import registration_from_row
+from controlplane.controller import brokers as core
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.image import BrokerControlState
+from controlplane.lease import now_ms
+from controlplane.metadata_log import RequestContext
+from controlplane.services import controller_call
+from controlplane.sessions import session_store
+
+
+def broker_register(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    response = controller_call(api="BrokerRegistration", payload=payload, context=context)
+    if response.get("error_code") == Errors.NONE:
+        # Registration is contact: the new incarnation's session starts now (Kafka does the same).
+        session_store().touch(payload["broker_id"], now_ms=now_ms(), metadata_offset=-1)
+    return response
+
+
+def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    request = core.BrokerHeartbeatRequest(
+        broker_id=payload["broker_id"],
+        broker_epoch=payload["broker_epoch"],
+        current_metadata_offset=payload["current_metadata_offset"],
+        want_fence=payload.get("want_fence", False),
+        want_shut_down=payload.get("want_shut_down", False),
+        offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
+    )
+    row = Broker.objects.filter(pk=request.broker_id).first()
+    if row is None or row.epoch != request.broker_epoch:
+        return _stale_epoch(request, row)
+    session_store().touch(
+        request.broker_id, now_ms=now_ms(), metadata_offset=request.current_metadata_offset
+    )
+    registration = registration_from_row(row)
+    if registration.control_state is not BrokerControlState.CONTROLLED_SHUTDOWN:
+        target = core.next_broker_state(
+            registration, request, has_leaderships=True, lowest_active_offset=-1
+        )
+        if not core.transition_records(registration, target):
+            return core.heartbeat_response(registration, request, target)
+    return controller_call(api="BrokerHeartbeat", payload=payload, context=context)
+
+
+def broker_unregister(*, broker_id: int, context: RequestContext) -> dict[str, Any]:
+    response = controller_call(
+        api="UnregisterBroker", payload={"broker_id": broker_id}, context=context
+    )
+    if response.get("error_code") == Errors.NONE:
+        session_store().forget(broker_id)
+    return response
+
+
+def _stale_epoch(request: core.BrokerHeartbeatRequest, row: Broker | None) -> dict[str, Any]:
+    error = ApiError(
+        Errors.STALE_BROKER_EPOCH,
+        f"No broker registration found for broker {request.broker_id}"
+        if row is None
+        else f"Expected broker epoch {row.epoch}, but got broker epoch {request.broker_epoch}",
+    )
+    return {
+        **error.as_fields(),
+        "is_caught_up": False,
+        "is_fenced": True,
+        "should_shut_down": False,
+    }

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from brokers.selectors import broker_as_dict, broker_list, broker_sessions
+from controlplane import metrics, selectors
+from controlplane.api.context import principal_of
+from controlplane.api.permissions import ClusterActionPermission, ClusterDescribePermission
+from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataRecordSerializer
+from controlplane.filtersets import MetadataRecordFilterSet
+from controlplane.notifier import notifier
+
+
+class WhoAmIView(APIView):
+    """The authenticated principal: the cheapest authenticated call there is."""
+
+    def get(self, request: Request) -> Response:
+        user = principal_of(request)
+        return Response(
+            {"principal": user.principal, "super_user": user.is_super, "broker": user.is_broker}
+        )
+
+
+class ClusterView(APIView):
+    permission_classes = [ClusterDescribePermission]
+
+    def get(self, request: Request) -> Response:
+        summary = selectors.cluster_summary()
+        sessions = broker_sessions()
+        summary["brokers"] = [broker_as_dict(b, sessions) for b in broker_list()]
+        return Response(summary)
+
+
+class MetadataLogView(generics.ListAPIView):  # type: ignore[type-arg]
+    permission_classes = [ClusterDescribePermission]
+    serializer_class = MetadataRecordSerializer
+    filterset_class = MetadataRecordFilterSet
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return selectors.metadata_log_queryset()
+
+
+class MetadataFetchView(APIView):
+    """Brokers follow the log: records after an offset, long-polling while there are none."""
+
+    permission_classes = [ClusterActionPermission]
+
+    @extend_schema(parameters=[MetadataFetchQuerySerializer])
+    def get(self, request: Request) -> Response:
+        query = MetadataFetchQuerySerializer(data=request.query_params.dict())
+        query.is_valid(raise_exception=True)
+        after = query.validated_data["after_offset"]
+        limit = query.validated_data["max_records"]
+        wait_s = query.validated_data["wait_ms"] / 1000
+        generation = notifier.generation
+        records = selectors.metadata_records_after(after_offset=after, max_records=limit)
+        if not records and wait_s > 0 and notifier.wait(generation, wait_s):
+            records = selectors.metadata_records_after(after_offset=after, max_records=limit)
+        summary = selectors.cluster_summary()
+        return Response(
+            {
+                "cluster_id": summary["cluster_id"],
+                "controller_id": summary["controller_id"],
+                "controller_epoch": summary["controller_epoch"],
+                "last_offset": summary["metadata_offset"],
+                "records": [selectors.record_as_fetched(r) for r in records],
+            }
+        )
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(metrics.render(), content_type="text/plain; version=0.0.4")

@@ -1,0 +1,153 @@
+"""Authorization on the web side: Kafka ACL semantics over the ACL projection.
+
+The ACL index is cached per process and rebuilt when the metadata log moves (the notifier's
+generation) or after a few seconds at most.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from django.conf import settings
+
+from controlplane.controller.acl import (
+    CLUSTER_NAME,
+    WILDCARD_HOST,
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from controlplane.controller.authorizer import (
+    AclIndex,
+    Action,
+    AuthorizationResult,
+    RequestContext,
+    authorize,
+)
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.records import AccessControlEntryRecord
+from controlplane.models import Acl
+from controlplane.notifier import notifier
+from controlplane.principals import AuthenticatedPrincipal
+
+CACHE_TTL_S = 5.0
+
+
+def binding_of(record: AccessControlEntryRecord) -> AclBinding:
+    return AclBinding(
+        resource_type=ResourceType.from_name(record.resource_type),
+        resource_name=record.resource_name,
+        pattern_type=PatternType.from_name(record.pattern_type),
+        principal=record.principal,
+        host=record.host,
+        operation=AclOperation.from_name(record.operation),
+        permission_type=AclPermissionType.from_name(record.permission_type),
+    )
+
+
+def broker_grant(principal: str) -> AclBinding:
+    """What `--broker` means: ALLOW CLUSTER_ACTION on the cluster, as an ACL would grant it."""
+    return AclBinding(
+        resource_type=ResourceType.CLUSTER,
+        resource_name=CLUSTER_NAME,
+        pattern_type=PatternType.LITERAL,
+        principal=principal,
+        host=WILDCARD_HOST,
+        operation=AclOperation.CLUSTER_ACTION,
+        permission_type=AclPermissionType.ALLOW,
+    )
+
+
+class _AclCache:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._index: AclIndex | None = None
+        self._generation = -1
+        self._loaded_at = 0.0
+        self._with_broker_grant: dict[str, AclIndex] = {}
+
+    def index(self) -> AclIndex:
+        generation = notifier.generation
+        fresh = time.monotonic() - self._loaded_at < CACHE_TTL_S
+        if self._index is not None and generation == self._generation and fresh:
+            return self._index
+        rows = Acl.objects.values_list(
+            "id",
+            "resource_type",
+            "resource_name",
+            "pattern_type",
+            "principal",
+            "host",
+            "operation",
+            "permission_type",
+        )
+        index = AclIndex.build(binding_of(AccessControlEntryRecord(*row)) for row in rows)
+        with self._lock:
+            self._index, self._generation = index, generation
+            self._loaded_at = time.monotonic()
+            self._with_broker_grant = {}
+        return index
+
+    def index_for(self, principal: AuthenticatedPrincipal) -> AclIndex:
+        index = self.index()
+        if not principal.is_broker:
+            return index
+        cached = self._with_broker_grant.get(principal.principal)
+        if cached is None:
+            cached = index.with_added([broker_grant(principal.principal)])
+            self._with_broker_grant[principal.principal] = cached
+        return cached
+
+    def clear(self) -> None:
+        with self._lock:
+            self._index = None
+
+
+acl_cache = _AclCache()
+
+
+def is_authorized(
+    principal: AuthenticatedPrincipal,
+    *,
+    host: str,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    resource_name: str,
+) -> bool:
+    result = authorize(
+        acls=acl_cache.index_for(principal),
+        context=RequestContext(principal=principal.principal, host=host),
+        action=Action(operation, resource_type, resource_name),
+        super_users=frozenset(settings.CP_SUPER_USERS)
+        | ({principal.principal} if principal.is_super_user else frozenset()),
+        allow_everyone_if_no_acl_found=settings.CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND,
+    )
+    return result is AuthorizationResult.ALLOWED
+
+
+def require_cluster(
+    principal: AuthenticatedPrincipal, *, host: str, operation: AclOperation
+) -> None:
+    if not is_authorized(
+        principal,
+        host=host,
+        operation=operation,
+        resource_type=ResourceType.CLUSTER,
+        resource_name=CLUSTER_NAME,
+    ):
+        raise ApiError(
+            Errors.CLUSTER_AUTHORIZATION_FAILED,
+            f"{principal.principal} is not authorized for {operation.name} on the cluster.",
+        )
+
+
+def refuse_broker_on_public_write(principal: AuthenticatedPrincipal) -> None:
+    """KIP-590: broker principals only reach the controller through the internal listener."""
+    if principal.is_broker:
+        raise ApiError(
+            Errors.CLUSTER_AUTHORIZATION_FAILED,
+            "Broker principals may not send admin writes to the public API.",
+        )

@@ -1,0 +1,301 @@
+"""Broker registration, heartbeats, fencing and unregistration (Kafka KRaft semantics).
+
+Pure: every function takes the metadata view and plain data, and returns records and a response.
+References: Kafka's ClusterControlManager (registration), BrokerHeartbeatManager (the heartbeat
+state machine) and ReplicationControlManager.processBrokerHeartbeat (which records a transition
+produces).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Iterable, Mapping
+
+from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
+from controlplane.controller.image import BrokerControlState, BrokerRegistration, MetadataDelta
+from controlplane.controller.records import (
+    BrokerRegistrationChangeRecord,
+    ControlledShutdownChange,
+    FencingChange,
+    Listener,
+    Record,
+    RegisterBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from controlplane.controller.result import ControllerResult
+
+BROKER_POD = "broker"
+CANARY_BROKER_POD = "canary-broker"
+BROKER_PODS = frozenset({BROKER_POD, CANARY_BROKER_POD})
+SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+
+DEFAULT_SESSION_TIMEOUT_MS = 9000
+DEFAULT_HEARTBEAT_INTERVAL_MS = 2000
+
+S = BrokerControlState
+# The broker state machine as data: which control states a broker may move to from each state.
+BROKER_TRANSITIONS: Mapping[BrokerControlState, frozenset[BrokerControlState]] = {
+    S.FENCED: frozenset({S.UNFENCED, S.SHUTDOWN_NOW}),
+    S.UNFENCED: frozenset({S.FENCED, S.CONTROLLED_SHUTDOWN, S.SHUTDOWN_NOW}),
+    S.CONTROLLED_SHUTDOWN: frozenset({S.FENCED, S.SHUTDOWN_NOW}),
+    S.SHUTDOWN_NOW: frozenset(),
+}
+
+
+def check_transition(current: BrokerControlState, target: BrokerControlState) -> None:
+    """Same state is a no-op; anything the table does not list is refused."""
+    if current != target and target not in BROKER_TRANSITIONS[current]:
+        raise InvalidStateTransition("broker", current.value, target.value)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerSession:
+    """What the heartbeat tracker knows of a broker: not metadata, never in the log."""
+
+    last_contact_ms: int
+    metadata_offset: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerRegistrationRequest:
+    broker_id: int
+    cluster_id: str
+    incarnation_id: str
+    listeners: tuple[Listener, ...]
+    rack: str | None
+    pod: str
+    log_dirs: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerHeartbeatRequest:
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+    offline_log_dirs: tuple[str, ...] = ()
+
+
+def has_valid_session(
+    session: BrokerSession | None, *, now_ms: int, session_timeout_ms: int
+) -> bool:
+    return session is not None and session.last_contact_ms + session_timeout_ms >= now_ms
+
+
+def validate_registration(request: BrokerRegistrationRequest) -> None:
+    if request.broker_id < 0:
+        raise ApiError(Errors.INVALID_REGISTRATION, "The broker id must not be negative.")
+    if request.pod not in BROKER_PODS:
+        raise ApiError(
+            Errors.INVALID_REGISTRATION,
+            f"Unknown pod {request.pod!r}; expected one of {sorted(BROKER_PODS)}.",
+        )
+    names = [listener.name for listener in request.listeners]
+    if len(set(names)) != len(names):
+        raise ApiError(Errors.INVALID_REGISTRATION, "Listener names must be unique.")
+    for listener in request.listeners:
+        if listener.security_protocol not in SECURITY_PROTOCOLS:
+            raise ApiError(
+                Errors.INVALID_REGISTRATION,
+                f"Unknown security protocol {listener.security_protocol!r} "
+                f"on listener {listener.name}.",
+            )
+    for log_dir in request.log_dirs:
+        _require_uuid(log_dir, "log directory")
+    _require_uuid(request.incarnation_id, "incarnation id")
+
+
+def register_broker(
+    view: MetadataDelta,
+    request: BrokerRegistrationRequest,
+    *,
+    sessions: Mapping[int, BrokerSession],
+    now_ms: int,
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+) -> ControllerResult:
+    if request.cluster_id != view.cluster_id:
+        raise ApiError(
+            Errors.INCONSISTENT_CLUSTER_ID,
+            f"Expected cluster ID {view.cluster_id}, but got cluster ID {request.cluster_id}",
+        )
+    validate_registration(request)
+    existing = view.broker(request.broker_id)
+    if existing is not None:
+        if existing.incarnation_id == request.incarnation_id:
+            # A retried registration of the same process: it keeps its epoch, nothing changes.
+            return ControllerResult([], registration_response(existing.epoch))
+        live = has_valid_session(
+            sessions.get(request.broker_id), now_ms=now_ms, session_timeout_ms=session_timeout_ms
+        )
+        if live:
+            raise ApiError(
+                Errors.DUPLICATE_BROKER_REGISTRATION,
+                "Another broker is registered with that broker id.",
+            )
+    record = RegisterBrokerRecord(
+        broker_id=request.broker_id,
+        incarnation_id=request.incarnation_id,
+        broker_epoch=view.next_offset,
+        listeners=request.listeners,
+        rack=request.rack,
+        pod=request.pod,
+        log_dirs=request.log_dirs,
+        fenced=True,
+    )
+    return ControllerResult([record], registration_response(record.broker_epoch))
+
+
+def registration_response(broker_epoch: int) -> dict[str, object]:
+    return {"error_code": 0, "error_message": None, "broker_epoch": broker_epoch}
+
+
+def require_broker_epoch(view: MetadataDelta, broker_id: int, epoch: int) -> BrokerRegistration:
+    broker = view.broker(broker_id)
+    if broker is None:
+        raise ApiError(
+            Errors.STALE_BROKER_EPOCH, f"No broker registration found for broker {broker_id}"
+        )
+    if broker.epoch != epoch:
+        raise ApiError(
+            Errors.STALE_BROKER_EPOCH,
+            f"Expected broker epoch {broker.epoch}, but got broker epoch {epoch}",
+        )
+    return broker
+
+
+def next_broker_state(
+    broker: BrokerRegistration,
+    request: BrokerHeartbeatRequest,
+    *,
+    has_leaderships: bool,
+    lowest_active_offset: int,
+) -> BrokerControlState:
+    """Kafka's BrokerHeartbeatManager.calculateNextBrokerState, as a decision table."""
+    current = broker.control_state
+    if current is S.FENCED:
+        if request.want_shut_down:
+            return S.SHUTDOWN_NOW
+        if not request.want_fence and request.current_metadata_offset >= broker.epoch:
+            return S.UNFENCED
+        return S.FENCED
+    if current is S.UNFENCED:
+        if request.want_fence:
+            return S.SHUTDOWN_NOW if request.want_shut_down else S.FENCED
+        if request.want_shut_down:
+            return S.CONTROLLED_SHUTDOWN if has_leaderships else S.SHUTDOWN_NOW
+        return S.UNFENCED
+    # CONTROLLED_SHUTDOWN: leave only once leaderships moved and every active broker has seen it.
+    if has_leaderships or broker.controlled_shutdown_offset > lowest_active_offset:
+        return S.CONTROLLED_SHUTDOWN
+    return S.SHUTDOWN_NOW
+
+
+def lowest_active_offset(view: MetadataDelta, sessions: Mapping[int, BrokerSession]) -> int:
+    """The lowest metadata offset any unfenced broker has reported (Kafka: lowestActiveOffset)."""
+    offsets = [
+        sessions[b.broker_id].metadata_offset if b.broker_id in sessions else -1
+        for b in view.all_brokers()
+        if not b.fenced
+    ]
+    return min(offsets, default=2**63 - 1)
+
+
+def transition_records(broker: BrokerRegistration, target: BrokerControlState) -> list[Record]:
+    """The records that move a broker to `target`; none when nothing changes."""
+    current = broker.control_state
+    check_transition(current, target)
+    if current == target or (current is S.FENCED and target is S.SHUTDOWN_NOW):
+        return []
+    change = BrokerRegistrationChangeRecord(broker_id=broker.broker_id, broker_epoch=broker.epoch)
+    if target is S.UNFENCED:
+        return [dataclasses.replace(change, fenced=FencingChange.UNFENCE)]
+    if target is S.CONTROLLED_SHUTDOWN:
+        return [
+            dataclasses.replace(
+                change, in_controlled_shutdown=ControlledShutdownChange.IN_CONTROLLED_SHUTDOWN
+            )
+        ]
+    # FENCED and SHUTDOWN_NOW both fence the broker (Kafka: handleBrokerFenced).
+    return [dataclasses.replace(change, fenced=FencingChange.FENCE)]
+
+
+def process_heartbeat(
+    view: MetadataDelta,
+    request: BrokerHeartbeatRequest,
+    *,
+    sessions: Mapping[int, BrokerSession],
+) -> ControllerResult:
+    broker = require_broker_epoch(view, request.broker_id, request.broker_epoch)
+    target = next_broker_state(
+        broker,
+        request,
+        has_leaderships=view.broker_has_leaderships(broker.broker_id),
+        lowest_active_offset=lowest_active_offset(view, sessions),
+    )
+    records = transition_records(broker, target)
+    return ControllerResult(records, heartbeat_response(broker, request, target))
+
+
+def heartbeat_response(
+    broker: BrokerRegistration, request: BrokerHeartbeatRequest, target: BrokerControlState
+) -> dict[str, object]:
+    return {
+        "error_code": 0,
+        "error_message": None,
+        "is_caught_up": request.current_metadata_offset >= broker.epoch,
+        "is_fenced": target is S.FENCED,
+        "should_shut_down": target is S.SHUTDOWN_NOW,
+    }
+
+
+def fence_stale_brokers(
+    view: MetadataDelta,
+    *,
+    sessions: Mapping[int, BrokerSession],
+    now_ms: int,
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+    activated_ms: int,
+) -> ControllerResult:
+    """Fence every unfenced broker whose session lapsed; no records when none did.
+
+    A broker the tracker has never heard from since this controller became active gets a full
+    session from the activation (as Kafka's new controller does on failover).
+    """
+    records: list[Record] = []
+    fenced: list[int] = []
+    for broker in sorted(view.all_brokers(), key=lambda b: b.broker_id):
+        if broker.fenced:
+            continue
+        session = sessions.get(broker.broker_id) or BrokerSession(activated_ms, -1)
+        if not has_valid_session(session, now_ms=now_ms, session_timeout_ms=session_timeout_ms):
+            records.extend(transition_records(broker, S.FENCED))
+            fenced.append(broker.broker_id)
+    return ControllerResult(records, {"error_code": 0, "fenced_brokers": fenced})
+
+
+def unregister_broker(view: MetadataDelta, broker_id: int) -> ControllerResult:
+    broker = view.broker(broker_id)
+    if broker is None:
+        raise ApiError(
+            Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
+        )
+    record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.epoch)
+    return ControllerResult([record], {"error_code": 0, "error_message": None})
+
+
+def brokers_by_state(brokers: Iterable[BrokerRegistration]) -> dict[str, int]:
+    counts = {state.value: 0 for state in (S.FENCED, S.UNFENCED, S.CONTROLLED_SHUTDOWN)}
+    for broker in brokers:
+        counts[broker.control_state.value] += 1
+    return counts
+
+
+def _require_uuid(value: str, what: str) -> None:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        raise ApiError(
+            Errors.INVALID_REGISTRATION, f"Invalid {what} {value!r}: not a UUID."
+        ) from None

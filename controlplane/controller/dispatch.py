@@ -1,0 +1,137 @@
+"""Controller events by API name: decode the payload, run the pure handler.
+
+An event is plain JSON (it crosses the Celery queue). Each API registers a handler that turns the
+current metadata view, the payload and the controller's environment into a ControllerResult.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controlplane.controller import acls, brokers
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.image import MetadataDelta
+from controlplane.controller.records import Listener
+from controlplane.controller.result import ControllerResult
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ControllerEnv:
+    """What a handler may know besides metadata: the clock and the heartbeat tracker."""
+
+    now_ms: int
+    activated_ms: int
+    sessions: Mapping[int, brokers.BrokerSession]
+    session_timeout_ms: int = brokers.DEFAULT_SESSION_TIMEOUT_MS
+
+
+Handler = Callable[[MetadataDelta, Mapping[str, Any], ControllerEnv], ControllerResult]
+
+HANDLERS: dict[str, Handler] = {}
+# APIs whose retries are naturally idempotent (their outcome follows from state alone).
+STATE_IDEMPOTENT_APIS: set[str] = set()
+
+
+def handler(api: str, *, state_idempotent: bool = False) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        HANDLERS[api] = fn
+        if state_idempotent:
+            STATE_IDEMPOTENT_APIS.add(api)
+        return fn
+
+    return register
+
+
+def dispatch(
+    api: str, view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    try:
+        fn = HANDLERS[api]
+    except KeyError:
+        raise ApiError(Errors.INVALID_REQUEST, f"Unknown controller API {api!r}") from None
+    return fn(view, payload, env)
+
+
+def run_event(
+    delta: MetadataDelta, api: str, payload: Mapping[str, Any], env: ControllerEnv
+) -> dict[str, Any]:
+    """Handle one event against the delta and replay its records into it; returns the response.
+
+    A refused event (ApiError) leaves the delta untouched and answers its error.
+    """
+    try:
+        result = dispatch(api, delta, payload, env)
+    except ApiError as error:
+        return error.as_fields()
+    for record in result.records:
+        delta.replay(record)
+    return result.response
+
+
+@handler("BrokerRegistration")
+def _broker_registration(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    request = brokers.BrokerRegistrationRequest(
+        broker_id=payload["broker_id"],
+        cluster_id=payload["cluster_id"],
+        incarnation_id=payload["incarnation_id"],
+        listeners=tuple(Listener(**item) for item in payload.get("listeners", ())),
+        rack=payload.get("rack"),
+        pod=payload.get("pod") or brokers.BROKER_POD,
+        log_dirs=tuple(payload.get("log_dirs", ())),
+    )
+    return brokers.register_broker(
+        view,
+        request,
+        sessions=env.sessions,
+        now_ms=env.now_ms,
+        session_timeout_ms=env.session_timeout_ms,
+    )
+
+
+@handler("BrokerHeartbeat", state_idempotent=True)
+def _broker_heartbeat(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return brokers.process_heartbeat(view, heartbeat_request(payload), sessions=env.sessions)
+
+
+def heartbeat_request(payload: Mapping[str, Any]) -> brokers.BrokerHeartbeatRequest:
+    return brokers.BrokerHeartbeatRequest(
+        broker_id=payload["broker_id"],
+        broker_epoch=payload["broker_epoch"],
+        current_metadata_offset=payload["current_metadata_offset"],
+        want_fence=payload.get("want_fence", False),
+        want_shut_down=payload.get("want_shut_down", False),
+        offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
+    )
+
+
+@handler("FenceStaleBrokers", state_idempotent=True)
+def _fence_stale_brokers(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return brokers.fence_stale_brokers(
+        view,
+        sessions=env.sessions,
+        now_ms=env.now_ms,
+        session_timeout_ms=env.session_timeout_ms,
+        activated_ms=env.activated_ms,
+    )
+
+
+@handler("UnregisterBroker")
+def _unregister_broker(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return brokers.unregister_broker(view, payload["broker_id"])
+
+
+@handler("CreateAcls")
+def _create_acls(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return acls.create_acls(view, payload["creations"])

@@ -1,0 +1,14 @@
+"""What a controller handler returns: the records to commit and the response to answer."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from controlplane.controller.records import Record
+
+
+@dataclasses.dataclass(slots=True)
+class ControllerResult:
+    records: list[Record]
+    response: dict[str, Any]

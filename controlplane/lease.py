@@ -1,0 +1,89 @@
+"""The controller lease: exactly one active controller, identified by a growing epoch.
+
+The lease lives on the cluster row. Taking over a lapsed (or resigned) lease bumps the controller
+epoch; every commit checks epoch, holder and expiry under the row lock, so a paused or partitioned
+old controller can never write once another took over.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import time
+import uuid
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from controlplane.models import Cluster
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def new_cluster_id() -> str:
+    """Kafka's cluster ids: a random UUID, URL-safe base64 without padding (22 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Lease:
+    node_id: str
+    controller_id: int
+    epoch: int
+    expires_ms: int
+
+
+def cluster_get_or_create() -> Cluster:
+    cluster = Cluster.objects.filter(pk=1).first()
+    if cluster is not None:
+        return cluster
+    try:
+        with transaction.atomic():
+            return Cluster.objects.create(
+                pk=1, cluster_id=settings.CP_CLUSTER_ID or new_cluster_id()
+            )
+    except IntegrityError:
+        return Cluster.objects.get(pk=1)
+
+
+def lease_acquire(*, node_id: str, controller_id: int, lease_ms: int) -> Lease | None:
+    """Take the lease if it is free or lapsed (epoch + 1), renew it if it is ours."""
+    cluster_get_or_create()
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().get(pk=1)
+        now = now_ms()
+        ours = cluster.lease_holder == node_id and cluster.lease_expires_ms >= now
+        if not ours and cluster.lease_expires_ms >= now:
+            return None
+        if not ours:
+            cluster.controller_epoch += 1
+            cluster.lease_holder = node_id
+            cluster.controller_id = controller_id
+        cluster.lease_expires_ms = now + lease_ms
+        cluster.save(
+            update_fields=["controller_epoch", "lease_holder", "controller_id", "lease_expires_ms"]
+        )
+        return Lease(node_id, controller_id, cluster.controller_epoch, cluster.lease_expires_ms)
+
+
+def lease_renew(*, lease: Lease, lease_ms: int) -> Lease | None:
+    """Extend our lease; None when it lapsed or another controller holds it now."""
+    now = now_ms()
+    expires = now + lease_ms
+    updated = Cluster.objects.filter(
+        pk=1,
+        lease_holder=lease.node_id,
+        controller_epoch=lease.epoch,
+        lease_expires_ms__gte=now,
+    ).update(lease_expires_ms=expires)
+    if updated != 1:
+        return None
+    return dataclasses.replace(lease, expires_ms=expires)
+
+
+def lease_resign(*, lease: Lease) -> None:
+    Cluster.objects.filter(pk=1, lease_holder=lease.node_id, controller_epoch=lease.epoch).update(
+        lease_expires_ms=0
+    )

@@ -1,0 +1,62 @@
+"""A controller process: standby until it holds the lease, then the active controller.
+
+Only the active controller consumes the Celery queue `controller`: a standby consumes nothing, so
+no event can reach a node that would have to refuse it. Losing the lease ends the process (as a
+Kafka controller resigns); the supervisor starts it again as a standby.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from controlplane.celery import app
+from controlplane.lease import Lease
+from controlplane.runtime import get_runtime, start_timer_thread, wait_until_active
+
+logger = logging.getLogger("controlplane.controller")
+
+
+class Command(BaseCommand):
+    help = "Run a controller: standby until it takes the lease, then consume the controller queue."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--loglevel", default="INFO")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        runtime = get_runtime()
+        runtime.on_deactivate = _exit_on_lost_lease
+        stop = threading.Event()
+        lease = wait_until_active(runtime, stop)
+        self.stdout.write(
+            f"controller {runtime.node_id} active with epoch {lease.epoch}", ending="\n"
+        )
+        self.stdout.flush()
+        start_timer_thread(runtime)
+        app.worker_main(
+            [
+                "worker",
+                "--queues",
+                "controller",
+                "--pool",
+                "solo",
+                "--concurrency",
+                "1",
+                "--hostname",
+                f"controller-{runtime.node_id}@%h",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+                "--loglevel",
+                options["loglevel"],
+            ]
+        )
+
+
+def _exit_on_lost_lease(lease: Lease) -> None:
+    logger.error("controller epoch %d lost its lease; exiting so a standby takes over", lease.epoch)
+    os._exit(3)

@@ -1,0 +1,133 @@
+"""The one commit path: append records to the metadata log and project them, atomically.
+
+A commit runs in one transaction under the cluster row lock. It is refused (NOT_CONTROLLER) when
+the committing controller's epoch is not the current one, its lease lapsed, or the log moved under
+it. Records get gap-free offsets from the row's `last_offset`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import transaction
+
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.image import MetadataDelta
+from controlplane.controller.records import Record
+from controlplane.lease import Lease, now_ms
+from controlplane.models import AppliedRequest, Cluster, MetadataRecord
+from controlplane.notifier import notifier
+from controlplane.projections import persist_delta
+
+
+CONTROLLER_PRINCIPAL = "User:controller"  # events the controller makes itself (its timer)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RequestContext:
+    """Who asked: kept on every record and audit event."""
+
+    principal: str = "User:controller"
+    client_id: str = ""
+    client_host: str = ""
+    request_id: str = ""
+
+    @classmethod
+    def from_event(cls, event: dict[str, Any]) -> RequestContext:
+        return cls(
+            principal=event.get("principal", CONTROLLER_PRINCIPAL),
+            client_id=event.get("client_id", ""),
+            client_host=event.get("client_host", ""),
+            request_id=event.get("request_id", ""),
+        )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AppliedWrite:
+    """One request's part of a commit: its records' offset range and its response."""
+
+    context: RequestContext
+    api: str
+    first_offset: int
+    last_offset: int
+    response: dict[str, Any]
+
+
+def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWrite]) -> None:
+    if not delta.replayed:
+        return
+    timestamp = now_ms()
+    with transaction.atomic():
+        cluster = Cluster.objects.select_for_update().get(pk=1)
+        _check_fence(cluster, lease, delta, timestamp)
+        MetadataRecord.objects.bulk_create(_log_rows(delta, writes, lease.epoch, timestamp))
+        persist_delta(delta)
+        applied = [
+            AppliedRequest(
+                request_id=w.context.request_id,
+                api=w.api,
+                response=w.response,
+                first_offset=w.first_offset,
+                last_offset=w.last_offset,
+                created_ms=timestamp,
+            )
+            for w in writes
+            if w.context.request_id and w.last_offset >= w.first_offset
+        ]
+        if applied:
+            AppliedRequest.objects.bulk_create(applied, ignore_conflicts=True)
+        Cluster.objects.filter(pk=1).update(last_offset=delta.last_offset)
+        transaction.on_commit(lambda: notifier.publish(delta.last_offset))
+    notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
+
+
+def _check_fence(cluster: Cluster, lease: Lease, delta: MetadataDelta, timestamp: int) -> None:
+    if cluster.controller_epoch != lease.epoch or cluster.lease_holder != lease.node_id:
+        raise ApiError(
+            Errors.NOT_CONTROLLER,
+            f"Controller epoch {lease.epoch} is fenced: the current epoch is "
+            f"{cluster.controller_epoch}.",
+        )
+    if cluster.lease_expires_ms < timestamp:
+        raise ApiError(Errors.NOT_CONTROLLER, "The controller lease lapsed before the commit.")
+    if cluster.last_offset != delta.base.last_offset:
+        raise ApiError(
+            Errors.NOT_CONTROLLER,
+            f"The metadata log moved to offset {cluster.last_offset} under this controller "
+            f"(expected {delta.base.last_offset}).",
+        )
+
+
+def _log_rows(
+    delta: MetadataDelta, writes: Sequence[AppliedWrite], epoch: int, timestamp: int
+) -> list[MetadataRecord]:
+    contexts = {
+        offset: write.context
+        for write in writes
+        for offset in range(write.first_offset, write.last_offset + 1)
+    }
+    rows = []
+    for offset, record in delta.replayed:
+        context = contexts.get(offset, RequestContext())
+        rows.append(
+            MetadataRecord(
+                offset=offset,
+                record_type=record.TYPE,
+                controller_epoch=epoch,
+                timestamp_ms=timestamp,
+                principal=context.principal,
+                client_id=context.client_id,
+                client_host=context.client_host,
+                request_id=context.request_id,
+                broker_id=_broker_id(record),
+                data=record.to_data(),
+            )
+        )
+    return rows
+
+
+def _broker_id(record: Record) -> int | None:
+    value = getattr(record, "broker_id", None)
+    return value if isinstance(value, int) else None

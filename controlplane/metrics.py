@@ -1,0 +1,87 @@
+"""Prometheus metrics. Request counters are per process (multiprocess mode when
+PROMETHEUS_MULTIPROC_DIR is set); cluster gauges are read from the metadata store at scrape."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import REGISTRY, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+REQUESTS = Counter("cp_http_requests_total", "HTTP requests served", ["method", "route", "status"])
+LATENCY = Histogram(
+    "cp_http_request_duration_seconds",
+    "HTTP request latency",
+    ["method", "route"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30),
+)
+
+
+def observe_request(method: str, route: str, status: int, seconds: float) -> None:
+    REQUESTS.labels(method, route, str(status)).inc()
+    LATENCY.labels(method, route).observe(seconds)
+
+
+class ClusterCollector(Collector):
+    def describe(self) -> list[GaugeMetricFamily]:
+        # Registration must not touch the database (it may not exist yet).
+        return []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        from controlplane.selectors import cluster_summary
+
+        summary = cluster_summary()
+        yield _gauge(
+            "kafka_controller_kafkacontroller_activecontrollercount",
+            "1 while a controller holds a valid lease",
+            1 if summary["controller_active"] else 0,
+        )
+        yield _gauge(
+            "kafka_controller_controller_epoch",
+            "Current controller epoch",
+            summary["controller_epoch"],
+        )
+        yield _gauge(
+            "kafka_controller_kafkacontroller_lastcommittedrecordoffset",
+            "Offset of the newest committed metadata record",
+            summary["metadata_offset"],
+        )
+        states = summary["broker_states"]
+        yield _gauge(
+            "kafka_controller_kafkacontroller_fencedbrokercount",
+            "Fenced brokers",
+            states.get("FENCED", 0),
+        )
+        yield _gauge(
+            "kafka_controller_kafkacontroller_activebrokercount",
+            "Unfenced brokers (including those in controlled shutdown)",
+            states.get("UNFENCED", 0) + states.get("CONTROLLED_SHUTDOWN", 0),
+        )
+
+
+def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, documentation)
+    family.add_metric([], value)
+    return family
+
+
+_cluster_collector = ClusterCollector()
+if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+    REGISTRY.register(_cluster_collector)
+
+
+def render() -> bytes:
+    if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        registry.register(_cluster_collector)
+        return generate_latest(registry)
+    return generate_latest(REGISTRY)

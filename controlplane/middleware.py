@@ -1,0 +1,92 @@
+"""Request ids, metrics, and JSON errors for everything under the API prefixes."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable
+
+from django.http import HttpRequest, HttpResponse
+
+from controlplane.api.errors import json_error
+from controlplane.controller.errors import Errors
+from controlplane.log_context import request_id_var
+
+API_PREFIXES = ("/api/", "/internal/")
+REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+logger = logging.getLogger(__name__)
+
+
+class RequestIdMiddleware:
+    """Takes `X-Request-ID` (or makes one), keeps it for logs and records, echoes it back."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        given = request.headers.get("X-Request-ID", "")
+        request_id = given if REQUEST_ID_PATTERN.match(given) else str(uuid.uuid4())
+        request.request_id = request_id  # type: ignore[attr-defined]
+        token = request_id_var.set(request_id)
+        try:
+            response = self.get_response(request)
+        finally:
+            request_id_var.reset(token)
+        response["X-Request-ID"] = request_id
+        return response
+
+
+class MetricsMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        from controlplane.metrics import observe_request
+
+        started = time.perf_counter()
+        response = self.get_response(request)
+        match = getattr(request, "resolver_match", None)
+        route = match.route if match is not None else "unmatched"
+        observe_request(
+            request.method or "", route, response.status_code, time.perf_counter() - started
+        )
+        return response
+
+
+class ApiErrorMiddleware:
+    """No HTML error pages on the API: oversized bodies, unknown paths, crashes answer JSON."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith(API_PREFIXES):
+            return self.get_response(request)
+        from django.conf import settings
+
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return json_error(Errors.INVALID_REQUEST, "Invalid Content-Length header.", 400)
+        if length > settings.CP_MAX_BODY_BYTES:
+            return json_error(
+                Errors.INVALID_REQUEST,
+                f"Request body of {length} bytes exceeds the limit of "
+                f"{settings.CP_MAX_BODY_BYTES} bytes.",
+                400,
+            )
+        response = self.get_response(request)
+        if response.status_code == 404 and "json" not in response.get("Content-Type", ""):
+            return json_error(Errors.INVALID_REQUEST, f"No such API path: {request.path}", 404)
+        if response.status_code == 405 and "json" not in response.get("Content-Type", ""):
+            return json_error(Errors.INVALID_REQUEST, f"Method {request.method} not allowed.", 405)
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not request.path.startswith(API_PREFIXES):
+            return None
+        logger.exception("unhandled error on %s", request.path)
+        return json_error(Errors.UNKNOWN_SERVER_ERROR, "Unexpected server error.", 500)

@@ -1,0 +1,92 @@
+"""The control plane's own state: the cluster row (lease, epoch, log end), the metadata log,
+applied request ids, principals and the ACL projection."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Cluster(models.Model):
+    """The single cluster row. Commits lock it; it holds the controller lease and the log end."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    cluster_id = models.CharField(max_length=64)
+    last_offset = models.BigIntegerField(default=-1)
+    controller_id = models.IntegerField(null=True, blank=True)
+    controller_epoch = models.IntegerField(default=0)
+    lease_holder = models.CharField(max_length=200, blank=True, default="")
+    lease_expires_ms = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "cp_cluster"
+
+
+class MetadataRecord(models.Model):
+    """One entry of the metadata log: gap-free offsets, append-only."""
+
+    offset = models.BigIntegerField(primary_key=True)
+    record_type = models.CharField(max_length=64, db_index=True)
+    controller_epoch = models.IntegerField()
+    timestamp_ms = models.BigIntegerField()
+    principal = models.CharField(max_length=255, db_index=True)
+    client_id = models.CharField(max_length=255, blank=True, default="")
+    client_host = models.CharField(max_length=64, blank=True, default="")
+    request_id = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    broker_id = models.IntegerField(null=True, blank=True, db_index=True)
+    data = models.JSONField()
+
+    class Meta:
+        db_table = "cp_metadata_record"
+        ordering = ["offset"]
+
+
+class AppliedRequest(models.Model):
+    """A write the controller applied, by request id: a retry answers this instead of reapplying."""
+
+    request_id = models.CharField(max_length=128, primary_key=True)
+    api = models.CharField(max_length=64)
+    response = models.JSONField()
+    first_offset = models.BigIntegerField()
+    last_offset = models.BigIntegerField()
+    created_ms = models.BigIntegerField()
+
+    class Meta:
+        db_table = "cp_applied_request"
+
+
+class Principal(models.Model):
+    """An authenticated identity, `User:<name>`. Only a SHA-256 of its token is stored."""
+
+    name = models.CharField(max_length=200, unique=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    is_super_user = models.BooleanField(default=False)
+    is_broker = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "cp_principal"
+        ordering = ["name"]
+
+    @property
+    def principal(self) -> str:
+        return f"User:{self.name}"
+
+    def __str__(self) -> str:
+        return self.principal
+
+
+class Acl(models.Model):
+    """Projection of AccessControlEntryRecord."""
+
+    id = models.CharField(max_length=36, primary_key=True)
+    resource_type = models.CharField(max_length=32)
+    resource_name = models.CharField(max_length=255)
+    pattern_type = models.CharField(max_length=16)
+    principal = models.CharField(max_length=255, db_index=True)
+    host = models.CharField(max_length=255)
+    operation = models.CharField(max_length=32)
+    permission_type = models.CharField(max_length=8)
+
+    class Meta:
+        db_table = "cp_acl"
+        ordering = ["resource_type", "resource_name", "principal"]

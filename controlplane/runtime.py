@@ -1,0 +1,254 @@
+"""The active controller inside a process: lease, in-memory image, and the event loop.
+
+Like Kafka's QuorumController, the active controller keeps the metadata image in memory, turns
+each event into records with the pure core, commits them through the one commit path, and only
+then applies them to its image. Events are handled one batch at a time under a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import DatabaseError, close_old_connections
+
+from controlplane.controller.dispatch import STATE_IDEMPOTENT_APIS, ControllerEnv, run_event
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.image import MetadataDelta, MetadataImage
+from controlplane.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
+from controlplane.metadata_log import AppliedWrite, RequestContext, log_commit
+from controlplane.models import AppliedRequest, Cluster
+from controlplane.projections import load_image
+from controlplane.sessions import SessionStore, session_store
+
+logger = logging.getLogger("controlplane.controller")
+
+Event = dict[str, Any]
+Response = dict[str, Any]
+
+
+def error_response(error: ApiError) -> Response:
+    return error.as_fields()
+
+
+class ControllerRuntime:
+    def __init__(
+        self,
+        *,
+        node_id: str,
+        controller_id: int,
+        lease_ms: int,
+        session_timeout_ms: int,
+        sessions: SessionStore,
+        on_activate: Callable[[Lease], None] | None = None,
+        on_deactivate: Callable[[Lease], None] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.controller_id = controller_id
+        self.lease_ms = lease_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.sessions = sessions
+        self.on_activate = on_activate
+        self.on_deactivate = on_deactivate
+        self.lease: Lease | None = None
+        self.image: MetadataImage | None = None
+        self.activated_ms = 0
+        self._lock = threading.RLock()
+
+    # --- the lease ----------------------------------------------------------------------
+    def is_active(self) -> bool:
+        return self.lease is not None and self.lease.expires_ms > now_ms()
+
+    def ensure_active(self) -> Lease:
+        """Hold a fresh lease, taking it over when free; NOT_CONTROLLER otherwise."""
+        with self._lock:
+            now = now_ms()
+            if self.lease is not None and self.lease.expires_ms - now > self.lease_ms // 2:
+                return self.lease
+            if self.lease is not None:
+                renewed = lease_renew(lease=self.lease, lease_ms=self.lease_ms)
+                if renewed is not None:
+                    self.lease = renewed
+                    return renewed
+                self._deactivate("the lease lapsed or was taken over")
+            acquired = lease_acquire(
+                node_id=self.node_id, controller_id=self.controller_id, lease_ms=self.lease_ms
+            )
+            if acquired is None:
+                raise ApiError(Errors.NOT_CONTROLLER, "This node is not the active controller.")
+            self._activate(acquired)
+            return acquired
+
+    def resign(self) -> None:
+        with self._lock:
+            if self.lease is not None:
+                lease_resign(lease=self.lease)
+                self._deactivate("resigned")
+
+    def _activate(self, lease: Lease) -> None:
+        cluster = Cluster.objects.get(pk=1)
+        self.image = load_image(cluster.cluster_id, cluster.last_offset)
+        self.lease = lease
+        self.activated_ms = now_ms()
+        logger.info(
+            "controller %s active with epoch %d at offset %d",
+            self.node_id,
+            lease.epoch,
+            cluster.last_offset,
+        )
+        if self.on_activate is not None:
+            self.on_activate(lease)
+
+    def _deactivate(self, why: str) -> None:
+        lease, self.lease, self.image = self.lease, None, None
+        if lease is not None:
+            logger.warning("controller %s epoch %d inactive: %s", self.node_id, lease.epoch, why)
+            if self.on_deactivate is not None:
+                self.on_deactivate(lease)
+
+    # --- events -------------------------------------------------------------------------
+    def handle(self, event: Event) -> Response:
+        return self.handle_batch([event])[0]
+
+    def handle_batch(self, events: Sequence[Event]) -> list[Response]:
+        with self._lock:
+            try:
+                lease = self.ensure_active()
+            except ApiError as error:
+                return [error_response(error) for _ in events]
+            except DatabaseError:
+                logger.exception("controller could not reach the database")
+                return [error_response(_unavailable()) for _ in events]
+            assert self.image is not None
+            return self._process(lease, self.image, events)
+
+    def _process(
+        self, lease: Lease, image: MetadataImage, events: Sequence[Event]
+    ) -> list[Response]:
+        now = now_ms()
+        env = ControllerEnv(
+            now_ms=now,
+            activated_ms=self.activated_ms,
+            sessions=self.sessions.snapshot(),
+            session_timeout_ms=self.session_timeout_ms,
+        )
+        delta = MetadataDelta(image)
+        prior = _applied_responses(events)
+        responses: list[Response] = []
+        writes: list[AppliedWrite] = []
+        for event in events:
+            context = RequestContext.from_event(event)
+            if event.get("deadline_ms", now + 1) < now:
+                responses.append(
+                    error_response(
+                        ApiError(
+                            Errors.REQUEST_TIMED_OUT,
+                            "The request outlived its deadline in the queue.",
+                        )
+                    )
+                )
+                continue
+            if context.request_id in prior:
+                responses.append(prior[context.request_id])
+                continue
+            first_offset = delta.next_offset
+            response = run_event(delta, event["api"], event.get("payload", {}), env)
+            responses.append(response)
+            if delta.last_offset >= first_offset:
+                writes.append(
+                    AppliedWrite(context, event["api"], first_offset, delta.last_offset, response)
+                )
+        try:
+            log_commit(lease=lease, delta=delta, writes=writes)
+        except ApiError as error:
+            self._deactivate(error.message or error.error.name)
+            return [error_response(error) for _ in events]
+        except DatabaseError:
+            logger.exception("commit failed; reloading the image on the next event")
+            self._deactivate("commit failed")
+            return [error_response(_unavailable()) for _ in events]
+        image.apply(delta)
+        return responses
+
+    # --- the timer ----------------------------------------------------------------------
+    def run_forever(self, stop: threading.Event, interval_s: float = 0.5) -> None:
+        """Renew or take the lease, then fence brokers whose session lapsed; repeat."""
+        while not stop.is_set():
+            try:
+                close_old_connections()
+                response = self.handle({"api": "FenceStaleBrokers", "principal": "User:controller"})
+                if response.get("fenced_brokers"):
+                    logger.info(
+                        "fenced brokers whose session lapsed: %s", response["fenced_brokers"]
+                    )
+            except Exception:
+                logger.exception("controller timer failed")
+            stop.wait(interval_s)
+
+
+def _applied_responses(events: Sequence[Event]) -> dict[str, Response]:
+    ids = [
+        e["request_id"]
+        for e in events
+        if e.get("request_id") and e.get("api") not in STATE_IDEMPOTENT_APIS
+    ]
+    if not ids:
+        return {}
+    return dict(
+        AppliedRequest.objects.filter(request_id__in=ids).values_list("request_id", "response")
+    )
+
+
+def _unavailable() -> ApiError:
+    return ApiError(Errors.NOT_CONTROLLER, "The controller cannot reach the metadata store.")
+
+
+_runtime: ControllerRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> ControllerRuntime:
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                _runtime = ControllerRuntime(
+                    node_id=settings.CP_NODE_ID,
+                    controller_id=settings.CP_CONTROLLER_ID,
+                    lease_ms=settings.CP_LEASE_MS,
+                    session_timeout_ms=settings.CP_BROKER_SESSION_TIMEOUT_MS,
+                    sessions=session_store(),
+                )
+    return _runtime
+
+
+def reset_runtime() -> None:
+    """Forget this process's controller (tests start each case from a clean database)."""
+    global _runtime
+    _runtime = None
+
+
+def start_timer_thread(runtime: ControllerRuntime) -> threading.Event:
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=runtime.run_forever, args=(stop,), name="controller-timer", daemon=True
+    )
+    thread.start()
+    return stop
+
+
+def wait_until_active(runtime: ControllerRuntime, stop: threading.Event) -> Lease:
+    """Standby: try to take the lease until it is ours."""
+    while not stop.is_set():
+        try:
+            close_old_connections()
+            return runtime.ensure_active()
+        except ApiError:
+            pass
+        except DatabaseError:
+            logger.warning("standby controller cannot reach the database", exc_info=True)
+        stop.wait(min(1.0, runtime.lease_ms / 4000))
+    raise SystemExit(0)

@@ -1,0 +1,59 @@
+"""Reads of the control plane's state: cluster summary and the metadata log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+
+from brokers.models import Broker
+from controlplane.lease import cluster_get_or_create, now_ms
+from controlplane.models import MetadataRecord
+
+
+def cluster_summary() -> dict[str, Any]:
+    cluster = cluster_get_or_create()
+    counts = Broker.objects.aggregate(
+        n_fenced=Count("broker_id", filter=Q(fenced=True)),
+        n_shutting_down=Count("broker_id", filter=Q(fenced=False, in_controlled_shutdown=True)),
+        n_unfenced=Count("broker_id", filter=Q(fenced=False, in_controlled_shutdown=False)),
+        n_canary=Count("broker_id", filter=Q(pod="canary-broker")),
+        n_total=Count("broker_id"),
+    )
+    active = bool(cluster.lease_holder) and cluster.lease_expires_ms >= now_ms()
+    return {
+        "cluster_id": cluster.cluster_id,
+        "controller_id": cluster.controller_id if active else None,
+        "controller_epoch": cluster.controller_epoch,
+        "controller_active": active,
+        "metadata_offset": cluster.last_offset,
+        "broker_states": {
+            "FENCED": counts["n_fenced"],
+            "UNFENCED": counts["n_unfenced"],
+            "CONTROLLED_SHUTDOWN": counts["n_shutting_down"],
+        },
+        "broker_pods": {
+            "broker": counts["n_total"] - counts["n_canary"],
+            "canary-broker": counts["n_canary"],
+        },
+    }
+
+
+def metadata_records_after(*, after_offset: int, max_records: int) -> list[MetadataRecord]:
+    return list(
+        MetadataRecord.objects.filter(offset__gt=after_offset).order_by("offset")[:max_records]
+    )
+
+
+def metadata_log_queryset() -> QuerySet[MetadataRecord]:
+    return MetadataRecord.objects.all().order_by("offset")
+
+
+def record_as_fetched(record: MetadataRecord) -> dict[str, Any]:
+    return {
+        "offset": record.offset,
+        "type": record.record_type,
+        "controller_epoch": record.controller_epoch,
+        "timestamp_ms": record.timestamp_ms,
+        "data": record.data,
+    }

@@ -1,0 +1,190 @@
+"""Settings, all from the environment (12-factor). Every variable is listed in the README.
+
+Without DATABASE_URL and CELERY_BROKER_URL the control plane runs embedded: SQLite, Celery tasks
+in-process, and the single process is the active controller.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_int(name: str, default: int) -> int:
+    return int(os.environ.get(name, default))
+
+
+SECRET_KEY = os.environ.get("CP_SECRET_KEY", "dev-only-insecure-key-change-me")
+DEBUG = env_bool("CP_DEBUG", False)
+ALLOWED_HOSTS = os.environ.get("CP_ALLOWED_HOSTS", "*").split(",")
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CP_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "controlplane.apps.ControlPlaneConfig",
+    "brokers.apps.BrokersConfig",
+    "replicas.apps.ReplicasConfig",
+    "canary.apps.CanaryConfig",
+    "frontend.apps.FrontendConfig",
+]
+
+MIDDLEWARE = [
+    "controlplane.middleware.RequestIdMiddleware",
+    "controlplane.middleware.MetricsMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "controlplane.middleware.ApiErrorMiddleware",
+]
+
+ROOT_URLCONF = "controlplane.urls"
+WSGI_APPLICATION = "controlplane.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+SQLITE_PATH = os.environ.get("CP_SQLITE_PATH", str(BASE_DIR / "var" / "controlplane.sqlite3"))
+if os.environ.get("DATABASE_URL"):
+    DATABASES = {"default": dj_database_url.parse(os.environ["DATABASE_URL"], conn_max_age=600)}
+else:
+    Path(SQLITE_PATH).parent.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": SQLITE_PATH,
+            "OPTIONS": {
+                # WAL lets readers run beside the single writer; IMMEDIATE takes the write lock
+                # at BEGIN so two writers queue instead of failing mid-transaction.
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+            "TEST": {"NAME": str(BASE_DIR / "var" / "test.sqlite3")},
+        }
+    }
+EMBEDDED = not os.environ.get("CELERY_BROKER_URL")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "auth.User"
+LOGIN_URL = "/ui/login/"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_TZ = True
+STATIC_URL = "/static/"
+STATIC_ROOT = os.environ.get("CP_STATIC_ROOT", str(BASE_DIR / "var" / "static"))
+# WhiteNoise serves the UI's and Swagger UI's files from the app itself (no CDN, no proxy needed);
+# before `collectstatic` it finds them in the apps, as the test server does.
+WHITENOISE_USE_FINDERS = True
+
+# --- Celery -------------------------------------------------------------------------------
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
+CELERY_RESULT_BACKEND = os.environ.get(
+    "CELERY_RESULT_BACKEND", CELERY_BROKER_URL if not EMBEDDED else "cache+memory://"
+)
+CELERY_TASK_ALWAYS_EAGER = EMBEDDED
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ROUTES = {"controlplane.tasks.controller_event": {"queue": "controller"}}
+CELERY_RESULT_EXPIRES = 300
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- The controller ----------------------------------------------------------------------
+CP_CLUSTER_ID = os.environ.get("CP_CLUSTER_ID", "")
+CP_NODE_ID = os.environ.get("CP_NODE_ID", f"{socket.gethostname()}-{os.getpid()}")
+CP_CONTROLLER_ID = env_int("CP_CONTROLLER_ID", 3000)
+CP_LEASE_MS = env_int("CP_CONTROLLER_LEASE_MS", 6000)
+CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
+CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
+CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)
+CP_REDIS_URL = os.environ.get(
+    "CP_REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else ""
+)
+CP_SUPER_USERS = frozenset(
+    p.strip() for p in os.environ.get("CP_SUPER_USERS", "").split(";") if p.strip()
+)
+CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND = env_bool("CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND", False)
+CP_MAX_BODY_BYTES = env_int("CP_MAX_BODY_BYTES", 1_048_576)
+DATA_UPLOAD_MAX_MEMORY_SIZE = CP_MAX_BODY_BYTES
+
+# --- REST API ----------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "controlplane.authentication.BearerTokenAuthentication",
+        "controlplane.authentication.PrincipalSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["controlplane.api.permissions.IsPrincipal"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "controlplane.api.pagination.Pagination",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "controlplane.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "PAGE_SIZE": 50,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Kafka control plane",
+    "DESCRIPTION": "The cluster's controller: single, fenced writer of cluster metadata.",
+    "VERSION": "1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+    },
+    "filters": {"request_id": {"()": "controlplane.log_context.RequestIdLogFilter"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "plain",
+            "filters": ["request_id"],
+        }
+    },
+    "root": {"handlers": ["console"], "level": os.environ.get("CP_LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

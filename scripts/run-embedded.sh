@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The run command's body: embedded default (SQLite, in-process controller) with a demo cluster.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+PORT="${PORT:-8000}"
+URL="http://127.0.0.1:${PORT}"
+mkdir -p var
+unset DATABASE_URL CELERY_BROKER_URL
+export CP_SUPER_USERS="${CP_SUPER_USERS:-User:admin}"
+
+$PY manage.py migrate --noinput -v0
+$PY manage.py collectstatic --noinput -v0
+ADMIN_TOKEN=$($PY manage.py create_principal admin --super-user | tail -n 1)
+BROKER_TOKEN=$($PY manage.py create_principal demo-brokers --broker | tail -n 1)
+
+pids=()
+cleanup() {
+  echo; echo "Stopping..."
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+.venv/bin/gunicorn controlplane.wsgi:application --bind "127.0.0.1:${PORT}" \
+  --workers 1 --threads 16 --worker-class gthread --no-control-socket \
+  --access-logfile var/access.log --error-logfile var/server.log &
+pids+=($!)
+for _ in $(seq 1 100); do
+  curl -fsS -o /dev/null "${URL}/metrics" 2>/dev/null && break
+  sleep 0.2
+done
+
+$PY manage.py simulate_brokers --url "$URL" --token "$BROKER_TOKEN" \
+  --brokers 5 --canary 1 --racks 3 > var/simulator.log 2>&1 &
+pids+=($!)
+
+cat <<MSG
+
+  Kafka control plane running (embedded: SQLite, in-process controller) at ${URL}
+    UI:        ${URL}/ui/        (log in as "admin" with the token below)
+    API docs:  ${URL}/api/docs/
+    Metrics:   ${URL}/metrics
+  Demo cluster: 6 simulated brokers (5 broker + 1 canary-broker, 3 racks); log in var/simulator.log
+
+  Admin token (User:admin, super user):
+${ADMIN_TOKEN}
+
+  Try: curl -H "Authorization: Bearer ${ADMIN_TOKEN}" ${URL}/api/v1/cluster
+  Ctrl-C stops everything.
+MSG
+wait

@@ -1,0 +1,138 @@
+"""Shared fixtures. Services: CP_REQUIRE_SERVICES=1 (CI) turns a missing service into a failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+REQUIRE_SERVICES = os.environ.get("CP_REQUIRE_SERVICES") == "1"
+
+
+def service_up(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def need_service(name: str, host: str, port: int) -> None:
+    if service_up(host, port):
+        return
+    message = f"{name} is not reachable at {host}:{port}"
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{message} and CP_REQUIRE_SERVICES=1")
+    pytest.skip(message)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_controller_state() -> Iterator[None]:
+    """Each test starts with no controller, no sessions and no cached ACLs in this process."""
+    from controlplane.authz import acl_cache
+    from controlplane.runtime import reset_runtime
+    from controlplane.sessions import local_sessions
+
+    reset_runtime()
+    local_sessions().clear()
+    acl_cache.clear()
+    yield
+    reset_runtime()
+
+
+class Api:
+    """A JSON client for the test: `api.post(path, body, token=...)` -> (status, json)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def _headers(self, token: str | None, extra: dict[str, str] | None) -> dict[str, str]:
+        headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+        for key, value in (extra or {}).items():
+            headers["HTTP_" + key.upper().replace("-", "_")] = value
+        return headers
+
+    def post(self, path: str, body: Any, *, token: str | None,
+             headers: dict[str, str] | None = None, raw: bool = False) -> tuple[int, Any]:
+        data = body if raw else json.dumps(body)
+        response = self.client.post(path, data, content_type="application/json",
+                                    **self._headers(token, headers))
+        return response.status_code, _json(response)
+
+    def get(self, path: str, *, token: str | None,
+            headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        response = self.client.get(path, **self._headers(token, headers))
+        return response.status_code, _json(response)
+
+
+def _json(response: Any) -> Any:
+    assert "application/json" in response["Content-Type"], response.content[:200]
+    return response.json()
+
+
+@pytest.fixture
+def api(client: Any) -> Api:
+    return Api(client)
+
+
+@pytest.fixture
+def tokens(db: None) -> dict[str, str]:
+    from controlplane.principals import principal_create
+
+    return {
+        "admin": principal_create(name="admin", super_user=True),
+        "broker": principal_create(name="broker-a", broker=True),
+        "alice": principal_create(name="alice"),
+    }
+
+
+@pytest.fixture
+def cluster_id(db: None) -> str:
+    from controlplane.lease import cluster_get_or_create
+
+    return cluster_get_or_create().cluster_id
+
+
+def registration_body(broker_id: int, cluster_id: str, **overrides: Any) -> dict[str, Any]:
+    body = {
+        "broker_id": broker_id,
+        "cluster_id": cluster_id,
+        "incarnation_id": str(uuid.uuid4()),
+        "listeners": [{"name": "PLAINTEXT", "host": f"b{broker_id}.local", "port": 9092,
+                       "security_protocol": "PLAINTEXT"}],
+        "rack": f"rack-{broker_id % 3}",
+        "pod": "broker",
+        "log_dirs": [str(uuid.uuid4())],
+    }
+    body.update(overrides)
+    return body
+
+
+def heartbeat_body(broker_id: int, epoch: int, offset: int, **flags: Any) -> dict[str, Any]:
+    return {"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": offset,
+            **flags}
+
+
+@pytest.fixture
+def register(api: Api, tokens: dict[str, str], cluster_id: str) -> Callable[..., int]:
+    """Register a broker and return its epoch; `unfence=True` heartbeats it to UNFENCED."""
+
+    def _register(broker_id: int, *, unfence: bool = False, **overrides: Any) -> int:
+        status, body = api.post("/internal/v1/broker-registration",
+                                registration_body(broker_id, cluster_id, **overrides),
+                                token=tokens["broker"])
+        assert status == 200 and body["error_code"] == 0, body
+        epoch = int(body["broker_epoch"])
+        if unfence:
+            status, beat = api.post("/internal/v1/broker-heartbeat",
+                                    heartbeat_body(broker_id, epoch, epoch),
+                                    token=tokens["broker"])
+            assert beat["is_fenced"] is False, beat
+        return epoch
+
+    return _register
