@@ -13,7 +13,7 @@ from brokers.models import Broker
 from brokers.projection import registration_from_row
 from controlplane.controller import brokers as core
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.controller.image import BrokerControlState
+from controlplane.controller.image import BrokerControlState, BrokerStatus
 from controlplane.lease import now_ms
 from controlplane.metadata_log import RequestContext
 from controlplane.services import controller_call
@@ -37,20 +37,36 @@ def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dic
         want_shut_down=payload.get("want_shut_down", False),
         offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
     )
+    status = _current_status(request)
+    if status is None:
+        return _stale_epoch(request)
+    if status.control_state is not BrokerControlState.CONTROLLED_SHUTDOWN:
+        target = core.next_broker_state(
+            status, request, has_leaderships=True, lowest_active_offset=-1
+        )
+        if not core.transition_records(status, target):
+            return core.heartbeat_response(status, request, target)
+    return controller_call(api="BrokerHeartbeat", payload=payload, context=context)
+
+
+def _current_status(request: core.BrokerHeartbeatRequest) -> BrokerStatus | None:
+    """The broker's status if `broker_epoch` is current (its session touched), else None.
+
+    The session store's mirror answers in one round trip; the brokers table decides whenever the
+    mirror has no entry or disagrees on the epoch.
+    """
+    store = session_store()
+    when, offset = now_ms(), request.current_metadata_offset
+    status = store.touch_if_current(
+        request.broker_id, request.broker_epoch, now_ms=when, metadata_offset=offset
+    )
+    if status is not None and status.epoch == request.broker_epoch:
+        return status
     row = Broker.objects.filter(pk=request.broker_id).first()
     if row is None or row.epoch != request.broker_epoch:
-        return _stale_epoch(request, row)
-    session_store().touch(
-        request.broker_id, now_ms=now_ms(), metadata_offset=request.current_metadata_offset
-    )
-    registration = registration_from_row(row)
-    if registration.control_state is not BrokerControlState.CONTROLLED_SHUTDOWN:
-        target = core.next_broker_state(
-            registration, request, has_leaderships=True, lowest_active_offset=-1
-        )
-        if not core.transition_records(registration, target):
-            return core.heartbeat_response(registration, request, target)
-    return controller_call(api="BrokerHeartbeat", payload=payload, context=context)
+        return None
+    store.touch(request.broker_id, now_ms=when, metadata_offset=offset)
+    return registration_from_row(row).status
 
 
 def broker_unregister(*, broker_id: int, context: RequestContext) -> dict[str, Any]:
@@ -62,12 +78,13 @@ def broker_unregister(*, broker_id: int, context: RequestContext) -> dict[str, A
     return response
 
 
-def _stale_epoch(request: core.BrokerHeartbeatRequest, row: Broker | None) -> dict[str, Any]:
+def _stale_epoch(request: core.BrokerHeartbeatRequest) -> dict[str, Any]:
+    epoch = Broker.objects.filter(pk=request.broker_id).values_list("epoch", flat=True).first()
     error = ApiError(
         Errors.STALE_BROKER_EPOCH,
         f"No broker registration found for broker {request.broker_id}"
-        if row is None
-        else f"Expected broker epoch {row.epoch}, but got broker epoch {request.broker_epoch}",
+        if epoch is None
+        else f"Expected broker epoch {epoch}, but got broker epoch {request.broker_epoch}",
     )
     return {
         **error.as_fields(),

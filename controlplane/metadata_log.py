@@ -21,7 +21,6 @@ from controlplane.models import AppliedRequest, Cluster, MetadataRecord
 from controlplane.notifier import notifier
 from controlplane.projections import persist_delta
 
-
 CONTROLLER_PRINCIPAL = "User:controller"  # events the controller makes itself (its timer)
 
 

@@ -17,7 +17,7 @@ from django.db import DatabaseError, close_old_connections
 
 from controlplane.controller.dispatch import STATE_IDEMPOTENT_APIS, ControllerEnv, run_event
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.controller.image import MetadataDelta, MetadataImage
+from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
 from controlplane.metadata_log import AppliedWrite, RequestContext, log_commit
 from controlplane.models import AppliedRequest, Cluster
@@ -91,6 +91,7 @@ class ControllerRuntime:
     def _activate(self, lease: Lease) -> None:
         cluster = Cluster.objects.get(pk=1)
         self.image = load_image(cluster.cluster_id, cluster.last_offset)
+        self.sessions.replace_mirror(b.status for b in self.image.all_brokers())
         self.lease = lease
         self.activated_ms = now_ms()
         logger.info(
@@ -171,7 +172,17 @@ class ControllerRuntime:
             self._deactivate("commit failed")
             return [error_response(_unavailable()) for _ in events]
         image.apply(delta)
+        if delta.changed_brokers:
+            self._mirror(
+                {i: None if b is None else b.status for i, b in delta.changed_brokers.items()}
+            )
         return responses
+
+    def _mirror(self, changed: dict[int, BrokerStatus | None]) -> None:
+        try:
+            self.sessions.mirror(changed)
+        except Exception:  # the mirror is a cache: heartbeats fall back to the brokers table
+            logger.warning("could not mirror broker status to the session store", exc_info=True)
 
     # --- the timer ----------------------------------------------------------------------
     def run_forever(self, stop: threading.Event, interval_s: float = 0.5) -> None:

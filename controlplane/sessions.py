@@ -1,23 +1,46 @@
 """The heartbeat tracker: when each broker was last heard from and how far it has read the log.
 
-Like Kafka's BrokerHeartbeatManager this is not metadata and never reaches the log. With Redis it
-is shared by every web node and the controller (one HSET per heartbeat); embedded, it lives in the
+Like Kafka's BrokerHeartbeatManager this is not metadata and never reaches the log. Beside the
+sessions it keeps a mirror of each broker's status (epoch and fencing state), which the active
+controller rewrites after every commit that changes a broker and in full when it takes over. A
+heartbeat that changes nothing is then answered with one store round trip (epoch check and touch
+in one atomic step) instead of a database query. The database stays the authority: a missing or
+mismatched mirror entry makes the caller read the brokers table.
+
+With Redis the store is shared by every web node and the controller; embedded, it lives in the
 single process.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Protocol
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 from controlplane.controller.brokers import BrokerSession
+from controlplane.controller.image import BrokerStatus
 from controlplane.redis_client import redis_client
 
 SESSIONS_KEY = "cp:broker-sessions"
+STATUS_KEY = "cp:broker-status"
+
+# KEYS: status hash, sessions hash. ARGV: broker id, epoch, "now:offset".
+# Touches the session only when the mirrored epoch matches; returns the mirrored status or nil.
+TOUCH_IF_CURRENT = """
+local status = redis.call('HGET', KEYS[1], ARGV[1])
+if status and string.match(status, '^[^:]+') == ARGV[2] then
+  redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+end
+return status
+"""
 
 
 class SessionStore(Protocol):
     def touch(self, broker_id: int, *, now_ms: int, metadata_offset: int) -> None: ...
+
+    def touch_if_current(
+        self, broker_id: int, epoch: int, *, now_ms: int, metadata_offset: int
+    ) -> BrokerStatus | None: ...
 
     def snapshot(self) -> dict[int, BrokerSession]: ...
 
@@ -25,15 +48,29 @@ class SessionStore(Protocol):
 
     def forget(self, broker_id: int) -> None: ...
 
+    def mirror(self, changed: Mapping[int, BrokerStatus | None]) -> None: ...
+
+    def replace_mirror(self, statuses: Iterable[BrokerStatus]) -> None: ...
+
 
 class LocalSessionStore:
     def __init__(self) -> None:
         self._sessions: dict[int, BrokerSession] = {}
+        self._status: dict[int, BrokerStatus] = {}
         self._lock = threading.Lock()
 
     def touch(self, broker_id: int, *, now_ms: int, metadata_offset: int) -> None:
         with self._lock:
             self._sessions[broker_id] = BrokerSession(now_ms, metadata_offset)
+
+    def touch_if_current(
+        self, broker_id: int, epoch: int, *, now_ms: int, metadata_offset: int
+    ) -> BrokerStatus | None:
+        with self._lock:
+            status = self._status.get(broker_id)
+            if status is not None and status.epoch == epoch:
+                self._sessions[broker_id] = BrokerSession(now_ms, metadata_offset)
+            return status
 
     def snapshot(self) -> dict[int, BrokerSession]:
         with self._lock:
@@ -47,28 +84,69 @@ class LocalSessionStore:
         with self._lock:
             self._sessions.pop(broker_id, None)
 
+    def mirror(self, changed: Mapping[int, BrokerStatus | None]) -> None:
+        with self._lock:
+            for broker_id, status in changed.items():
+                if status is None:
+                    self._status.pop(broker_id, None)
+                else:
+                    self._status[broker_id] = status
+
+    def replace_mirror(self, statuses: Iterable[BrokerStatus]) -> None:
+        with self._lock:
+            self._status = {status.broker_id: status for status in statuses}
+
     def clear(self) -> None:
         with self._lock:
             self._sessions.clear()
+            self._status.clear()
 
 
 class RedisSessionStore:
-    def __init__(self, client: object) -> None:
+    def __init__(self, client: Any) -> None:
         self._redis = client
+        self._touch_if_current = client.register_script(TOUCH_IF_CURRENT)
 
     def touch(self, broker_id: int, *, now_ms: int, metadata_offset: int) -> None:
-        self._redis.hset(SESSIONS_KEY, str(broker_id), f"{now_ms}:{metadata_offset}")  # type: ignore[attr-defined]
+        self._redis.hset(SESSIONS_KEY, str(broker_id), f"{now_ms}:{metadata_offset}")
+
+    def touch_if_current(
+        self, broker_id: int, epoch: int, *, now_ms: int, metadata_offset: int
+    ) -> BrokerStatus | None:
+        value = self._touch_if_current(
+            keys=[STATUS_KEY, SESSIONS_KEY],
+            args=[broker_id, epoch, f"{now_ms}:{metadata_offset}"],
+        )
+        return None if value is None else BrokerStatus.decode(broker_id, value.decode())
 
     def snapshot(self) -> dict[int, BrokerSession]:
-        raw = self._redis.hgetall(SESSIONS_KEY)  # type: ignore[attr-defined]
+        raw = self._redis.hgetall(SESSIONS_KEY)
         return {int(k): _decode(v) for k, v in raw.items()}
 
     def get(self, broker_id: int) -> BrokerSession | None:
-        value = self._redis.hget(SESSIONS_KEY, str(broker_id))  # type: ignore[attr-defined]
+        value = self._redis.hget(SESSIONS_KEY, str(broker_id))
         return None if value is None else _decode(value)
 
     def forget(self, broker_id: int) -> None:
-        self._redis.hdel(SESSIONS_KEY, str(broker_id))  # type: ignore[attr-defined]
+        self._redis.hdel(SESSIONS_KEY, str(broker_id))
+
+    def mirror(self, changed: Mapping[int, BrokerStatus | None]) -> None:
+        updates = {str(i): s.encode() for i, s in changed.items() if s is not None}
+        removed = [str(i) for i, s in changed.items() if s is None]
+        pipe = self._redis.pipeline()
+        if updates:
+            pipe.hset(STATUS_KEY, mapping=updates)
+        if removed:
+            pipe.hdel(STATUS_KEY, *removed)
+        pipe.execute()
+
+    def replace_mirror(self, statuses: Iterable[BrokerStatus]) -> None:
+        pipe = self._redis.pipeline()  # MULTI/EXEC: readers never see it half-written
+        pipe.delete(STATUS_KEY)
+        updates = {str(s.broker_id): s.encode() for s in statuses}
+        if updates:
+            pipe.hset(STATUS_KEY, mapping=updates)
+        pipe.execute()
 
 
 def _decode(value: bytes) -> BrokerSession:
@@ -77,6 +155,7 @@ def _decode(value: bytes) -> BrokerSession:
 
 
 _local = LocalSessionStore()
+_redis_store: RedisSessionStore | None = None
 
 
 def local_sessions() -> LocalSessionStore:
@@ -84,5 +163,10 @@ def local_sessions() -> LocalSessionStore:
 
 
 def session_store() -> SessionStore:
+    global _redis_store
     client = redis_client()
-    return RedisSessionStore(client) if client is not None else _local
+    if client is None:
+        return _local
+    if _redis_store is None:
+        _redis_store = RedisSessionStore(client)
+    return _redis_store

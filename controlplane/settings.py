@@ -108,6 +108,7 @@ TIME_ZONE = "UTC"
 USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = os.environ.get("CP_STATIC_ROOT", str(BASE_DIR / "var" / "static"))
+Path(STATIC_ROOT).mkdir(parents=True, exist_ok=True)
 # WhiteNoise serves the UI's and Swagger UI's files from the app itself (no CDN, no proxy needed);
 # before `collectstatic` it finds them in the apps, as the test server does.
 WHITENOISE_USE_FINDERS = True

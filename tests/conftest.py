@@ -57,15 +57,24 @@ class Api:
             headers["HTTP_" + key.upper().replace("-", "_")] = value
         return headers
 
-    def post(self, path: str, body: Any, *, token: str | None,
-             headers: dict[str, str] | None = None, raw: bool = False) -> tuple[int, Any]:
+    def post(
+        self,
+        path: str,
+        body: Any,
+        *,
+        token: str | None,
+        headers: dict[str, str] | None = None,
+        raw: bool = False,
+    ) -> tuple[int, Any]:
         data = body if raw else json.dumps(body)
-        response = self.client.post(path, data, content_type="application/json",
-                                    **self._headers(token, headers))
+        response = self.client.post(
+            path, data, content_type="application/json", **self._headers(token, headers)
+        )
         return response.status_code, _json(response)
 
-    def get(self, path: str, *, token: str | None,
-            headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    def get(
+        self, path: str, *, token: str | None, headers: dict[str, str] | None = None
+    ) -> tuple[int, Any]:
         response = self.client.get(path, **self._headers(token, headers))
         return response.status_code, _json(response)
 
@@ -103,8 +112,14 @@ def registration_body(broker_id: int, cluster_id: str, **overrides: Any) -> dict
         "broker_id": broker_id,
         "cluster_id": cluster_id,
         "incarnation_id": str(uuid.uuid4()),
-        "listeners": [{"name": "PLAINTEXT", "host": f"b{broker_id}.local", "port": 9092,
-                       "security_protocol": "PLAINTEXT"}],
+        "listeners": [
+            {
+                "name": "PLAINTEXT",
+                "host": f"b{broker_id}.local",
+                "port": 9092,
+                "security_protocol": "PLAINTEXT",
+            }
+        ],
         "rack": f"rack-{broker_id % 3}",
         "pod": "broker",
         "log_dirs": [str(uuid.uuid4())],
@@ -114,8 +129,12 @@ def registration_body(broker_id: int, cluster_id: str, **overrides: Any) -> dict
 
 
 def heartbeat_body(broker_id: int, epoch: int, offset: int, **flags: Any) -> dict[str, Any]:
-    return {"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": offset,
-            **flags}
+    return {
+        "broker_id": broker_id,
+        "broker_epoch": epoch,
+        "current_metadata_offset": offset,
+        **flags,
+    }
 
 
 @pytest.fixture
@@ -123,15 +142,19 @@ def register(api: Api, tokens: dict[str, str], cluster_id: str) -> Callable[...,
     """Register a broker and return its epoch; `unfence=True` heartbeats it to UNFENCED."""
 
     def _register(broker_id: int, *, unfence: bool = False, **overrides: Any) -> int:
-        status, body = api.post("/internal/v1/broker-registration",
-                                registration_body(broker_id, cluster_id, **overrides),
-                                token=tokens["broker"])
+        status, body = api.post(
+            "/internal/v1/broker-registration",
+            registration_body(broker_id, cluster_id, **overrides),
+            token=tokens["broker"],
+        )
         assert status == 200 and body["error_code"] == 0, body
         epoch = int(body["broker_epoch"])
         if unfence:
-            status, beat = api.post("/internal/v1/broker-heartbeat",
-                                    heartbeat_body(broker_id, epoch, epoch),
-                                    token=tokens["broker"])
+            status, beat = api.post(
+                "/internal/v1/broker-heartbeat",
+                heartbeat_body(broker_id, epoch, epoch),
+                token=tokens["broker"],
+            )
             assert beat["is_fenced"] is False, beat
         return epoch
 

@@ -13,7 +13,12 @@ import uuid
 from collections.abc import Iterable, Mapping
 
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
-from controlplane.controller.image import BrokerControlState, BrokerRegistration, MetadataDelta
+from controlplane.controller.image import (
+    BrokerControlState,
+    BrokerRegistration,
+    BrokerStatus,
+    MetadataDelta,
+)
 from controlplane.controller.records import (
     BrokerRegistrationChangeRecord,
     ControlledShutdownChange,
@@ -166,7 +171,7 @@ def require_broker_epoch(view: MetadataDelta, broker_id: int, epoch: int) -> Bro
 
 
 def next_broker_state(
-    broker: BrokerRegistration,
+    broker: BrokerStatus | BrokerRegistration,
     request: BrokerHeartbeatRequest,
     *,
     has_leaderships: bool,
@@ -202,7 +207,9 @@ def lowest_active_offset(view: MetadataDelta, sessions: Mapping[int, BrokerSessi
     return min(offsets, default=2**63 - 1)
 
 
-def transition_records(broker: BrokerRegistration, target: BrokerControlState) -> list[Record]:
+def transition_records(
+    broker: BrokerStatus | BrokerRegistration, target: BrokerControlState
+) -> list[Record]:
     """The records that move a broker to `target`; none when nothing changes."""
     current = broker.control_state
     check_transition(current, target)
@@ -239,7 +246,9 @@ def process_heartbeat(
 
 
 def heartbeat_response(
-    broker: BrokerRegistration, request: BrokerHeartbeatRequest, target: BrokerControlState
+    broker: BrokerStatus | BrokerRegistration,
+    request: BrokerHeartbeatRequest,
+    target: BrokerControlState,
 ) -> dict[str, object]:
     return {
         "error_code": 0,

@@ -38,6 +38,36 @@ class BrokerControlState(enum.StrEnum):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class BrokerStatus:
+    """What a heartbeat decision needs of a registration (kept in the session store's mirror)."""
+
+    broker_id: int
+    epoch: int
+    fenced: bool
+    in_controlled_shutdown: bool
+    controlled_shutdown_offset: int = NO_OFFSET
+
+    @property
+    def control_state(self) -> BrokerControlState:
+        if self.fenced:
+            return BrokerControlState.FENCED
+        if self.in_controlled_shutdown:
+            return BrokerControlState.CONTROLLED_SHUTDOWN
+        return BrokerControlState.UNFENCED
+
+    def encode(self) -> str:
+        return (
+            f"{self.epoch}:{int(self.fenced)}:{int(self.in_controlled_shutdown)}:"
+            f"{self.controlled_shutdown_offset}"
+        )
+
+    @classmethod
+    def decode(cls, broker_id: int, value: str) -> BrokerStatus:
+        epoch, fenced, shutting_down, cs_offset = value.split(":")
+        return cls(broker_id, int(epoch), fenced == "1", shutting_down == "1", int(cs_offset))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class BrokerRegistration:
     broker_id: int
     incarnation_id: str
@@ -52,11 +82,17 @@ class BrokerRegistration:
 
     @property
     def control_state(self) -> BrokerControlState:
-        if self.fenced:
-            return BrokerControlState.FENCED
-        if self.in_controlled_shutdown:
-            return BrokerControlState.CONTROLLED_SHUTDOWN
-        return BrokerControlState.UNFENCED
+        return self.status.control_state
+
+    @property
+    def status(self) -> BrokerStatus:
+        return BrokerStatus(
+            self.broker_id,
+            self.epoch,
+            self.fenced,
+            self.in_controlled_shutdown,
+            self.controlled_shutdown_offset,
+        )
 
     def as_comparable(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

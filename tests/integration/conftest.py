@@ -1,213 +1,27 @@
-"""A real stack for integration tests: PostgreSQL, Redis, gunicorn and controller processes.
-
-Each test gets its own PostgreSQL database and a Redis database number; processes are real
-subprocesses (so a test can kill -9 or pause them), started with the commands the deployment uses.
-"""
+"""Integration tests run on a real stack: PostgreSQL, Redis, gunicorn and controller processes."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from devtools.stack import Stack, running_stack, wait_for
 from tests.conftest import need_service
 
-ROOT = Path(__file__).resolve().parents[2]
-PYTHON = sys.executable
-BIN = Path(PYTHON).parent
-REDIS_DB = 11
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str, every: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-        except Exception as error:  # the thing we wait for may not be up yet
-            last = error
-        else:
-            if last:
-                return last
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-@dataclasses.dataclass
-class Http:
-    base: str
-
-    def call(self, method: str, path: str, body: Any = None, token: str | None = None,
-             headers: dict[str, str] | None = None, timeout: float = 60) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        if token:
-            request.add_header("Authorization", f"Bearer {token}")
-        for key, value in (headers or {}).items():
-            request.add_header(key, value)
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as error:
-            return error.code, json.loads(error.read() or b"null")
-
-    def post(self, path: str, body: Any, token: str, **kw: Any) -> tuple[int, Any]:
-        return self.call("POST", path, body, token, **kw)
-
-    def get(self, path: str, token: str, **kw: Any) -> tuple[int, Any]:
-        return self.call("GET", path, None, token, **kw)
-
-
-@dataclasses.dataclass
-class Stack:
-    env: dict[str, str]
-    logs: Path
-    database: str
-    procs: dict[str, subprocess.Popen[bytes]] = dataclasses.field(default_factory=dict)
-    tokens: dict[str, str] = dataclasses.field(default_factory=dict)
-    http: Http | None = None
-
-    def manage(self, *args: str, check: bool = True, timeout: float = 120,
-               extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [PYTHON, "manage.py", *args], cwd=ROOT, env={**self.env, **(extra_env or {})},
-            capture_output=True, text=True, timeout=timeout,
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"manage.py {' '.join(args)} failed:\n{result.stderr[-3000:]}")
-        return result
-
-    def spawn(self, name: str, argv: list[str], extra_env: dict[str, str] | None = None
-              ) -> subprocess.Popen[bytes]:
-        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 (kept open for the process)
-        proc = subprocess.Popen(argv, cwd=ROOT, env={**self.env, **(extra_env or {})},
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        self.procs[name] = proc
-        return proc
-
-    def start_web(self, name: str = "web", workers: int = 2) -> Http:
-        port = free_port()
-        self.spawn(name, [
-            str(BIN / "gunicorn"), "controlplane.wsgi:application",
-            "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--threads", "8",
-            "--worker-class", "gthread", "--no-control-socket",
-        ])
-        http = Http(f"http://127.0.0.1:{port}")
-        wait_for(lambda: http.call("GET", "/api/v1/whoami")[0] == 401, 30, f"{name} to listen")
-        if self.http is None:
-            self.http = http
-        return http
-
-    def start_controller(self, name: str, controller_id: int) -> subprocess.Popen[bytes]:
-        return self.spawn(name, [PYTHON, "manage.py", "run_controller", "--loglevel", "WARNING"],
-                          {"CP_NODE_ID": name, "CP_CONTROLLER_ID": str(controller_id)})
-
-    def lease(self) -> tuple[str, int, int]:
-        """(holder, epoch, controller id) as the cluster row says now."""
-        row = self.sql(
-            "SELECT lease_holder, controller_epoch, coalesce(controller_id, -1)"
-            " FROM cp_cluster WHERE id = 1"
-        )
-        return (row[0][0], int(row[0][1]), int(row[0][2])) if row else ("", 0, -1)
-
-    def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
-        import psycopg
-
-        with psycopg.connect(self.env["DATABASE_URL"].replace("postgres://", "postgresql://"),
-                             autocommit=True) as conn:
-            return conn.execute(query, params).fetchall()
-
-    def wait_active(self, name: str, timeout: float = 30) -> int:
-        def active() -> int | None:
-            holder, epoch, _ = self.lease()
-            return epoch if holder == name else None
-
-        return int(wait_for(active, timeout, f"{name} to become the active controller", 0.3))
-
-    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
-        os.killpg(self.procs[name].pid, sig)
-
-    def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGCONT)
-                    os.killpg(proc.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    continue
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-
-
-def _admin_connection() -> Any:
-    import psycopg
-
-    return psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True)
+__all__ = ["Stack", "wait_for"]
 
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
     need_service("PostgreSQL", "127.0.0.1", 5432)
     need_service("Redis", "127.0.0.1", 6379)
-    import redis
-
-    database = f"cp_it_{uuid.uuid4().hex[:10]}"
-    with _admin_connection() as conn:
-        conn.execute(f'CREATE DATABASE "{database}"')
-    redis_url = f"redis://127.0.0.1:6379/{REDIS_DB}"
-    redis.Redis.from_url(redis_url).flushdb()
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CP_", "DATABASE_", "CELERY_"))}
-    env.update({
-        "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
-        "CELERY_BROKER_URL": redis_url,
-        "CELERY_RESULT_BACKEND": redis_url,
-        "CP_REDIS_URL": redis_url,
+    settings = {
         "CP_CONTROLLER_LEASE_MS": "2000",
         "CP_BROKER_SESSION_TIMEOUT_MS": "3000",
         "CP_BROKER_HEARTBEAT_INTERVAL_MS": "500",
         "CP_REQUEST_TIMEOUT_MS": "20000",
-        "CP_LOG_LEVEL": "WARNING",
-        "PYTHONUNBUFFERED": "1",
-    })
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    built = Stack(env=env, logs=logs, database=database)
-    built.manage("migrate", "--noinput", "-v0")
-    for name, flags in (("admin", ["--super-user"]), ("broker", ["--broker"])):
-        built.tokens[name] = built.manage("create_principal", name, *flags).stdout.split()[-1]
-    try:
+    }
+    with running_stack(tmp_path / "logs", settings=settings) as built:
         yield built
-    finally:
-        built.stop_all()
-        for log in sorted(logs.glob("*.log")):
-            tail = log.read_text(errors="replace")[-2500:]
-            if "Traceback" in tail:
-                print(f"--- {log.name} ---\n{tail}")
-        redis.Redis.from_url(redis_url).flushdb()
-        with _admin_connection() as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

@@ -32,11 +32,16 @@ def cluster_id(stack: Stack) -> str:
 def register(stack: Stack, broker_id: int, **extra: Any) -> int:
     assert stack.http is not None
     body = {
-        "broker_id": broker_id, "cluster_id": cluster_id(stack),
+        "broker_id": broker_id,
+        "cluster_id": cluster_id(stack),
         "incarnation_id": str(uuid.uuid4()),
-        "listeners": [{"name": "PLAINTEXT", "host": "h", "port": 9092,
-                       "security_protocol": "PLAINTEXT"}],
-        "rack": "r1", "pod": "broker", "log_dirs": [str(uuid.uuid4())], **extra,
+        "listeners": [
+            {"name": "PLAINTEXT", "host": "h", "port": 9092, "security_protocol": "PLAINTEXT"}
+        ],
+        "rack": "r1",
+        "pod": "broker",
+        "log_dirs": [str(uuid.uuid4())],
+        **extra,
     }
     status, answer = stack.http.post(REG, body, stack.tokens["broker"])
     assert status == 200 and answer["error_code"] == 0, answer
@@ -45,9 +50,11 @@ def register(stack: Stack, broker_id: int, **extra: Any) -> int:
 
 def beat(stack: Stack, broker_id: int, epoch: int, offset: int, **flags: bool) -> dict[str, Any]:
     assert stack.http is not None
-    status, answer = stack.http.post(BEAT, {"broker_id": broker_id, "broker_epoch": epoch,
-                                            "current_metadata_offset": offset, **flags},
-                                     stack.tokens["broker"])
+    status, answer = stack.http.post(
+        BEAT,
+        {"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": offset, **flags},
+        stack.tokens["broker"],
+    )
     assert status == 200, answer
     return dict(answer)
 
@@ -94,13 +101,16 @@ def test_broker_lifecycle_through_the_controller_queue(stack: Stack) -> None:
         beat(stack, 1, epochs[1], log_end(stack))
         time.sleep(0.4)
     assert broker_state(stack, 1) == "UNFENCED"
-    fence = stack.sql("SELECT principal, data FROM cp_metadata_record WHERE broker_id = 2 "
-                      "ORDER BY \"offset\" DESC LIMIT 1")[0]
+    fence = stack.sql(
+        "SELECT principal, data FROM cp_metadata_record WHERE broker_id = 2 "
+        'ORDER BY "offset" DESC LIMIT 1'
+    )[0]
     assert fence[0] == "User:controller" and fence[1]["fenced"] == 1
 
     assert stack.http is not None
-    status, done = stack.http.post("/api/v1/unregister-broker", {"broker_id": 3},
-                                   stack.tokens["admin"])
+    status, done = stack.http.post(
+        "/api/v1/unregister-broker", {"broker_id": 3}, stack.tokens["admin"]
+    )
     assert status == 200 and done["error_code"] == 0
     assert broker_state(stack, 3) == "HTTP 404"
     verify(stack)
@@ -123,13 +133,13 @@ def test_failover_after_kill_9_bumps_the_epoch_and_fences_the_old_one(stack: Sta
     holder, new_epoch, controller_id = stack.lease()
     assert (holder, new_epoch, controller_id) == ("controller-b", first_epoch + 1, 3001)
     assert took < 15
-    epochs = stack.sql('SELECT controller_epoch FROM cp_metadata_record WHERE "offset" = %s',
-                       second)
+    epochs = stack.sql(
+        'SELECT controller_epoch FROM cp_metadata_record WHERE "offset" = %s', second
+    )
     assert epochs == [(first_epoch + 1,)]
 
     # A write from the old epoch is refused by the commit path itself.
-    refused = stack.manage("shell", "-c", OLD_EPOCH_WRITE.format(epoch=first_epoch),
-                           check=False)
+    refused = stack.manage("shell", "-c", OLD_EPOCH_WRITE.format(epoch=first_epoch), check=False)
     assert "NOT_CONTROLLER" in refused.stdout, refused.stdout + refused.stderr
     assert "fenced" in refused.stdout
     verify(stack)
@@ -170,8 +180,9 @@ def test_a_paused_controller_wakes_up_fenced_and_exits(stack: Stack) -> None:
     wait_for(lambda: paused.poll() is not None, 20, "the old controller to resign")
     assert paused.returncode == 3  # it found its lease gone and exited instead of writing
     assert stack.lease()[0] == "controller-b"
-    writers = stack.sql('SELECT DISTINCT controller_epoch FROM cp_metadata_record '
-                        'WHERE "offset" >= %s', epoch_two)
+    writers = stack.sql(
+        'SELECT DISTINCT controller_epoch FROM cp_metadata_record WHERE "offset" >= %s', epoch_two
+    )
     assert writers == [(first_epoch + 1,)]
     register(stack, 3)
     verify(stack)

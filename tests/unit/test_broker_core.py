@@ -218,8 +218,13 @@ def test_heartbeat_with_unknown_broker_or_wrong_epoch_is_stale_broker_epoch():
 def test_caught_up_heartbeat_unfences_once_then_changes_nothing():
     d = registered_delta()
     first = run_event(d, "BrokerHeartbeat", _beat(0, 0, 0), env())
-    assert first == {"error_code": 0, "error_message": None, "is_caught_up": True,
-                     "is_fenced": False, "should_shut_down": False}
+    assert first == {
+        "error_code": 0,
+        "error_message": None,
+        "is_caught_up": True,
+        "is_fenced": False,
+        "should_shut_down": False,
+    }
     assert [type(r) for _, r in d.replayed][-1] is BrokerRegistrationChangeRecord
     offset = d.last_offset
     run_event(d, "BrokerHeartbeat", _beat(0, 0, 5), env())
@@ -232,7 +237,9 @@ def test_controlled_shutdown_waits_for_active_brokers_to_reach_its_offset():
         run_event(d, "BrokerHeartbeat", _beat(broker_id, broker_id, 10), env())
     sessions = {0: core.BrokerSession(1, 3), 1: core.BrokerSession(1, 3)}
     # Broker 0 has no leaderships yet: Kafka goes straight to SHUTDOWN_NOW in that case.
-    response = run_event(d, "BrokerHeartbeat", _beat(0, 0, 10, shut_down=True), env(sessions=sessions))
+    response = run_event(
+        d, "BrokerHeartbeat", _beat(0, 0, 10, shut_down=True), env(sessions=sessions)
+    )
     assert response["should_shut_down"] is True
     assert d.broker(0).fenced  # type: ignore[union-attr]
 
@@ -308,11 +315,21 @@ def _payload(request: core.BrokerRegistrationRequest) -> dict[str, object]:
 
 
 def vars_of(listener: Listener) -> dict[str, object]:
-    return {"name": listener.name, "host": listener.host, "port": listener.port,
-            "security_protocol": listener.security_protocol}
+    return {
+        "name": listener.name,
+        "host": listener.host,
+        "port": listener.port,
+        "security_protocol": listener.security_protocol,
+    }
 
 
-def _beat(broker_id: int, epoch: int, offset: int, *, fence: bool = False,
-          shut_down: bool = False) -> dict[str, object]:
-    return {"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": offset,
-            "want_fence": fence, "want_shut_down": shut_down}
+def _beat(
+    broker_id: int, epoch: int, offset: int, *, fence: bool = False, shut_down: bool = False
+) -> dict[str, object]:
+    return {
+        "broker_id": broker_id,
+        "broker_epoch": epoch,
+        "current_metadata_offset": offset,
+        "want_fence": fence,
+        "want_shut_down": shut_down,
+    }

@@ -35,8 +35,9 @@ class ControllerMachine(RuleBasedStateMachine):
     def run(self, api: str, payload: dict[str, object]) -> dict[str, object]:
         delta = MetadataDelta(self.image)
         before = {b.broker_id: b for b in self.image.all_brokers()}
-        env = ControllerEnv(now_ms=self.now, activated_ms=self.activated,
-                            sessions=dict(self.sessions))
+        env = ControllerEnv(
+            now_ms=self.now, activated_ms=self.activated, sessions=dict(self.sessions)
+        )
         response = run_event(delta, api, payload, env)
         for broker_id, after in delta.changed_brokers.items():
             previous = before.get(broker_id)
@@ -51,29 +52,53 @@ class ControllerMachine(RuleBasedStateMachine):
     def register(self, broker_id: int, new_incarnation: bool) -> None:
         if new_incarnation or broker_id not in self.incarnations:
             self.incarnations[broker_id] = str(uuid.uuid4())
-        response = self.run("BrokerRegistration", {
-            "broker_id": broker_id, "cluster_id": CLUSTER,
-            "incarnation_id": self.incarnations[broker_id],
-            "listeners": [{"name": "PLAINTEXT", "host": "h", "port": 9092,
-                           "security_protocol": "PLAINTEXT"}],
-            "rack": f"r{broker_id % 2}", "pod": "broker", "log_dirs": [],
-        })
+        response = self.run(
+            "BrokerRegistration",
+            {
+                "broker_id": broker_id,
+                "cluster_id": CLUSTER,
+                "incarnation_id": self.incarnations[broker_id],
+                "listeners": [
+                    {
+                        "name": "PLAINTEXT",
+                        "host": "h",
+                        "port": 9092,
+                        "security_protocol": "PLAINTEXT",
+                    }
+                ],
+                "rack": f"r{broker_id % 2}",
+                "pod": "broker",
+                "log_dirs": [],
+            },
+        )
         if response["error_code"] == 0:
             self.sessions[broker_id] = core.BrokerSession(self.now, -1)
 
-    @rule(broker_id=BROKER_IDS, right_epoch=st.booleans(), lag=st.integers(0, 3),
-          want_fence=st.booleans(), want_shut_down=st.booleans())
-    def heartbeat(self, broker_id: int, right_epoch: bool, lag: int, want_fence: bool,
-                  want_shut_down: bool) -> None:
+    @rule(
+        broker_id=BROKER_IDS,
+        right_epoch=st.booleans(),
+        lag=st.integers(0, 3),
+        want_fence=st.booleans(),
+        want_shut_down=st.booleans(),
+    )
+    def heartbeat(
+        self, broker_id: int, right_epoch: bool, lag: int, want_fence: bool, want_shut_down: bool
+    ) -> None:
         registered = self.image.broker(broker_id)
         epoch = registered.epoch if registered and right_epoch else 10**9
         offset = max(-1, self.image.last_offset - lag)
         state_before = registered.control_state if registered else None
         offset_before = self.image.last_offset
-        response = self.run("BrokerHeartbeat", {
-            "broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": offset,
-            "want_fence": want_fence, "want_shut_down": want_shut_down,
-        })
+        response = self.run(
+            "BrokerHeartbeat",
+            {
+                "broker_id": broker_id,
+                "broker_epoch": epoch,
+                "current_metadata_offset": offset,
+                "want_fence": want_fence,
+                "want_shut_down": want_shut_down,
+            },
+        )
         if response["error_code"] != 0:
             assert response["error_code"] == 77  # STALE_BROKER_EPOCH
             assert self.image.last_offset == offset_before
@@ -121,6 +146,7 @@ class ControllerMachine(RuleBasedStateMachine):
         assert replay_log(CLUSTER, records).as_comparable() == self.image.as_comparable()
 
 
-ControllerMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40,
-                                               deadline=None)
+ControllerMachine.TestCase.settings = settings(
+    max_examples=150, stateful_step_count=40, deadline=None
+)
 TestControllerProperties = ControllerMachine.TestCase

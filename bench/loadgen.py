@@ -1,0 +1,134 @@
+"""A lean HTTP/1.1 keep-alive load generator (asyncio, raw sockets).
+
+The client shares the machine's two cores with the server, so it must cost as little as possible:
+requests are pre-built bytes, responses are parsed only as far as status and Content-Length.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import itertools
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+
+
+@dataclasses.dataclass
+class LoadResult:
+    requests: int
+    errors: int
+    seconds: float
+    latencies_ms: list[float]
+    statuses: dict[int, int]
+
+    @property
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+    def percentile(self, q: float) -> float:
+        if not self.latencies_ms:
+            return float("nan")
+        ordered = sorted(self.latencies_ms)
+        return ordered[min(len(ordered) - 1, int(q / 100 * len(ordered)))]
+
+    def summary(self) -> dict[str, float | int | dict[int, int]]:
+        return {
+            "requests": self.requests,
+            "errors": self.errors,
+            "seconds": round(self.seconds, 3),
+            "requests_per_second": round(self.rate, 1),
+            "p50_ms": round(self.percentile(50), 3),
+            "p90_ms": round(self.percentile(90), 3),
+            "p99_ms": round(self.percentile(99), 3),
+            "mean_ms": round(statistics.fmean(self.latencies_ms), 3) if self.latencies_ms else 0,
+            "statuses": self.statuses,
+        }
+
+
+def build_request(method: str, host: str, path: str, token: str, body: bytes = b"") -> bytes:
+    lines = [
+        f"{method} {path} HTTP/1.1",
+        f"Host: {host}",
+        f"Authorization: Bearer {token}",
+        "Connection: keep-alive",
+    ]
+    if body:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+async def _read_response(reader: asyncio.StreamReader) -> int:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head[9:12])
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line[:15].lower() == b"content-length:":
+            length = int(line[15:])
+            break
+    if length:
+        await reader.readexactly(length)
+    return status
+
+
+async def _worker(
+    host: str,
+    port: int,
+    requests: itertools.cycle[bytes],
+    stop_at: float,
+    result: LoadResult,
+    progress: list[int],
+) -> None:
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        while time.perf_counter() < stop_at:
+            started = time.perf_counter()
+            writer.write(next(requests))
+            try:
+                status = await _read_response(reader)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                result.errors += 1
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, port)
+                continue
+            result.latencies_ms.append((time.perf_counter() - started) * 1000)
+            result.statuses[status] = result.statuses.get(status, 0) + 1
+            result.requests += 1
+            progress[0] += 1
+            if status >= 400:
+                result.errors += 1
+    finally:
+        writer.close()
+
+
+async def _run(
+    host: str, port: int, requests: Sequence[bytes], concurrency: int, seconds: float, label: str
+) -> LoadResult:
+    result = LoadResult(0, 0, 0.0, [], {})
+    progress = [0]
+    cycle = itertools.cycle(requests)
+    started = time.perf_counter()
+    stop_at = started + seconds
+
+    async def report() -> None:
+        last = 0
+        while time.perf_counter() < stop_at:
+            await asyncio.sleep(1)
+            done = progress[0]
+            print(f"  {label}: {done - last:>6} req/s  ({done} total)", file=sys.stderr)
+            last = done
+
+    reporter = asyncio.create_task(report())
+    await asyncio.gather(
+        *(_worker(host, port, cycle, stop_at, result, progress) for _ in range(concurrency))
+    )
+    reporter.cancel()
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+def run_load(
+    host: str, port: int, requests: Sequence[bytes], *, concurrency: int, seconds: float, label: str
+) -> LoadResult:
+    return asyncio.run(_run(host, port, requests, concurrency, seconds, label))

@@ -1,0 +1,46 @@
+"""Fixtures for the browser UI tests (Django test client and a real Chromium)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+# Playwright's sync API runs an event loop in the test thread; Django's ORM calls from that
+# thread (fixtures, live server setup) must still be allowed.
+os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+
+CHROMIUM = os.environ.get("CP_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
+
+
+def ui_login(client: Any, name: str, token: str) -> None:
+    """Log a Django test client in through the UI's login form."""
+    response = client.post("/ui/login/", {"name": name, "token": token})
+    assert response.status_code == 302, response.content[:500]
+
+
+@pytest.fixture
+def admin_client(client: Any, tokens: dict[str, str]) -> Any:
+    ui_login(client, "admin", tokens["admin"])
+    return client
+
+
+def require_chromium() -> str:
+    """Debian's Chromium; missing fails the test under CP_REQUIRE_SERVICES=1, else skips it."""
+    if os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    message = f"{CHROMIUM} is missing (apt-get install -y chromium); never `playwright install`"
+    if os.environ.get("CP_REQUIRE_SERVICES") == "1":
+        pytest.fail(f"{message} and CP_REQUIRE_SERVICES=1")
+    pytest.skip(message)
