@@ -47,6 +47,9 @@ class LoadResult:
         }
 
 
+RECYCLE_AFTER = 100
+
+
 def build_request(method: str, host: str, path: str, token: str, body: bytes = b"") -> bytes:
     lines = [
         f"{method} {path} HTTP/1.1",
@@ -81,8 +84,17 @@ async def _worker(
     progress: list[int],
 ) -> None:
     reader, writer = await asyncio.open_connection(host, port)
+    sent_on_connection = 0
     try:
         while time.perf_counter() < stop_at:
+            if sent_on_connection == RECYCLE_AFTER:
+                # Keep-alive connections stick to the worker that accepted them; a few long-lived
+                # ones can pile onto one worker. Reconnecting now and then spreads the load over
+                # the workers as many real clients do.
+                writer.close()
+                reader, writer = await asyncio.open_connection(host, port)
+                sent_on_connection = 0
+            sent_on_connection += 1
             started = time.perf_counter()
             writer.write(next(requests))
             try:
@@ -132,3 +144,86 @@ def run_load(
     host: str, port: int, requests: Sequence[bytes], *, concurrency: int, seconds: float, label: str
 ) -> LoadResult:
     return asyncio.run(_run(host, port, requests, concurrency, seconds, label))
+
+
+async def _paced_worker(
+    host: str,
+    port: int,
+    requests: itertools.cycle[bytes],
+    start: float,
+    interval: float,
+    offset: float,
+    stop_at: float,
+    result: LoadResult,
+    progress: list[int],
+) -> None:
+    reader, writer = await asyncio.open_connection(host, port)
+    due = start + offset
+    try:
+        while due < stop_at:
+            delay = due - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            writer.write(next(requests))
+            status = await _read_response(reader)
+            # From the time the request was due, not sent: a late send is latency too.
+            result.latencies_ms.append((time.perf_counter() - due) * 1000)
+            result.statuses[status] = result.statuses.get(status, 0) + 1
+            result.requests += 1
+            progress[0] += 1
+            if status >= 400:
+                result.errors += 1
+            due += interval
+    finally:
+        writer.close()
+
+
+async def _run_paced(
+    host: str,
+    port: int,
+    requests: Sequence[bytes],
+    rate: float,
+    connections: int,
+    seconds: float,
+    label: str,
+) -> LoadResult:
+    result = LoadResult(0, 0, 0.0, [], {})
+    progress = [0]
+    cycle = itertools.cycle(requests)
+    interval = connections / rate
+    start = time.perf_counter() + 0.2
+    stop_at = start + seconds
+    await asyncio.gather(
+        *(
+            _paced_worker(
+                host,
+                port,
+                cycle,
+                start,
+                interval,
+                i * interval / connections,
+                stop_at,
+                result,
+                progress,
+            )
+            for i in range(connections)
+        )
+    )
+    result.seconds = time.perf_counter() - start
+    print(f"  {label}: {result.rate:.0f} req/s offered {rate:.0f}", file=sys.stderr)
+    return result
+
+
+def run_paced(
+    host: str,
+    port: int,
+    requests: Sequence[bytes],
+    *,
+    rate: float,
+    connections: int,
+    seconds: float,
+    label: str,
+) -> LoadResult:
+    """Open loop: `rate` requests per second spread evenly over `connections`, as brokers
+    heartbeating on their interval do, whatever the latency of earlier requests."""
+    return asyncio.run(_run_paced(host, port, requests, rate, connections, seconds, label))

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import serializers
 
 from brokers.models import Broker
@@ -12,20 +10,9 @@ from controlplane.api.fields import (
     StrictCharField,
     StrictIntegerField,
     StrictSerializer,
+    UuidStringField,
 )
 from controlplane.controller.brokers import BROKER_PODS, SECURITY_PROTOCOLS
-
-
-class UuidStringField(StrictCharField):
-    def to_internal_value(self, data: Any) -> str:
-        value = super().to_internal_value(data)
-        try:
-            import uuid
-
-            uuid.UUID(value)
-        except ValueError:
-            raise serializers.ValidationError(f"{value!r} is not a UUID.") from None
-        return value
 
 
 class ListenerSerializer(StrictSerializer):

@@ -1,0 +1,327 @@
+"""Run simulated brokers against a control plane: `manage.py simulate_brokers --help`.
+
+N regular brokers plus M canary brokers (ids first-id .. first-id+N+M-1, canary ones last), spread
+round robin over R racks. Runs until Ctrl-C / SIGTERM or --duration, then shuts every broker down
+cleanly (controlled shutdown). A second Ctrl-C stops at once. Commands on stdin (when it is a TTY,
+or with --control stdin): stop ID, resume ID, shutdown ID, status, quit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from brokers.simulator import BrokerSimulator, BrokerState, SimulatorError, SimulatorStatus
+
+HELP_TEXT = (
+    "commands: stop ID (heartbeats stop; fenced when its session lapses) | resume ID | "
+    "shutdown ID (controlled shutdown) | status | quit"
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Simulate Kafka brokers against the control plane's internal API: register, heartbeat, "
+        "follow the metadata log, unfence, controlled shutdown."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--url",
+            default="http://127.0.0.1:8000",
+            help="the control plane's internal listener (default %(default)s)",
+        )
+        parser.add_argument(
+            "--token", default=None, help="a broker principal's token (default: $CP_BROKER_TOKEN)"
+        )
+        parser.add_argument(
+            "--brokers",
+            type=int,
+            default=3,
+            help="regular brokers, pod 'broker' (default %(default)s)",
+        )
+        parser.add_argument(
+            "--canary",
+            type=int,
+            default=0,
+            help="canary brokers, pod 'canary-broker', in addition to --brokers",
+        )
+        parser.add_argument(
+            "--racks",
+            type=int,
+            default=0,
+            help="racks rack-0..rack-R-1, round robin over the ids; 0: no rack",
+        )
+        parser.add_argument("--first-id", type=int, default=0, help="the first broker id")
+        parser.add_argument(
+            "--heartbeat-ms",
+            type=int,
+            default=2000,
+            help="broker.heartbeat.interval.ms (default %(default)s)",
+        )
+        parser.add_argument(
+            "--duration",
+            type=float,
+            default=None,
+            help="run this many seconds, then shut down cleanly (default: until Ctrl-C or SIGTERM)",
+        )
+        parser.add_argument(
+            "--control",
+            choices=["auto", "stdin", "none"],
+            default="auto",
+            help="read commands from stdin: auto = when it is a TTY",
+        )
+        parser.add_argument(
+            "--status-every",
+            type=float,
+            default=5.0,
+            help="seconds between status lines (default %(default)s)",
+        )
+        parser.add_argument(
+            "--connect-timeout",
+            type=float,
+            default=30.0,
+            help="give up (exit 1) when the server never answers in this many "
+            "seconds (default %(default)s)",
+        )
+        parser.add_argument(
+            "--shutdown-timeout",
+            type=float,
+            default=30.0,
+            help="seconds to wait for the controlled shutdown (default %(default)s)",
+        )
+        parser.add_argument(
+            "--client-id",
+            default="broker-simulator",
+            help="X-Client-ID prefix (default %(default)s)",
+        )
+        parser.add_argument(
+            "--listener-host",
+            default="127.0.0.1",
+            help="host in the brokers' PLAINTEXT listeners (port 9092 + id)",
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        token = options["token"] or os.environ.get("CP_BROKER_TOKEN", "")
+        if not token:
+            raise CommandError("No broker token: pass --token or set CP_BROKER_TOKEN.")
+        verbosity = int(options["verbosity"])
+        logging.getLogger("brokers.simulator").setLevel(
+            logging.WARNING if verbosity <= 1 else logging.INFO if verbosity == 2 else logging.DEBUG
+        )
+        # httpx logs every request at INFO: only at -v 3.
+        for name in ("httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.DEBUG if verbosity >= 3 else logging.WARNING)
+        try:
+            simulator = BrokerSimulator(
+                options["url"],
+                token,
+                brokers=options["brokers"],
+                canary=options["canary"],
+                racks=options["racks"],
+                first_id=options["first_id"],
+                heartbeat_interval_ms=options["heartbeat_ms"],
+                client_id=options["client_id"],
+                listener_host=options["listener_host"],
+                connect_timeout_s=options["connect_timeout"],
+            )
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        control = options["control"] == "stdin" or (
+            options["control"] == "auto" and sys.stdin is not None and sys.stdin.isatty()
+        )
+        session = _Session(self, simulator, options, control=control)
+        try:
+            clean = asyncio.run(session.run())
+        except SimulatorError as error:
+            raise CommandError(str(error)) from None
+        except asyncio.CancelledError:  # a second Ctrl-C: stopped without a clean shutdown
+            raise CommandError(
+                "Interrupted; brokers stopped without a controlled shutdown.", returncode=130
+            ) from None
+        if not clean:
+            self.stderr.write("Some brokers did not finish their controlled shutdown.")
+
+
+class _Session:
+    """One run of the command: the simulator, the status printer and the stdin controls."""
+
+    def __init__(
+        self,
+        command: Command,
+        simulator: BrokerSimulator,
+        options: dict[str, Any],
+        *,
+        control: bool,
+    ) -> None:
+        self.command = command
+        self.simulator = simulator
+        self.options = options
+        self.control = control
+        self.stop = asyncio.Event()
+        self.started = time.monotonic()
+        self.signals = 0
+        self._last_beats = 0
+        self._last_at = self.started
+
+    def say(self, line: str) -> None:
+        self.command.stdout.write(line)
+        self.command.stdout.flush()
+
+    async def run(self) -> bool:
+        """True when every broker was released cleanly. Raises SimulatorError when the server
+        could never be reached."""
+        loop = asyncio.get_running_loop()
+        main = asyncio.current_task()
+        assert main is not None
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._on_signal, main)
+        sim = self.simulator
+        helpers: list[asyncio.Task[None]] = []
+        try:
+            await sim.start()
+            self._last_at = self.started = time.monotonic()
+            self.say(self._banner())
+            helpers.append(asyncio.create_task(self._print_status()))
+            if self.control:
+                helpers.append(asyncio.create_task(self._read_commands()))
+                self.say(HELP_TEXT)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), self.options["duration"])
+            self.say(f"Shutting down {len(sim.broker_ids)} brokers (controlled shutdown)...")
+            results = await sim.shutdown_all(self.options["shutdown_timeout"])
+            unclean = sorted(i for i, ok in results.items() if not ok)
+            self.say(self._status_line(final=True))
+            if unclean:
+                self.say(f"Not released cleanly: {unclean}")
+            return not unclean
+        finally:
+            for task in helpers:
+                task.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+            await sim.close()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(signum)
+
+    def _on_signal(self, main: asyncio.Task[Any]) -> None:
+        self.signals += 1
+        if self.signals == 1:
+            self.say("Stopping: controlled shutdown of every broker (again to quit at once).")
+            self.stop.set()
+        else:
+            main.cancel()
+
+    def _banner(self) -> str:
+        sim = self.simulator
+        ids = sim.broker_ids
+        canary = sum(1 for s in sim.brokers() if s.pod == "canary-broker")
+        return (
+            f"Simulating {len(ids)} brokers (ids {ids[0]}..{ids[-1]}, {canary} canary) against "
+            f"{sim.url}: cluster {sim.cluster_id}, metadata offset {sim.metadata_offset}, "
+            f"heartbeat every {sim.heartbeat_interval_s * 1000:g} ms"
+        )
+
+    def _status_line(self, *, final: bool = False) -> str:
+        """Counts now; heartbeats/s since the previous line (the final line: over the run)."""
+        now = time.monotonic()
+        status: SimulatorStatus = self.simulator.status()
+        if final:
+            rate = status.heartbeats_sent / max(now - self.started, 1e-9)
+        else:
+            rate = (status.heartbeats_sent - self._last_beats) / max(now - self._last_at, 1e-9)
+        self._last_beats, self._last_at = status.heartbeats_sent, now
+        controller = (
+            f"controller {status.controller_id} epoch {status.controller_epoch}"
+            if status.controller_id is not None
+            else "no active controller"
+        )
+        return (
+            f"[{now - self.started:7.1f}s] {status.brokers} brokers: "
+            f"{status.registered} registered, {status.unfenced} unfenced, "
+            f"{status.fenced} fenced, {status.silent} silent, "
+            f"{status.shutting_down} shutting down, {status.shut_down} shut down | "
+            f"{rate:.1f} heartbeats/s{' on average' if final else ''} "
+            f"({status.heartbeats_sent} total), "
+            f"{status.errors} errors | metadata offset {status.metadata_offset}, {controller}"
+        )
+
+    async def _print_status(self) -> None:
+        every = max(0.1, float(self.options["status_every"]))
+        while True:
+            await asyncio.sleep(every)
+            self.say(self._status_line())
+
+    async def _read_commands(self) -> None:
+        """Lines from stdin, read by a daemon thread (it never keeps the process alive)."""
+        loop = asyncio.get_running_loop()
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+
+        def reader() -> None:
+            for line in sys.stdin:
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lines.put_nowait, None)
+
+        threading.Thread(target=reader, name="simulator-stdin", daemon=True).start()
+        pending: set[asyncio.Task[None]] = set()
+        while (line := await lines.get()) is not None:
+            task = self._command(line.split())
+            if task is not None:
+                pending.add(task)
+                task.add_done_callback(pending.discard)
+
+    def _command(self, words: list[str]) -> asyncio.Task[None] | None:
+        if not words:
+            return None
+        verb, rest = words[0].lower(), words[1:]
+        sim = self.simulator
+        if verb in {"quit", "exit", "q"}:
+            self.stop.set()
+            return None
+        if verb == "status":
+            self.say(self._status_line())
+            for state in sim.brokers():
+                self.say(_broker_line(state))
+            return None
+        if verb not in {"stop", "resume", "shutdown"} or len(rest) != 1:
+            self.say(HELP_TEXT)
+            return None
+        try:
+            broker_id = int(rest[0])
+            sim.broker(broker_id)
+        except (ValueError, KeyError):
+            self.say(f"No simulated broker {rest[0]!r}; ids are {sim.broker_ids}.")
+            return None
+        if verb == "stop":
+            sim.stop_heartbeats(broker_id)
+            self.say(f"broker {broker_id}: heartbeats stopped")
+            return None
+        if verb == "resume":
+            sim.resume(broker_id)
+            self.say(f"broker {broker_id}: resumed")
+            return None
+        self.say(f"broker {broker_id}: controlled shutdown...")
+        return asyncio.create_task(self._shutdown(broker_id))
+
+    async def _shutdown(self, broker_id: int) -> None:
+        clean = await self.simulator.shutdown(broker_id, self.options["shutdown_timeout"])
+        self.say(f"broker {broker_id}: shut down ({'clean' if clean else 'timed out'})")
+
+
+def _broker_line(state: BrokerState) -> str:
+    fenced = {None: "?", True: "fenced", False: "unfenced"}[state.fenced]
+    flags = " silent" if state.silent else ""
+    return (
+        f"  broker {state.broker_id:>5} {state.pod:<13} rack={state.rack or '-':<8} "
+        f"epoch={state.epoch if state.epoch is not None else '-':<6} {state.phase.value:<27} "
+        f"{fenced:<8}{flags} hb={state.heartbeats_sent} errors={state.errors}"
+        + (f" last_error={state.last_error}" if state.last_error else "")
+    )
