@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brokers.simulator import BrokerSimulator, BrokerState, SimulatorError, SimulatorStatus
@@ -65,8 +66,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--heartbeat-ms",
             type=int,
-            default=2000,
-            help="broker.heartbeat.interval.ms (default %(default)s)",
+            default=settings.CP_BROKER_HEARTBEAT_INTERVAL_MS,
+            help="broker.heartbeat.interval.ms (default $CP_BROKER_HEARTBEAT_INTERVAL_MS "
+            "or %(default)s)",
         )
         parser.add_argument(
             "--duration",
