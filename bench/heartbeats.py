@@ -119,7 +119,7 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / CLK_TCK
 
 
-def measured(stack: Stack, pids: list[int], run: Any) -> tuple[LoadResult, float]:
+def measured(pids: list[int], run: Any) -> tuple[LoadResult, float]:
     """Run a load and return it with the server CPU seconds it cost."""
     before = cpu_seconds(pids)
     result = run()
@@ -155,41 +155,22 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     run_load(host, int(port), beats, concurrency=args.concurrency, seconds=3, label="warm-up")
 
     pids = server_pids(stack)
-    cpu = {"trivial": 0.0, "heartbeat": 0.0}
-    trivial_runs: list[LoadResult] = []
-    heartbeat_runs: list[LoadResult] = []
+    phases = {"trivial": (trivial, "whoami"), "heartbeat": (beats, "heartbeat")}
+    cpu = dict.fromkeys(phases, 0.0)
+    runs: dict[str, list[LoadResult]] = {phase: [] for phase in phases}
     records_before = int(stack.sql("SELECT count(*) FROM cp_metadata_record")[0][0])
     for round_ in range(1, args.rounds + 1):
-        log(f"round {round_}/{args.rounds}: trivial authenticated endpoint")
-        result, spent = measured(
-            stack,
-            pids,
-            lambda: run_load(
-                host,
-                int(port),
-                trivial,
-                concurrency=args.concurrency,
-                seconds=args.seconds,
-                label="whoami",
-            ),
-        )
-        trivial_runs.append(result)
-        cpu["trivial"] += spent
-        log(f"round {round_}/{args.rounds}: broker heartbeats")
-        result, spent = measured(
-            stack,
-            pids,
-            lambda: run_load(
-                host,
-                int(port),
-                beats,
-                concurrency=args.concurrency,
-                seconds=args.seconds,
-                label="heartbeat",
-            ),
-        )
-        heartbeat_runs.append(result)
-        cpu["heartbeat"] += spent
+        for phase, (requests, label) in phases.items():
+            log(f"round {round_}/{args.rounds}: {phase}")
+            result, spent = measured(
+                pids,
+                lambda r=requests, lb=label: run_load(
+                    host, int(port), r, concurrency=args.concurrency, seconds=args.seconds, label=lb
+                ),
+            )
+            runs[phase].append(result)
+            cpu[phase] += spent
+    trivial_runs, heartbeat_runs = runs["trivial"], runs["heartbeat"]
     log(
         f"sustained heartbeats: {args.rate:.0f}/s open loop over {args.brokers + args.canary}"
         f" broker connections (as {int(args.rate * 2)} brokers heartbeating every 2 s)"

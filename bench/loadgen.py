@@ -23,6 +23,13 @@ class LoadResult:
     latencies_ms: list[float]
     statuses: dict[int, int]
 
+    def record(self, status: int, latency_ms: float) -> None:
+        self.latencies_ms.append(latency_ms)
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        self.requests += 1
+        if status >= 400:
+            self.errors += 1
+
     @property
     def rate(self) -> float:
         return self.requests / self.seconds if self.seconds else 0.0
@@ -104,12 +111,8 @@ async def _worker(
                 writer.close()
                 reader, writer = await asyncio.open_connection(host, port)
                 continue
-            result.latencies_ms.append((time.perf_counter() - started) * 1000)
-            result.statuses[status] = result.statuses.get(status, 0) + 1
-            result.requests += 1
+            result.record(status, (time.perf_counter() - started) * 1000)
             progress[0] += 1
-            if status >= 400:
-                result.errors += 1
     finally:
         writer.close()
 
@@ -167,12 +170,8 @@ async def _paced_worker(
             writer.write(next(requests))
             status = await _read_response(reader)
             # From the time the request was due, not sent: a late send is latency too.
-            result.latencies_ms.append((time.perf_counter() - due) * 1000)
-            result.statuses[status] = result.statuses.get(status, 0) + 1
-            result.requests += 1
+            result.record(status, (time.perf_counter() - due) * 1000)
             progress[0] += 1
-            if status >= 400:
-                result.errors += 1
             due += interval
     finally:
         writer.close()

@@ -159,3 +159,11 @@ def register(api: Api, tokens: dict[str, str], cluster_id: str) -> Callable[...,
         return epoch
 
     return _register
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Tests close connections after each request: live-server threads must not keep theirs."""
+    from django.conf import settings
+
+    settings.DATABASES["default"]["CONN_MAX_AGE"] = 0
