@@ -21,11 +21,8 @@ from controlplane.sessions import session_store
 
 
 def broker_register(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-    response = controller_call(api="BrokerRegistration", payload=payload, context=context)
-    if response.get("error_code") == Errors.NONE:
-        # Registration is contact: the new incarnation's session starts now (Kafka does the same).
-        session_store().touch(payload["broker_id"], now_ms=now_ms(), metadata_offset=-1)
-    return response
+    # The controller counts the registration as the new incarnation's first contact.
+    return controller_call(api="BrokerRegistration", payload=payload, context=context)
 
 
 def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:

@@ -137,6 +137,7 @@ class ControllerRuntime:
             session_timeout_ms=self.session_timeout_ms,
         )
         delta = MetadataDelta(image)
+        contacts: list[int] = []
         prior = _applied_responses(events)
         responses: list[Response] = []
         writes: list[AppliedWrite] = []
@@ -156,7 +157,7 @@ class ControllerRuntime:
                 responses.append(prior[context.request_id])
                 continue
             first_offset = delta.next_offset
-            response = run_event(delta, event["api"], event.get("payload", {}), env)
+            response = run_event(delta, event["api"], event.get("payload", {}), env, contacts)
             responses.append(response)
             if delta.last_offset >= first_offset:
                 writes.append(
@@ -172,6 +173,8 @@ class ControllerRuntime:
             self._deactivate("commit failed")
             return [error_response(_unavailable()) for _ in events]
         image.apply(delta)
+        for broker_id in contacts:
+            self.sessions.touch(broker_id, now_ms=now, metadata_offset=-1)
         if delta.changed_brokers:
             self._mirror(
                 {i: None if b is None else b.status for i, b in delta.changed_brokers.items()}

@@ -130,7 +130,9 @@ def register_broker(
     if existing is not None:
         if existing.incarnation_id == request.incarnation_id:
             # A retried registration of the same process: it keeps its epoch, nothing changes.
-            return ControllerResult([], registration_response(existing.epoch))
+            return ControllerResult(
+                [], registration_response(existing.epoch), contacts=(request.broker_id,)
+            )
         live = has_valid_session(
             sessions.get(request.broker_id), now_ms=now_ms, session_timeout_ms=session_timeout_ms
         )
@@ -149,7 +151,9 @@ def register_broker(
         log_dirs=request.log_dirs,
         fenced=True,
     )
-    return ControllerResult([record], registration_response(record.broker_epoch))
+    return ControllerResult(
+        [record], registration_response(record.broker_epoch), contacts=(request.broker_id,)
+    )
 
 
 def registration_response(broker_epoch: int) -> dict[str, object]:

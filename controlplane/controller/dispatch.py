@@ -55,11 +55,17 @@ def dispatch(
 
 
 def run_event(
-    delta: MetadataDelta, api: str, payload: Mapping[str, Any], env: ControllerEnv
+    delta: MetadataDelta,
+    api: str,
+    payload: Mapping[str, Any],
+    env: ControllerEnv,
+    contacts: list[int] | None = None,
 ) -> dict[str, Any]:
     """Handle one event against the delta and replay its records into it; returns the response.
 
-    A refused event (ApiError) leaves the delta untouched and answers its error.
+    A refused event (ApiError) leaves the delta untouched and answers its error. Brokers whose
+    session starts with this event are appended to `contacts` and, when `env.sessions` is a
+    dict, recorded in it so later events of the same batch see them.
     """
     try:
         result = dispatch(api, delta, payload, env)
@@ -67,6 +73,11 @@ def run_event(
         return error.as_fields()
     for record in result.records:
         delta.replay(record)
+    for broker_id in result.contacts:
+        if isinstance(env.sessions, dict):
+            env.sessions[broker_id] = brokers.BrokerSession(env.now_ms, -1)
+        if contacts is not None:
+            contacts.append(broker_id)
     return result.response
 
 

@@ -12,3 +12,5 @@ from controlplane.controller.records import Record
 class ControllerResult:
     records: list[Record]
     response: dict[str, Any]
+    # Brokers whose session starts now (a registration is contact, as in Kafka's controller).
+    contacts: tuple[int, ...] = ()

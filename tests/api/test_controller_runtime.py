@@ -1,0 +1,69 @@
+"""The controller runtime on the real database: deadlines, retries, fencing of its own image."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from brokers.models import Broker
+from controlplane.lease import cluster_get_or_create, now_ms
+from controlplane.models import Cluster, MetadataRecord
+from controlplane.runtime import get_runtime
+from tests.conftest import registration_body
+
+pytestmark = pytest.mark.django_db
+
+
+def registration_event(broker_id: int, **extra: object) -> dict[str, object]:
+    return {
+        "api": "BrokerRegistration",
+        "payload": registration_body(broker_id, cluster_get_or_create().cluster_id),
+        "principal": "User:test",
+        "request_id": str(uuid.uuid4()),
+        **extra,
+    }
+
+
+def test_an_event_past_its_deadline_is_answered_timed_out_and_not_applied():
+    runtime = get_runtime()
+    answer = runtime.handle(registration_event(1, deadline_ms=now_ms() - 1))
+    assert answer["error_code"] == 7 and answer["error"] == "REQUEST_TIMED_OUT"
+    assert not MetadataRecord.objects.exists() and not Broker.objects.exists()
+
+
+def test_a_batch_applies_in_order_with_gap_free_offsets_and_per_event_answers():
+    runtime = get_runtime()
+    events = [registration_event(1), registration_event(2), registration_event(1)]
+    answers = runtime.handle_batch(events)
+    assert [a["error_code"] for a in answers] == [0, 0, 101]  # the third: a live duplicate
+    assert [a.get("broker_epoch") for a in answers[:2]] == [0, 1]
+    assert list(MetadataRecord.objects.values_list("offset", "request_id")) == [
+        (0, events[0]["request_id"]), (1, events[1]["request_id"])]
+
+
+def test_a_retried_request_id_answers_the_first_outcome_without_reapplying():
+    runtime = get_runtime()
+    event = registration_event(1)
+    first = runtime.handle(event)
+    event_again = {**event, "payload": registration_body(1, cluster_get_or_create().cluster_id)}
+    assert runtime.handle(event_again) == first  # a new incarnation, but the same request id
+    assert MetadataRecord.objects.count() == 1
+
+
+def test_a_log_that_moved_under_the_controller_fences_it_until_it_reloads():
+    runtime = get_runtime()
+    runtime.handle(registration_event(1))
+    lease = runtime.lease
+    # Someone else wrote (a split brain the lease should have prevented): offset 0 -> 5.
+    Cluster.objects.filter(pk=1).update(last_offset=5)
+    refused = runtime.handle(registration_event(2))
+    assert refused["error"] == "NOT_CONTROLLER" and "moved" in refused["error_message"]
+    assert runtime.lease is None and runtime.image is None  # stepped down, image dropped
+    assert not Broker.objects.filter(pk=2).exists()
+    # Its lease is still valid in the row, so it takes it back and reloads the image.
+    Cluster.objects.filter(pk=1).update(last_offset=0)
+    again = runtime.handle(registration_event(2))
+    assert again["error_code"] == 0 and again["broker_epoch"] == 1
+    assert runtime.lease is not None and lease is not None
+    assert runtime.lease.epoch == lease.epoch  # same holder re-acquired: no new epoch
