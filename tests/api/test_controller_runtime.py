@@ -39,7 +39,9 @@ def test_a_batch_applies_in_order_with_gap_free_offsets_and_per_event_answers():
     assert [a["error_code"] for a in answers] == [0, 0, 101]  # the third: a live duplicate
     assert [a.get("broker_epoch") for a in answers[:2]] == [0, 1]
     assert list(MetadataRecord.objects.values_list("offset", "request_id")) == [
-        (0, events[0]["request_id"]), (1, events[1]["request_id"])]
+        (0, events[0]["request_id"]),
+        (1, events[1]["request_id"]),
+    ]
 
 
 def test_a_retried_request_id_answers_the_first_outcome_without_reapplying():
