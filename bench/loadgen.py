@@ -226,3 +226,49 @@ def run_paced(
     """Open loop: `rate` requests per second spread evenly over `connections`, as brokers
     heartbeating on their interval do, whatever the latency of earlier requests."""
     return asyncio.run(_run_paced(host, port, requests, rate, connections, seconds, label))
+
+
+def run_in_subprocess(
+    kind: str, host: str, port: int, requests: Sequence[bytes], **options: float | int | str
+) -> LoadResult:
+    """Run a load in a process of its own, so the caller's threads (the broker simulator)
+    share no interpreter lock with the client whose latencies are measured."""
+    import base64
+    import json
+    import subprocess
+
+    spec = {
+        "kind": kind,
+        "host": host,
+        "port": port,
+        "options": options,
+        "requests": [base64.b64encode(r).decode() for r in requests],
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.loadgen"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    sys.stderr.write(done.stderr)
+    data = json.loads(done.stdout)
+    statuses = {int(k): v for k, v in data["statuses"].items()}
+    return LoadResult(
+        data["requests"], data["errors"], data["seconds"], data["latencies_ms"], statuses
+    )
+
+
+def _main() -> None:
+    import base64
+    import json
+
+    spec = json.loads(sys.stdin.read())
+    requests = [base64.b64decode(r) for r in spec["requests"]]
+    run = run_load if spec["kind"] == "closed" else run_paced
+    result = run(spec["host"], spec["port"], requests, **spec["options"])
+    json.dump(dataclasses.asdict(result), sys.stdout)
+
+
+if __name__ == "__main__":
+    _main()
