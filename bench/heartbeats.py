@@ -269,7 +269,7 @@ def main() -> None:
         default=250.0,
         help="sustained heartbeats per second (open loop) for the latency phase",
     )
-    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, running_stack(Path(tmp) / "logs") as stack:

@@ -141,6 +141,8 @@ class Stack:
                 "--worker-class",
                 "gthread",
                 "--no-control-socket",
+                "--config",
+                "python:controlplane.gunicorn_conf",
             ],
         )
         http = Http(f"http://127.0.0.1:{port}")

@@ -24,6 +24,7 @@ trap cleanup EXIT INT TERM
 
 .venv/bin/gunicorn controlplane.wsgi:application --bind "127.0.0.1:${PORT}" \
   --workers 1 --threads 16 --worker-class gthread --no-control-socket \
+  --config python:controlplane.gunicorn_conf \
   --access-logfile var/access.log --error-logfile var/server.log &
 pids+=($!)
 for _ in $(seq 1 100); do
