@@ -651,15 +651,11 @@ class BrokerSimulator:
         }
         # The same request id for every retry of this incarnation: applied once.
         request_id = f"{self.client_id}-b{state.broker_id}-reg-{state.incarnation_id[:8]}"
-        try:
-            answer = await self._post(REGISTRATION_PATH, _dumps(body), request_id, state.broker_id)
-        except _Transient as error:
-            self._failed(broker, error.kind)
-            self.counters.retries += 1
-            return backoff.next(error.retry_after_s or 0.0)
-        except _Refused as error:
-            self._failed(broker, str(error))
-            return self.heartbeat_interval_s
+        answer = await self._post_or_delay(
+            broker, backoff, REGISTRATION_PATH, _dumps(body), request_id
+        )
+        if isinstance(answer, float):
+            return answer
         code = answer.get("error_code")
         if code == Errors.NONE:
             backoff.reset()
@@ -707,15 +703,9 @@ class BrokerSimulator:
         request_id = f"{self.client_id}-b{state.broker_id}-hb-{state.epoch}-{broker.heartbeat_seq}"
         state.heartbeats_sent += 1
         self.counters.heartbeats_sent += 1
-        try:
-            answer = await self._post(HEARTBEAT_PATH, body, request_id, state.broker_id)
-        except _Transient as error:
-            self._failed(broker, error.kind)
-            self.counters.retries += 1
-            return backoff.next(error.retry_after_s or 0.0)
-        except _Refused as error:
-            self._failed(broker, str(error))
-            return self.heartbeat_interval_s
+        answer = await self._post_or_delay(broker, backoff, HEARTBEAT_PATH, body, request_id)
+        if isinstance(answer, float):
+            return answer
         state.last_response = answer
         code = answer.get("error_code")
         if code == Errors.STALE_BROKER_EPOCH:
@@ -769,6 +759,20 @@ class BrokerSimulator:
         # Not caught up yet: heartbeat again as soon as the follower reaches our epoch.
         broker.awaiting_offset = state.epoch if state.fenced and not caught_up else None
         return self.heartbeat_interval_s
+
+    async def _post_or_delay(
+        self, broker: _Broker, backoff: Backoff, path: str, body: bytes, request_id: str
+    ) -> dict[str, Any] | float:
+        """The answer; or, the failure recorded, how many seconds to wait before trying again."""
+        try:
+            return await self._post(path, body, request_id, broker.state.broker_id)
+        except _Transient as error:
+            self._failed(broker, error.kind)
+            self.counters.retries += 1
+            return backoff.next(error.retry_after_s or 0.0)
+        except _Refused as error:
+            self._failed(broker, str(error))
+            return self.heartbeat_interval_s
 
     def _failed(self, broker: _Broker, kind: str, answer: dict[str, Any] | None = None) -> None:
         state = broker.state

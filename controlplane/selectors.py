@@ -8,7 +8,11 @@ from django.db.models import Count, Q, QuerySet
 
 from brokers.models import Broker
 from controlplane.lease import cluster_get_or_create, now_ms
-from controlplane.models import MetadataRecord
+from controlplane.models import Cluster, MetadataRecord
+
+
+def controller_active(cluster: Cluster) -> bool:
+    return bool(cluster.lease_holder) and cluster.lease_expires_ms >= now_ms()
 
 
 def cluster_summary() -> dict[str, Any]:
@@ -20,7 +24,7 @@ def cluster_summary() -> dict[str, Any]:
         n_canary=Count("broker_id", filter=Q(pod="canary-broker")),
         n_total=Count("broker_id"),
     )
-    active = bool(cluster.lease_holder) and cluster.lease_expires_ms >= now_ms()
+    active = controller_active(cluster)
     return {
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id if active else None,
@@ -36,6 +40,17 @@ def cluster_summary() -> dict[str, Any]:
             "broker": counts["n_total"] - counts["n_canary"],
             "canary-broker": counts["n_canary"],
         },
+    }
+
+
+def metadata_head() -> dict[str, Any]:
+    """What a metadata fetch answers besides records: one read of the cluster row."""
+    cluster = cluster_get_or_create()
+    return {
+        "cluster_id": cluster.cluster_id,
+        "controller_id": cluster.controller_id if controller_active(cluster) else None,
+        "controller_epoch": cluster.controller_epoch,
+        "last_offset": cluster.last_offset,
     }
 
 

@@ -61,13 +61,9 @@ class MetadataFetchView(APIView):
         records = selectors.metadata_records_after(after_offset=after, max_records=limit)
         if not records and wait_s > 0 and notifier.wait(generation, wait_s):
             records = selectors.metadata_records_after(after_offset=after, max_records=limit)
-        summary = selectors.cluster_summary()
         return Response(
             {
-                "cluster_id": summary["cluster_id"],
-                "controller_id": summary["controller_id"],
-                "controller_epoch": summary["controller_epoch"],
-                "last_offset": summary["metadata_offset"],
+                **selectors.metadata_head(),
                 "records": [selectors.record_as_fetched(r) for r in records],
             }
         )

@@ -348,6 +348,21 @@ def test_metadata_long_poll_wakes_on_commit(api, tokens, register):
     assert waited < 4  # woken by the commit, not by the end of the wait
 
 
+def test_metadata_fetch_costs_three_queries_whatever_the_cluster_size(api, tokens, register):
+    def fetch_queries() -> int:
+        api.get("/internal/v1/metadata?after_offset=0", token=tokens["broker"])  # warm caches
+        with CaptureQueriesContext(connection) as captured:
+            status, _ = api.get("/internal/v1/metadata?after_offset=0", token=tokens["broker"])
+            assert status == 200
+        return len(captured)
+
+    register(0)
+    few = fetch_queries()
+    for broker_id in range(1, 12):
+        register(broker_id, unfence=True)
+    assert fetch_queries() == few == 3  # the token, the records, the cluster row
+
+
 def test_metadata_log_filters_and_pagination(api, tokens, register):
     for broker_id in range(3):
         register(broker_id, unfence=True)
