@@ -90,6 +90,9 @@ class BrokerPhase(enum.StrEnum):
     PENDING_CONTROLLED_SHUTDOWN = "PENDING_CONTROLLED_SHUTDOWN"  # want_shut_down sent
 
 
+KEEPALIVE_EXPIRY_S = 1.0
+
+
 class SimulatorError(Exception):
     """The simulator cannot work at all: the server is unreachable or refuses the token."""
 
@@ -346,6 +349,9 @@ class BrokerSimulator:
             limits=httpx.Limits(
                 max_connections=self.max_connections,
                 max_keepalive_connections=self.max_connections,
+                # Drop idle connections before the server does (gunicorn's keep-alive is 2 s):
+                # reusing one the server just closed fails the request with a ReadError.
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
             ),
             http2=False,
             trust_env=self._trust_env,
@@ -559,7 +565,7 @@ class BrokerSimulator:
                 sent += 1
                 t0 = clock()
                 try:
-                    response = await client.post(url, content=body, headers=headers)
+                    response = await self._post_reconnecting(client, url, body, headers)
                 except httpx.TransportError as error:
                     errors[type(error).__name__] += 1
                     await asyncio.sleep(0.01)  # do not spin on a refused connection
@@ -584,6 +590,17 @@ class BrokerSimulator:
             errors=dict(errors),
             latencies_ms=latencies,
         )
+
+    async def _post_reconnecting(
+        self, client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str]
+    ) -> httpx.Response:
+        """A heartbeat is idempotent: when the connection dropped under it (a keep-alive the
+        server closed), send it once more on a fresh connection, as a broker would."""
+        try:
+            return await client.post(url, content=body, headers=headers)
+        except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError):
+            self.counters.retries += 1
+            return await client.post(url, content=body, headers=headers)
 
     # --- the broker loop --------------------------------------------------------------------
     def _get(self, broker_id: int) -> _Broker:
