@@ -8,16 +8,19 @@ it. Records get gap-free offsets from the row's `last_offset`.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 
+from controlplane.bulk import Column, bulk_upsert
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import Record
 from controlplane.lease import Lease, now_ms
-from controlplane.models import AppliedRequest, Cluster, MetadataRecord
+from controlplane.models import AppliedRequest, Cluster
 from controlplane.notifier import notifier
 from controlplane.projections import persist_delta
 
@@ -61,7 +64,11 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(pk=1)
         _check_fence(cluster, lease, delta, timestamp)
-        MetadataRecord.objects.bulk_create(_log_rows(delta, writes, lease.epoch, timestamp))
+        bulk_upsert(
+            table="cp_metadata_record",
+            columns=LOG_COLUMNS,
+            rows=_log_rows(delta, writes, lease.epoch, timestamp),
+        )
         persist_delta(delta)
         applied = [
             AppliedRequest(
@@ -77,7 +84,12 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
         ]
         if applied:
             AppliedRequest.objects.bulk_create(applied, ignore_conflicts=True)
-        Cluster.objects.filter(pk=1).update(last_offset=delta.last_offset)
+        Cluster.objects.filter(pk=1).update(
+            last_offset=delta.last_offset,
+            leader_elections_total=F("leader_elections_total") + delta.leader_elections,
+            unclean_leader_elections_total=F("unclean_leader_elections_total")
+            + delta.unclean_leader_elections,
+        )
         transaction.on_commit(lambda: notifier.publish(delta.last_offset))
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
 
@@ -99,29 +111,45 @@ def _check_fence(cluster: Cluster, lease: Lease, delta: MetadataDelta, timestamp
         )
 
 
+LOG_COLUMNS = [
+    Column("offset", "bigint"),
+    Column("record_type", "text"),
+    Column("controller_epoch", "int"),
+    Column("timestamp_ms", "bigint"),
+    Column("principal", "text"),
+    Column("client_id", "text"),
+    Column("client_host", "text"),
+    Column("request_id", "text"),
+    Column("broker_id", "int"),
+    Column("data", "text", json=True),
+]
+
+
 def _log_rows(
     delta: MetadataDelta, writes: Sequence[AppliedWrite], epoch: int, timestamp: int
-) -> list[MetadataRecord]:
+) -> list[tuple[object, ...]]:
     contexts = {
         offset: write.context
         for write in writes
         for offset in range(write.first_offset, write.last_offset + 1)
     }
     rows = []
+    controller = RequestContext()
+    dumps = json.JSONEncoder(separators=(",", ":")).encode
     for offset, record in delta.replayed:
-        context = contexts.get(offset, RequestContext())
+        context = contexts.get(offset, controller)
         rows.append(
-            MetadataRecord(
-                offset=offset,
-                record_type=record.TYPE,
-                controller_epoch=epoch,
-                timestamp_ms=timestamp,
-                principal=context.principal,
-                client_id=context.client_id,
-                client_host=context.client_host,
-                request_id=context.request_id,
-                broker_id=_broker_id(record),
-                data=record.to_data(),
+            (
+                offset,
+                record.TYPE,
+                epoch,
+                timestamp,
+                context.principal,
+                context.client_id,
+                context.client_host,
+                context.request_id,
+                _broker_id(record),
+                dumps(record.to_data()),
             )
         )
     return rows

@@ -16,6 +16,9 @@ class Cluster(models.Model):
     controller_epoch = models.IntegerField(default=0)
     lease_holder = models.CharField(max_length=200, blank=True, default="")
     lease_expires_ms = models.BigIntegerField(default=0)
+    # Counters for Kafka's LeaderElectionRateAndTimeMs / UncleanLeaderElectionsPerSec.
+    leader_elections_total = models.BigIntegerField(default=0)
+    unclean_leader_elections_total = models.BigIntegerField(default=0)
 
     class Meta:
         db_table = "cp_cluster"
@@ -90,3 +93,21 @@ class Acl(models.Model):
     class Meta:
         db_table = "cp_acl"
         ordering = ["resource_type", "resource_name", "principal"]
+
+
+class ConfigEntry(models.Model):
+    """Projection of ConfigRecord: one dynamic config of one resource (TOPIC, BROKER...)."""
+
+    resource_type = models.CharField(max_length=16)
+    resource_name = models.CharField(max_length=255)
+    name = models.CharField(max_length=255)
+    value = models.TextField()
+
+    class Meta:
+        db_table = "cp_config"
+        ordering = ["resource_type", "resource_name", "name"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["resource_type", "resource_name", "name"], name="cp_config_key"
+            )
+        ]

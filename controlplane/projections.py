@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from django.db.models import Q
+
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import AccessControlEntryRecord
 
@@ -76,3 +78,45 @@ class AclProjection:
 
 
 register_projection(AclProjection())
+
+
+class ConfigProjection:
+    name = "configs"
+
+    def persist(self, delta: MetadataDelta) -> None:
+        from controlplane.bulk import Column, bulk_upsert
+        from controlplane.models import ConfigEntry
+
+        if not delta.changed_configs:
+            return
+        upserts = [
+            (*key, value) for key, value in delta.changed_configs.items() if value is not None
+        ]
+        bulk_upsert(
+            table="cp_config",
+            columns=[
+                Column("resource_type", "text"),
+                Column("resource_name", "text"),
+                Column("name", "text"),
+                Column("value", "text"),
+            ],
+            rows=upserts,
+            conflict=["resource_type", "resource_name", "name"],
+            update=["value"],
+        )
+        removed = [key for key, value in delta.changed_configs.items() if value is None]
+        if removed:
+            query = Q()
+            for resource_type, resource_name, name in removed:
+                query |= Q(resource_type=resource_type, resource_name=resource_name, name=name)
+            ConfigEntry.objects.filter(query).delete()
+
+    def load(self, image: MetadataImage) -> None:
+        from controlplane.models import ConfigEntry
+
+        rows = ConfigEntry.objects.values_list("resource_type", "resource_name", "name", "value")
+        for resource_type, resource_name, name, value in rows.iterator(chunk_size=2000):
+            image.put_config((resource_type, resource_name, name), value)
+
+
+register_projection(ConfigProjection())

@@ -135,6 +135,7 @@ class ControllerRuntime:
             activated_ms=self.activated_ms,
             sessions=self.sessions.snapshot(),
             session_timeout_ms=self.session_timeout_ms,
+            static_configs=settings.CP_STATIC_BROKER_CONFIGS,
         )
         delta = MetadataDelta(image)
         contacts: list[int] = []
@@ -198,6 +199,9 @@ class ControllerRuntime:
                     logger.info(
                         "fenced brokers whose session lapsed: %s", response["fenced_brokers"]
                     )
+                if self.is_active():
+                    for job in TIMER_JOBS:
+                        job(self)
             except Exception:
                 logger.exception("controller timer failed")
             stop.wait(interval_s)
@@ -219,6 +223,9 @@ def _applied_responses(events: Sequence[Event]) -> dict[str, Response]:
 def _unavailable() -> ApiError:
     return ApiError(Errors.NOT_CONTROLLER, "The controller cannot reach the metadata store.")
 
+
+# Work the active controller's timer does besides fencing (apps register theirs in ready()).
+TIMER_JOBS: list[Callable[[ControllerRuntime], None]] = []
 
 _runtime: ControllerRuntime | None = None
 _runtime_lock = threading.Lock()

@@ -124,7 +124,10 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_ROUTES = {"controlplane.tasks.controller_event": {"queue": "controller"}}
+CELERY_TASK_ROUTES = {
+    "controlplane.tasks.controller_event": {"queue": "controller"},
+    "replicas.tasks.apply_replica_state_changes": {"queue": "controller"},
+}
 CELERY_RESULT_EXPIRES = 300
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
@@ -136,6 +139,31 @@ CP_LEASE_MS = env_int("CP_CONTROLLER_LEASE_MS", 6000)
 CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
 CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)
+# Static broker configs (Kafka's server.properties): the fallback below dynamic configs.
+CP_NUM_PARTITIONS = env_int("CP_NUM_PARTITIONS", 1)
+CP_DEFAULT_REPLICATION_FACTOR = env_int("CP_DEFAULT_REPLICATION_FACTOR", 1)
+CP_AUTO_LEADER_REBALANCE_ENABLE = env_bool("CP_AUTO_LEADER_REBALANCE_ENABLE", True)
+CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = env_int(
+    "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", 300
+)
+CP_UNCLEAN_LEADER_ELECTION_ENABLE = env_bool("CP_UNCLEAN_LEADER_ELECTION_ENABLE", False)
+CP_STATIC_BROKER_CONFIGS = {
+    "num.partitions": str(CP_NUM_PARTITIONS),
+    "default.replication.factor": str(CP_DEFAULT_REPLICATION_FACTOR),
+    "auto.leader.rebalance.enable": str(CP_AUTO_LEADER_REBALANCE_ENABLE).lower(),
+    "leader.imbalance.check.interval.seconds": str(CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS),
+    "unclean.leader.election.enable": str(CP_UNCLEAN_LEADER_ELECTION_ENABLE).lower(),
+}
+CELERY_BEAT_SCHEDULE = {
+    "rebalance-preferred-leaders": {
+        "task": "replicas.tasks.rebalance_leaders",
+        "schedule": float(CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS),
+    },
+    "apply-waiting-replica-state-changes": {
+        "task": "replicas.tasks.apply_replica_state_changes",
+        "schedule": 5.0,
+    },
+}
 CP_REDIS_URL = os.environ.get(
     "CP_REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else ""
 )

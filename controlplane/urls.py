@@ -3,6 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from brokers.api import views as broker_views
 from controlplane.api import views
+from replicas.api import views as replica_views
 
 internal = [
     path(
@@ -12,6 +13,12 @@ internal = [
     ),
     path("broker-heartbeat", broker_views.BrokerHeartbeatView.as_view(), name="broker-heartbeat"),
     path("metadata", views.MetadataFetchView.as_view(), name="metadata-fetch"),
+    path("alter-partition", replica_views.AlterPartitionView.as_view(), name="alter-partition"),
+    path(
+        "alter-replica-state",
+        replica_views.AlterReplicaStateView.as_view(),
+        name="alter-replica-state",
+    ),
 ]
 
 public = [
@@ -22,6 +29,22 @@ public = [
     path("metadata-log", views.MetadataLogView.as_view(), name="metadata-log"),
     path(
         "unregister-broker", broker_views.UnregisterBrokerView.as_view(), name="unregister-broker"
+    ),
+    path("create-topics", replica_views.CreateTopicsView.as_view(), name="create-topics"),
+    path("delete-topics", replica_views.DeleteTopicsView.as_view(), name="delete-topics"),
+    path(
+        "create-partitions",
+        replica_views.CreatePartitionsView.as_view(),
+        name="create-partitions",
+    ),
+    path("elect-leaders", replica_views.ElectLeadersView.as_view(), name="elect-leaders"),
+    path("topics", replica_views.TopicListView.as_view(), name="topic-list"),
+    path("topics/<str:name>", replica_views.TopicDetailView.as_view(), name="topic-detail"),
+    path("partitions", replica_views.PartitionListView.as_view(), name="partition-list"),
+    path(
+        "replica-incidents",
+        replica_views.ReplicaIncidentsView.as_view(),
+        name="replica-incidents",
     ),
 ]
 

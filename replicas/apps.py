@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class ReplicasConfig(AppConfig):
     name = "replicas"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from replicas import projection, timer  # noqa: F401  (register projection, timer jobs)

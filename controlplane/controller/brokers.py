@@ -12,6 +12,7 @@ import dataclasses
 import uuid
 from collections.abc import Iterable, Mapping
 
+from controlplane.controller.configs import ConfigView
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
 from controlplane.controller.image import (
     BrokerControlState,
@@ -19,6 +20,7 @@ from controlplane.controller.image import (
     BrokerStatus,
     MetadataDelta,
 )
+from controlplane.controller.partitions import PartitionChanges
 from controlplane.controller.records import (
     BrokerRegistrationChangeRecord,
     ControlledShutdownChange,
@@ -119,6 +121,7 @@ def register_broker(
     sessions: Mapping[int, BrokerSession],
     now_ms: int,
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+    configs: ConfigView | None = None,
 ) -> ControllerResult:
     if request.cluster_id != view.cluster_id:
         raise ApiError(
@@ -151,9 +154,58 @@ def register_broker(
         log_dirs=request.log_dirs,
         fenced=True,
     )
+    records: list[Record] = [record]
+    if existing is not None:
+        # A new incarnation: the old one leaves every ISR, and its offline replicas are
+        # forgotten (the restarted broker reports its log dirs afresh).
+        records += _moved_off(view, [request.broker_id], configs, clear_offline=True)
     return ControllerResult(
-        [record], registration_response(record.broker_epoch), contacts=(request.broker_id,)
+        records, registration_response(record.broker_epoch), contacts=(request.broker_id,)
     )
+
+
+def _moved_off(
+    view: MetadataDelta,
+    broker_ids: list[int],
+    configs: ConfigView | None,
+    *,
+    clear_offline: bool = False,
+) -> list[Record]:
+    from controlplane.controller.replication import config_view, remove_from_isrs
+
+    changes = PartitionChanges(view)
+    remove_from_isrs(
+        changes, broker_ids, configs=configs or config_view(view), clear_offline=clear_offline
+    )
+    return list(changes.records)
+
+
+def _led_again(view: MetadataDelta, broker_id: int, configs: ConfigView | None) -> list[Record]:
+    from controlplane.controller.replication import config_view, elect_leaderless
+
+    changes = PartitionChanges(view)
+    elect_leaderless(changes, configs=configs or config_view(view), unfenced=[broker_id])
+    return list(changes.records)
+
+
+def partition_moves(
+    view: MetadataDelta,
+    broker: BrokerStatus | BrokerRegistration,
+    target: BrokerControlState,
+    configs: ConfigView | None,
+) -> list[Record]:
+    """What a broker state change does to partitions (Kafka's handleBrokerFenced, -Unfenced,
+    -InControlledShutdown): leaving brokers leave every ISR, an unfenced one may lead again."""
+    current = broker.control_state
+    if current == target:
+        return []
+    if target is S.UNFENCED:
+        return _led_again(view, broker.broker_id, configs)
+    if current is S.FENCED:
+        return []
+    if target is S.SHUTDOWN_NOW and current is S.CONTROLLED_SHUTDOWN:
+        return []  # it left every ISR when its controlled shutdown began
+    return _moved_off(view, [broker.broker_id], configs)
 
 
 def registration_response(broker_epoch: int) -> dict[str, object]:
@@ -237,6 +289,7 @@ def process_heartbeat(
     request: BrokerHeartbeatRequest,
     *,
     sessions: Mapping[int, BrokerSession],
+    configs: ConfigView | None = None,
 ) -> ControllerResult:
     broker = require_broker_epoch(view, request.broker_id, request.broker_epoch)
     target = next_broker_state(
@@ -246,6 +299,8 @@ def process_heartbeat(
         lowest_active_offset=lowest_active_offset(view, sessions),
     )
     records = transition_records(broker, target)
+    if records:
+        records += partition_moves(view, broker, target, configs)
     return ControllerResult(records, heartbeat_response(broker, request, target))
 
 
@@ -270,6 +325,7 @@ def fence_stale_brokers(
     now_ms: int,
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
     activated_ms: int,
+    configs: ConfigView | None = None,
 ) -> ControllerResult:
     """Fence every unfenced broker whose session lapsed; no records when none did.
 
@@ -285,17 +341,22 @@ def fence_stale_brokers(
         if not has_valid_session(session, now_ms=now_ms, session_timeout_ms=session_timeout_ms):
             records.extend(transition_records(broker, S.FENCED))
             fenced.append(broker.broker_id)
+    if fenced:
+        records += _moved_off(view, fenced, configs)
     return ControllerResult(records, {"error_code": 0, "fenced_brokers": fenced})
 
 
-def unregister_broker(view: MetadataDelta, broker_id: int) -> ControllerResult:
+def unregister_broker(
+    view: MetadataDelta, broker_id: int, configs: ConfigView | None = None
+) -> ControllerResult:
     broker = view.broker(broker_id)
     if broker is None:
         raise ApiError(
             Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
         )
     record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.epoch)
-    return ControllerResult([record], {"error_code": 0, "error_message": None})
+    moved = _moved_off(view, [broker_id], configs)
+    return ControllerResult([*moved, record], {"error_code": 0, "error_message": None})
 
 
 def brokers_by_state(brokers: Iterable[BrokerRegistration]) -> dict[str, int]:

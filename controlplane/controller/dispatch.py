@@ -10,7 +10,8 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.controller import acls, brokers
+from controlplane.controller import acls, brokers, replication, topics
+from controlplane.controller.configs import ConfigView
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import Listener
@@ -25,6 +26,11 @@ class ControllerEnv:
     activated_ms: int
     sessions: Mapping[int, brokers.BrokerSession]
     session_timeout_ms: int = brokers.DEFAULT_SESSION_TIMEOUT_MS
+    # Static broker configs (num.partitions, default.replication.factor, ...) from settings.
+    static_configs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def configs(self, view: MetadataDelta) -> ConfigView:
+        return ConfigView(view.config, self.static_configs)
 
 
 Handler = Callable[[MetadataDelta, Mapping[str, Any], ControllerEnv], ControllerResult]
@@ -100,6 +106,7 @@ def _broker_registration(
         sessions=env.sessions,
         now_ms=env.now_ms,
         session_timeout_ms=env.session_timeout_ms,
+        configs=env.configs(view),
     )
 
 
@@ -107,7 +114,9 @@ def _broker_registration(
 def _broker_heartbeat(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    return brokers.process_heartbeat(view, heartbeat_request(payload), sessions=env.sessions)
+    return brokers.process_heartbeat(
+        view, heartbeat_request(payload), sessions=env.sessions, configs=env.configs(view)
+    )
 
 
 def heartbeat_request(payload: Mapping[str, Any]) -> brokers.BrokerHeartbeatRequest:
@@ -131,6 +140,7 @@ def _fence_stale_brokers(
         now_ms=env.now_ms,
         session_timeout_ms=env.session_timeout_ms,
         activated_ms=env.activated_ms,
+        configs=env.configs(view),
     )
 
 
@@ -138,7 +148,7 @@ def _fence_stale_brokers(
 def _unregister_broker(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    return brokers.unregister_broker(view, payload["broker_id"])
+    return brokers.unregister_broker(view, payload["broker_id"], env.configs(view))
 
 
 @handler("CreateAcls")
@@ -146,3 +156,70 @@ def _create_acls(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
     return acls.create_acls(view, payload["creations"])
+
+
+@handler("CreateTopics")
+def _create_topics(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    records, response = topics.create_topics(view, payload, configs=env.configs(view))
+    return ControllerResult(records, response)
+
+
+@handler("DeleteTopics")
+def _delete_topics(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    records, response = topics.delete_topics(view, payload)
+    return ControllerResult(records, response)
+
+
+@handler("CreatePartitions")
+def _create_partitions(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    records, response = topics.create_partitions(view, payload)
+    return ControllerResult(records, response)
+
+
+@handler("ElectLeaders")
+def _elect_leaders(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    changes, response = replication.elect_leaders(
+        view,
+        election_type=payload["election_type"],
+        topic_partitions=payload.get("topic_partitions"),
+        configs=env.configs(view),
+    )
+    return ControllerResult(list(changes.records), response)
+
+
+@handler("AlterPartition")
+def _alter_partition(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    changes, response = replication.alter_partition(
+        view,
+        broker_id=payload["broker_id"],
+        broker_epoch=payload["broker_epoch"],
+        topics=payload["topics"],
+        configs=env.configs(view),
+    )
+    return ControllerResult(list(changes.records), response)
+
+
+@handler("AlterReplicaState")
+def _alter_replica_state(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    changes, response = replication.alter_replica_state(view, payload, configs=env.configs(view))
+    return ControllerResult(list(changes.records), response)
+
+
+@handler("RebalanceLeaders", state_idempotent=True)
+def _rebalance_leaders(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    changes, response = replication.rebalance_leaders(view, configs=env.configs(view))
+    return ControllerResult(list(changes.records), response)

@@ -14,18 +14,27 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from controlplane.controller.records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ConfigRecord,
     ControlledShutdownChange,
     FencingChange,
     Listener,
+    PartitionChangeRecord,
+    PartitionRecord,
     Record,
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
+    RemoveTopicRecord,
+    TopicRecord,
     UnregisterBrokerRecord,
 )
 
 NO_OFFSET = -1
+TopicPartition = tuple[str, int]  # (topic id, partition index)
+ConfigKey = tuple[str, str, str]  # (resource type, resource name, config name)
 
 
 class BrokerControlState(enum.StrEnum):
@@ -98,12 +107,94 @@ class BrokerRegistration:
         return dataclasses.asdict(self)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class TopicInfo:
+    topic_id: str
+    name: str
+    partition_count: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    """A partition's replicas, ISR and leader; epochs only grow."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    offline_replicas: tuple[int, ...] = ()
+    is_canary: bool = False
+
+    @classmethod
+    def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
+        return cls(
+            replicas=record.replicas,
+            isr=record.isr,
+            leader=record.leader,
+            leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch,
+            offline_replicas=record.offline_replicas,
+            is_canary=record.is_canary,
+        )
+
+    def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
+        leader_changed = change.leader != NO_LEADER_CHANGE
+        return PartitionRegistration(
+            replicas=self.replicas if change.replicas is None else change.replicas,
+            isr=self.isr if change.isr is None else change.isr,
+            leader=change.leader if leader_changed else self.leader,
+            leader_epoch=self.leader_epoch + 1 if leader_changed else self.leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            offline_replicas=self.offline_replicas
+            if change.offline_replicas is None
+            else change.offline_replicas,
+            is_canary=self.is_canary,
+        )
+
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+    @property
+    def preferred_leader(self) -> int:
+        return self.replicas[0] if self.replicas else NO_LEADER
+
+    def as_comparable(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _index_add(index: dict[int, set[TopicPartition]], key: int, tp: TopicPartition) -> None:
+    bucket = index.get(key)
+    if bucket is None:
+        index[key] = {tp}
+    else:
+        bucket.add(tp)
+
+
+def _index_discard(index: dict[int, set[TopicPartition]], key: int, tp: TopicPartition) -> None:
+    bucket = index.get(key)
+    if bucket is not None:
+        bucket.discard(tp)
+        if not bucket:
+            del index[key]
+
+
 @dataclasses.dataclass(slots=True)
 class MetadataImage:
     cluster_id: str
     last_offset: int = NO_OFFSET
     brokers: dict[int, BrokerRegistration] = dataclasses.field(default_factory=dict)
     acls: dict[str, AccessControlEntryRecord] = dataclasses.field(default_factory=dict)
+    topics: dict[str, TopicInfo] = dataclasses.field(default_factory=dict)
+    topic_ids: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> id
+    partitions: dict[TopicPartition, PartitionRegistration] = dataclasses.field(
+        default_factory=dict
+    )
+    configs: dict[tuple[str, str], dict[str, str]] = dataclasses.field(default_factory=dict)
+    # Kafka's BrokersToIsrs, and its kin: partitions by broker, kept as partitions change.
+    replica_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
+    isr_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
+    leader_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self.brokers.get(broker_id)
@@ -112,8 +203,42 @@ class MetadataImage:
         return iter(self.brokers.values())
 
     def broker_has_leaderships(self, broker_id: int) -> bool:
-        # Partitions arrive with the topics capability; until then no broker leads anything.
-        return False
+        return bool(self.leader_index.get(broker_id))
+
+    def put_partition(self, tp: TopicPartition, partition: PartitionRegistration | None) -> None:
+        old = self.partitions.pop(tp, None)
+        if old is not None:
+            for replica in old.replicas:
+                _index_discard(self.replica_index, replica, tp)
+            for replica in old.isr:
+                _index_discard(self.isr_index, replica, tp)
+            _index_discard(self.leader_index, old.leader, tp)
+        if partition is None:
+            return
+        self.partitions[tp] = partition
+        for replica in partition.replicas:
+            _index_add(self.replica_index, replica, tp)
+        for replica in partition.isr:
+            _index_add(self.isr_index, replica, tp)
+        _index_add(self.leader_index, partition.leader, tp)
+
+    def put_topic(self, topic_id: str, topic: TopicInfo | None) -> None:
+        old = self.topics.pop(topic_id, None)
+        if old is not None:
+            self.topic_ids.pop(old.name, None)
+        if topic is not None:
+            self.topics[topic_id] = topic
+            self.topic_ids[topic.name] = topic_id
+
+    def put_config(self, key: ConfigKey, value: str | None) -> None:
+        resource_type, resource_name, name = key
+        entries = self.configs.setdefault((resource_type, resource_name), {})
+        if value is None:
+            entries.pop(name, None)
+            if not entries:
+                del self.configs[(resource_type, resource_name)]
+        else:
+            entries[name] = value
 
     def apply(self, delta: MetadataDelta) -> None:
         for broker_id, broker in delta.changed_brokers.items():
@@ -126,6 +251,12 @@ class MetadataImage:
                 self.acls.pop(acl_id, None)
             else:
                 self.acls[acl_id] = acl
+        for topic_id, topic in delta.changed_topics.items():
+            self.put_topic(topic_id, topic)
+        for tp, partition in delta.changed_partitions.items():
+            self.put_partition(tp, partition)
+        for key, value in delta.changed_configs.items():
+            self.put_config(key, value)
         self.last_offset = delta.last_offset
 
     def as_comparable(self) -> dict[str, Any]:
@@ -134,6 +265,13 @@ class MetadataImage:
             "last_offset": self.last_offset,
             "brokers": {k: v.as_comparable() for k, v in sorted(self.brokers.items())},
             "acls": {k: v.to_data() for k, v in sorted(self.acls.items())},
+            "topics": {k: dataclasses.asdict(v) for k, v in sorted(self.topics.items())},
+            "partitions": {
+                f"{t}:{p}": v.as_comparable() for (t, p), v in sorted(self.partitions.items())
+            },
+            "configs": {
+                f"{t}:{n}": dict(sorted(v.items())) for (t, n), v in sorted(self.configs.items())
+            },
         }
 
 
@@ -145,13 +283,24 @@ class MetadataDelta:
         self.last_offset = base.last_offset
         self.changed_brokers: dict[int, BrokerRegistration | None] = {}
         self.changed_acls: dict[str, AccessControlEntryRecord | None] = {}
+        self.changed_topics: dict[str, TopicInfo | None] = {}
+        self.changed_topic_names: dict[str, str | None] = {}
+        self.changed_partitions: dict[TopicPartition, PartitionRegistration | None] = {}
+        self.changed_configs: dict[ConfigKey, str | None] = {}
         self.replayed: list[tuple[int, Record]] = []
+        self.leader_elections = 0  # partition changes that gave a partition a new leader
+        self.unclean_leader_elections = 0
         self._replayers: dict[type[Record], Callable[[Any, int], None]] = {
             RegisterBrokerRecord: self._replay_register_broker,
             BrokerRegistrationChangeRecord: self._replay_broker_change,
             UnregisterBrokerRecord: self._replay_unregister_broker,
             AccessControlEntryRecord: self._replay_acl,
             RemoveAccessControlEntryRecord: self._replay_remove_acl,
+            TopicRecord: self._replay_topic,
+            PartitionRecord: self._replay_partition,
+            PartitionChangeRecord: self._replay_partition_change,
+            RemoveTopicRecord: self._replay_remove_topic,
+            ConfigRecord: self._replay_config,
         }
 
     @property
@@ -176,7 +325,81 @@ class MetadataDelta:
                 yield changed
 
     def broker_has_leaderships(self, broker_id: int) -> bool:
-        return self.base.broker_has_leaderships(broker_id)
+        return bool(self.partitions_led_by(broker_id))
+
+    # --- topics, partitions and configs, read through the changes ----------------------
+    def topic(self, topic_id: str) -> TopicInfo | None:
+        if topic_id in self.changed_topics:
+            return self.changed_topics[topic_id]
+        return self.base.topics.get(topic_id)
+
+    def topic_id(self, name: str) -> str | None:
+        if name in self.changed_topic_names:
+            return self.changed_topic_names[name]
+        return self.base.topic_ids.get(name)
+
+    def topic_by_name(self, name: str) -> TopicInfo | None:
+        topic_id = self.topic_id(name)
+        return None if topic_id is None else self.topic(topic_id)
+
+    def all_topics(self) -> Iterator[TopicInfo]:
+        for topic_id, topic in self.base.topics.items():
+            if topic_id not in self.changed_topics:
+                yield topic
+        for changed in self.changed_topics.values():
+            if changed is not None:
+                yield changed
+
+    def partition(self, tp: TopicPartition) -> PartitionRegistration | None:
+        changed = self.changed_partitions
+        if tp in changed:
+            return changed[tp]
+        return self.base.partitions.get(tp)
+
+    def topic_partitions(
+        self, topic: TopicInfo
+    ) -> Iterator[tuple[TopicPartition, PartitionRegistration]]:
+        for index in range(topic.partition_count):
+            tp = (topic.topic_id, index)
+            partition = self.partition(tp)
+            if partition is not None:
+                yield tp, partition
+
+    def partitions_with_replica(self, broker_id: int) -> set[TopicPartition]:
+        return self._indexed(self.base.replica_index, broker_id, lambda p: broker_id in p.replicas)
+
+    def partitions_with_isr_member(self, broker_id: int) -> set[TopicPartition]:
+        return self._indexed(self.base.isr_index, broker_id, lambda p: broker_id in p.isr)
+
+    def partitions_led_by(self, broker_id: int) -> set[TopicPartition]:
+        return self._indexed(self.base.leader_index, broker_id, lambda p: p.leader == broker_id)
+
+    def _indexed(
+        self,
+        index: dict[int, set[TopicPartition]],
+        broker_id: int,
+        member: Callable[[PartitionRegistration], bool],
+    ) -> set[TopicPartition]:
+        changed = self.changed_partitions
+        found = {tp for tp in index.get(broker_id, ()) if tp not in changed}
+        found.update(tp for tp, p in changed.items() if p is not None and member(p))
+        return found
+
+    def config(self, resource_type: str, resource_name: str, name: str) -> str | None:
+        key = (resource_type, resource_name, name)
+        if key in self.changed_configs:
+            return self.changed_configs[key]
+        return self.base.configs.get((resource_type, resource_name), {}).get(name)
+
+    def configs_of(self, resource_type: str, resource_name: str) -> dict[str, str]:
+        entries = dict(self.base.configs.get((resource_type, resource_name), {}))
+        for (rtype, rname, name), value in self.changed_configs.items():
+            if rtype == resource_type and rname == resource_name:
+                if value is None:
+                    entries.pop(name, None)
+                else:
+                    entries[name] = value
+        return entries
 
     def acl(self, acl_id: str) -> AccessControlEntryRecord | None:
         if acl_id in self.changed_acls:
@@ -233,6 +456,53 @@ class MetadataDelta:
         if self.acl(record.id) is None:
             raise ValueError(f"RemoveAccessControlEntryRecord for unknown ACL {record.id}")
         self.changed_acls[record.id] = None
+
+    def _replay_topic(self, record: TopicRecord, offset: int) -> None:
+        if self.topic_id(record.name) is not None or self.topic(record.topic_id) is not None:
+            raise ValueError(f"TopicRecord for existing topic {record.name} ({record.topic_id})")
+        self.changed_topics[record.topic_id] = TopicInfo(record.topic_id, record.name)
+        self.changed_topic_names[record.name] = record.topic_id
+
+    def _replay_partition(self, record: PartitionRecord, offset: int) -> None:
+        topic = self._require_topic(record.topic_id, record.TYPE)
+        tp = (record.topic_id, record.partition_id)
+        if record.partition_id != topic.partition_count or self.partition(tp) is not None:
+            raise ValueError(f"PartitionRecord {tp} out of order or already present")
+        self.changed_partitions[tp] = PartitionRegistration.from_record(record)
+        self.changed_topics[record.topic_id] = dataclasses.replace(
+            topic, partition_count=topic.partition_count + 1
+        )
+
+    def _replay_partition_change(self, record: PartitionChangeRecord, offset: int) -> None:
+        tp = (record.topic_id, record.partition_id)
+        current = self.partition(tp)
+        if current is None:
+            raise ValueError(f"PartitionChangeRecord for unknown partition {tp}")
+        merged = current.merge(record)
+        self.changed_partitions[tp] = merged
+        if record.leader >= 0:
+            self.leader_elections += 1
+            if record.leader not in current.isr:
+                self.unclean_leader_elections += 1
+
+    def _replay_remove_topic(self, record: RemoveTopicRecord, offset: int) -> None:
+        topic = self._require_topic(record.topic_id, record.TYPE)
+        for index in range(topic.partition_count):
+            self.changed_partitions[(topic.topic_id, index)] = None
+        for name in self.configs_of("TOPIC", topic.name):
+            self.changed_configs[("TOPIC", topic.name, name)] = None
+        self.changed_topics[topic.topic_id] = None
+        self.changed_topic_names[topic.name] = None
+
+    def _replay_config(self, record: ConfigRecord, offset: int) -> None:
+        key = (record.resource_type, record.resource_name, record.name)
+        self.changed_configs[key] = record.value
+
+    def _require_topic(self, topic_id: str, record_type: str) -> TopicInfo:
+        topic = self.topic(topic_id)
+        if topic is None:
+            raise ValueError(f"{record_type} for unknown topic {topic_id}")
+        return topic
 
     def _require_broker(self, broker_id: int, epoch: int, record_type: str) -> BrokerRegistration:
         registered = self.broker(broker_id)

@@ -93,6 +93,92 @@ class RemoveAccessControlEntryRecord(Record):
     id: str
 
 
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TopicRecord(Record):
+    TYPE: ClassVar[str] = "TopicRecord"
+    name: str
+    topic_id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionRecord(Record):
+    """A new partition. `offline_replicas` are replicas in OfflineReplica state (KIP-589)."""
+
+    TYPE: ClassVar[str] = "PartitionRecord"
+    partition_id: int
+    topic_id: str
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    offline_replicas: tuple[int, ...] = ()
+    is_canary: bool = False
+
+    def to_data(self) -> dict[str, Any]:
+        # Hot: a large topic writes thousands of these; dataclasses.asdict is too slow.
+        return {
+            "partition_id": self.partition_id,
+            "topic_id": self.topic_id,
+            "replicas": list(self.replicas),
+            "isr": list(self.isr),
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "partition_epoch": self.partition_epoch,
+            "offline_replicas": list(self.offline_replicas),
+            "is_canary": self.is_canary,
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionChangeRecord(Record):
+    """A change to a partition; None (or NO_LEADER_CHANGE) means "unchanged".
+
+    Replaying it bumps the partition epoch, and the leader epoch when `leader` is set.
+    """
+
+    TYPE: ClassVar[str] = "PartitionChangeRecord"
+    partition_id: int
+    topic_id: str
+    isr: tuple[int, ...] | None = None
+    leader: int = NO_LEADER_CHANGE
+    replicas: tuple[int, ...] | None = None
+    offline_replicas: tuple[int, ...] | None = None
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "partition_id": self.partition_id,
+            "topic_id": self.topic_id,
+            "isr": None if self.isr is None else list(self.isr),
+            "leader": self.leader,
+            "replicas": None if self.replicas is None else list(self.replicas),
+            "offline_replicas": None
+            if self.offline_replicas is None
+            else list(self.offline_replicas),
+        }
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveTopicRecord(Record):
+    TYPE: ClassVar[str] = "RemoveTopicRecord"
+    topic_id: str
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConfigRecord(Record):
+    """A dynamic config; `value` None deletes it. Resource types by Kafka's name (TOPIC, BROKER)."""
+
+    TYPE: ClassVar[str] = "ConfigRecord"
+    resource_type: str
+    resource_name: str
+    name: str
+    value: str | None
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.TYPE: cls
     for cls in (
@@ -101,6 +187,11 @@ RECORD_TYPES: dict[str, type[Record]] = {
         UnregisterBrokerRecord,
         AccessControlEntryRecord,
         RemoveAccessControlEntryRecord,
+        TopicRecord,
+        PartitionRecord,
+        PartitionChangeRecord,
+        RemoveTopicRecord,
+        ConfigRecord,
     )
 }
 
@@ -127,7 +218,8 @@ def record_from_data(record_type: str, data: Mapping[str, Any]) -> Record:
         fields["listeners"] = tuple(Listener(**item) for item in data["listeners"])
         fields["log_dirs"] = tuple(data["log_dirs"])
         return RegisterBrokerRecord(**fields)
-    return cls(**data)
+    # JSON carries tuples as lists.
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,0 +1,385 @@
+"""The config keys the control plane knows: types, ranges, defaults, documentation, synonyms.
+
+Values travel and are stored as strings, as in Kafka; `ConfigDef.parse` checks one and answers
+Kafka's INVALID_CONFIG with Kafka's ConfigException wording. A topic config falls back to its
+broker synonym (dynamic cluster default, then static, then the default), as Kafka's LogConfig does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controlplane.controller.errors import ApiError, Errors
+
+TOPIC = "TOPIC"
+BROKER = "BROKER"
+BROKER_LOGGER = "BROKER_LOGGER"
+CLUSTER_DEFAULT = ""  # the BROKER resource with an empty name: every broker's default
+
+
+class ConfigType(enum.StrEnum):
+    BOOLEAN = "BOOLEAN"
+    INT = "INT"
+    LONG = "LONG"
+    DOUBLE = "DOUBLE"
+    STRING = "STRING"
+    LIST = "LIST"
+    PASSWORD = "PASSWORD"
+
+
+INT_RANGE = (-(2**31), 2**31 - 1)
+LONG_RANGE = (-(2**63), 2**63 - 1)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: ConfigType
+    default: str | None
+    doc: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: frozenset[str] | None = None
+    read_only: bool = False
+    synonym: str | None = None  # a topic key's broker-level fallback
+
+    @property
+    def sensitive(self) -> bool:
+        return self.type is ConfigType.PASSWORD
+
+    @property
+    def is_list(self) -> bool:
+        return self.type is ConfigType.LIST
+
+    def parse(self, value: str) -> Any:
+        """The typed value of `value`; INVALID_CONFIG when it does not fit the definition."""
+        parser = _PARSERS[self.type]
+        try:
+            parsed = parser(value)
+        except ValueError:
+            raise self._invalid(value, f"Not a number of type {self.type.value}") from None
+        if self.type is ConfigType.BOOLEAN and parsed is None:
+            raise self._invalid(value, "Expected value to be either true or false")
+        self._check_range(value, parsed)
+        self._check_choices(value, parsed)
+        return parsed
+
+    def _check_range(self, value: str, parsed: Any) -> None:
+        if self.type in (ConfigType.INT, ConfigType.LONG):
+            low, high = INT_RANGE if self.type is ConfigType.INT else LONG_RANGE
+            if not low <= parsed <= high:
+                raise self._invalid(value, f"Not a number of type {self.type.value}")
+        if self.minimum is not None and parsed < self.minimum:
+            raise self._invalid(value, f"Value must be at least {_number(self.minimum)}")
+        if self.maximum is not None and parsed > self.maximum:
+            raise self._invalid(value, f"Value must be no more than {_number(self.maximum)}")
+
+    def _check_choices(self, value: str, parsed: Any) -> None:
+        if self.choices is None:
+            return
+        items = parsed if isinstance(parsed, list) else [parsed]
+        for item in items:
+            if item not in self.choices:
+                kind = "List" if self.is_list else "String"
+                raise self._invalid(
+                    value, f"{kind} must be one of: {', '.join(sorted(self.choices))}"
+                )
+
+    def _invalid(self, value: str, why: str) -> ApiError:
+        shown = "[hidden]" if self.sensitive else value
+        return ApiError(
+            Errors.INVALID_CONFIG, f"Invalid value {shown} for configuration {self.name}: {why}"
+        )
+
+
+def _boolean(value: str) -> bool | None:
+    lowered = value.strip().lower()
+    return {"true": True, "false": False}.get(lowered)
+
+
+def _integer(value: str) -> int:
+    return int(value.strip())
+
+
+def _double(value: str) -> float:
+    parsed = float(value.strip())
+    if parsed != parsed or parsed in (float("inf"), float("-inf")):
+        raise ValueError(value)
+    return parsed
+
+
+def _list(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+_PARSERS: Mapping[ConfigType, Callable[[str], Any]] = {
+    ConfigType.BOOLEAN: _boolean,
+    ConfigType.INT: _integer,
+    ConfigType.LONG: _integer,
+    ConfigType.DOUBLE: _double,
+    ConfigType.STRING: str,
+    ConfigType.LIST: _list,
+    ConfigType.PASSWORD: str,
+}
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+T = ConfigType
+COMPRESSION = frozenset({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})
+
+TOPIC_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in (
+        ConfigDef(
+            "cleanup.policy",
+            T.LIST,
+            "delete",
+            "The retention policy of old log segments: delete, compact, or both.",
+            choices=frozenset({"delete", "compact"}),
+            synonym="log.cleanup.policy",
+        ),
+        ConfigDef(
+            "compression.type",
+            T.STRING,
+            "producer",
+            "The final compression type of the topic's data.",
+            choices=COMPRESSION,
+            synonym="compression.type",
+        ),
+        ConfigDef(
+            "retention.ms",
+            T.LONG,
+            "604800000",
+            "How long a log segment is kept before it is deleted; -1 keeps it forever.",
+            minimum=-1,
+            synonym="log.retention.ms",
+        ),
+        ConfigDef(
+            "retention.bytes",
+            T.LONG,
+            "-1",
+            "The largest a partition may grow before old segments are deleted; -1: no limit.",
+            synonym="log.retention.bytes",
+        ),
+        ConfigDef(
+            "segment.bytes",
+            T.INT,
+            "1073741824",
+            "The size of one log segment file.",
+            minimum=14,
+            synonym="log.segment.bytes",
+        ),
+        ConfigDef(
+            "segment.ms",
+            T.LONG,
+            "604800000",
+            "How long before a segment is rolled even if it is not full.",
+            minimum=1,
+            synonym="log.roll.ms",
+        ),
+        ConfigDef(
+            "max.message.bytes",
+            T.INT,
+            "1048588",
+            "The largest record batch size allowed.",
+            minimum=0,
+            synonym="message.max.bytes",
+        ),
+        ConfigDef(
+            "min.insync.replicas",
+            T.INT,
+            "1",
+            "The fewest in-sync replicas an acks=all write needs.",
+            minimum=1,
+            synonym="min.insync.replicas",
+        ),
+        ConfigDef(
+            "unclean.leader.election.enable",
+            T.BOOLEAN,
+            "false",
+            "Whether a replica outside the ISR may become leader as a last resort (data loss).",
+            synonym="unclean.leader.election.enable",
+        ),
+        ConfigDef(
+            "delete.retention.ms",
+            T.LONG,
+            "86400000",
+            "How long delete tombstones are kept in compacted topics.",
+            minimum=0,
+            synonym="log.cleaner.delete.retention.ms",
+        ),
+        ConfigDef(
+            "min.cleanable.dirty.ratio",
+            T.DOUBLE,
+            "0.5",
+            "How dirty a log must be before the cleaner compacts it.",
+            minimum=0,
+            maximum=1,
+            synonym="log.cleaner.min.cleanable.ratio",
+        ),
+        ConfigDef(
+            "percent.canary.partition",
+            T.DOUBLE,
+            "0.0",
+            "The percentage of the topic's partitions that are canary partitions (KIP-1095).",
+            minimum=0,
+            maximum=100,
+            synonym="percent.canary.partition",
+        ),
+    )
+}
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in (
+        ConfigDef(
+            "log.cleanup.policy",
+            T.LIST,
+            "delete",
+            "Default cleanup.policy.",
+            choices=frozenset({"delete", "compact"}),
+        ),
+        ConfigDef(
+            "compression.type",
+            T.STRING,
+            "producer",
+            "Default compression.type.",
+            choices=COMPRESSION,
+        ),
+        ConfigDef("log.retention.ms", T.LONG, "604800000", "Default retention.ms.", minimum=-1),
+        ConfigDef("log.retention.bytes", T.LONG, "-1", "Default retention.bytes."),
+        ConfigDef("log.segment.bytes", T.INT, "1073741824", "Default segment.bytes.", minimum=14),
+        ConfigDef("log.roll.ms", T.LONG, "604800000", "Default segment.ms.", minimum=1),
+        ConfigDef("message.max.bytes", T.INT, "1048588", "Default max.message.bytes.", minimum=0),
+        ConfigDef("min.insync.replicas", T.INT, "1", "Default min.insync.replicas.", minimum=1),
+        ConfigDef(
+            "unclean.leader.election.enable",
+            T.BOOLEAN,
+            "false",
+            "Default unclean.leader.election.enable.",
+        ),
+        ConfigDef(
+            "log.cleaner.delete.retention.ms",
+            T.LONG,
+            "86400000",
+            "Default delete.retention.ms.",
+            minimum=0,
+        ),
+        ConfigDef(
+            "log.cleaner.min.cleanable.ratio",
+            T.DOUBLE,
+            "0.5",
+            "Default min.cleanable.dirty.ratio.",
+            minimum=0,
+            maximum=1,
+        ),
+        ConfigDef(
+            "percent.canary.partition",
+            T.DOUBLE,
+            "0.0",
+            "The percentage of partitions that are canary partitions (KIP-1095).",
+            minimum=0,
+            maximum=100,
+        ),
+        ConfigDef(
+            "num.partitions",
+            T.INT,
+            "1",
+            "Partitions of a topic created without a partition count.",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "default.replication.factor",
+            T.INT,
+            "1",
+            "Replication factor of a topic created without one.",
+            minimum=1,
+            read_only=True,
+        ),
+        ConfigDef(
+            "auto.leader.rebalance.enable",
+            T.BOOLEAN,
+            "true",
+            "Whether the controller moves leadership back to preferred replicas.",
+        ),
+        ConfigDef(
+            "leader.imbalance.check.interval.seconds",
+            T.LONG,
+            "300",
+            "How often the controller checks for partitions off their preferred leader.",
+            minimum=1,
+        ),
+        ConfigDef(
+            "delegation.token.secret.key",
+            T.PASSWORD,
+            None,
+            "The secret that signs delegation tokens; unset disables them.",
+        ),
+        ConfigDef(
+            "delegation.token.max.lifetime.ms",
+            T.LONG,
+            "604800000",
+            "The longest a delegation token may be renewed for.",
+            minimum=1,
+        ),
+        ConfigDef(
+            "delegation.token.expiry.time.ms",
+            T.LONG,
+            "86400000",
+            "How long a delegation token lives before it must be renewed.",
+            minimum=1,
+        ),
+    )
+}
+
+
+def topic_config_def(name: str) -> ConfigDef:
+    try:
+        return TOPIC_CONFIGS[name]
+    except KeyError:
+        raise ApiError(Errors.INVALID_CONFIG, f"Unknown topic config name: {name}") from None
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> None:
+    for name, value in configs.items():
+        definition = topic_config_def(name)
+        if value is not None:
+            definition.parse(value)
+
+
+class ConfigView:
+    """Reads effective config values: dynamic (topic, cluster default) then static then default."""
+
+    def __init__(
+        self,
+        lookup: Callable[[str, str, str], str | None],
+        static: Mapping[str, str],
+    ) -> None:
+        self._lookup = lookup
+        self._static = static
+
+    def broker_value(self, name: str) -> Any:
+        definition = BROKER_CONFIGS[name]
+        raw = self._lookup(BROKER, CLUSTER_DEFAULT, name)
+        if raw is None:
+            raw = self._static.get(name, definition.default)
+        return None if raw is None else definition.parse(raw)
+
+    def topic_value(self, topic_name: str, name: str) -> Any:
+        definition = TOPIC_CONFIGS[name]
+        raw = self._lookup(TOPIC, topic_name, name)
+        if raw is not None:
+            return definition.parse(raw)
+        if definition.synonym in BROKER_CONFIGS:
+            return self.broker_value(definition.synonym)
+        return None if definition.default is None else definition.parse(definition.default)
+
+    def unclean_election_enabled(self, topic_name: str) -> bool:
+        return bool(self.topic_value(topic_name, "unclean.leader.election.enable"))

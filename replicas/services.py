@@ -1,0 +1,139 @@
+"""Topic, partition and replica writes. Every change reaches the controller.
+
+AlterReplicaState (KIP-589) is validated here at once and applied by the controller later: the
+report waits in a table, and the controller takes all waiting reports in one batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.replication import validate_alter_replica_state
+from controlplane.lease import now_ms
+from controlplane.metadata_log import RequestContext
+from controlplane.models import Cluster
+from controlplane.runtime import get_runtime
+from controlplane.selectors import controller_active
+from controlplane.services import controller_call
+from replicas.models import PendingReplicaStateChange
+from replicas.selectors import replica_state_view
+
+logger = logging.getLogger(__name__)
+
+MAX_PENDING_BATCH = 500
+
+
+def topics_create(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    return controller_call(api="CreateTopics", payload=payload, context=context)
+
+
+def topics_delete(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    return controller_call(api="DeleteTopics", payload=payload, context=context)
+
+
+def partitions_create(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    return controller_call(api="CreatePartitions", payload=payload, context=context)
+
+
+def leaders_elect(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    return controller_call(api="ElectLeaders", payload=payload, context=context)
+
+
+def partition_alter(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    return controller_call(api="AlterPartition", payload=payload, context=context)
+
+
+def leaders_rebalance(*, context: RequestContext | None = None) -> dict[str, Any]:
+    return controller_call(api="RebalanceLeaders", payload={}, context=context or RequestContext())
+
+
+def replica_state_alter(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    """Validate an AlterReplicaState now; queue what is valid for the controller."""
+    view = replica_state_view(
+        broker_id=payload["broker_id"], topic_names=[t["name"] for t in payload["topics"]]
+    )
+    try:
+        response = validate_alter_replica_state(view, payload)
+    except ApiError as error:
+        return {**error.as_fields(), "topics": []}
+    _require_active_controller()
+    accepted = _accepted_partitions(response)
+    if accepted:
+        request_id = context.request_id or str(uuid.uuid4())
+        try:
+            with transaction.atomic():
+                PendingReplicaStateChange.objects.create(
+                    request_id=request_id,
+                    broker_id=payload["broker_id"],
+                    broker_epoch=payload["broker_epoch"],
+                    payload={**payload, "topics": accepted},
+                    principal=context.principal,
+                    client_id=context.client_id,
+                    client_host=context.client_host,
+                    received_ms=now_ms(),
+                )
+        except IntegrityError:
+            logger.info("AlterReplicaState %s is a retry; it is applied once", request_id)
+        _schedule_apply()
+    return response
+
+
+def _accepted_partitions(response: dict[str, Any]) -> list[dict[str, Any]]:
+    accepted = []
+    for topic in response["topics"]:
+        ok = [p["partition_index"] for p in topic["partitions"] if p["error_code"] == 0]
+        if ok:
+            accepted.append({"name": topic["name"], "partitions": ok})
+    return accepted
+
+
+def _require_active_controller() -> None:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        get_runtime().ensure_active()  # embedded: this process is the controller
+        return
+    cluster = Cluster.objects.filter(pk=1).first()
+    if cluster is None or not controller_active(cluster):
+        raise ApiError(Errors.NOT_CONTROLLER, "No controller is active.")
+
+
+def _schedule_apply() -> None:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        replica_state_apply_pending()
+        return
+    from replicas.tasks import apply_replica_state_changes
+
+    transaction.on_commit(lambda: apply_replica_state_changes.apply_async(queue="controller"))
+
+
+def replica_state_apply_pending(*, limit: int = MAX_PENDING_BATCH) -> int:
+    """On the active controller: apply every waiting AlterReplicaState in one batch (one
+    commit). Reports stay waiting when this node is not the controller."""
+    rows = list(PendingReplicaStateChange.objects.order_by("id")[:limit])
+    if not rows:
+        return 0
+    events = [
+        {
+            "api": "AlterReplicaState",
+            "payload": row.payload,
+            "principal": row.principal,
+            "client_id": row.client_id,
+            "client_host": row.client_host,
+            "request_id": row.request_id,
+        }
+        for row in rows
+    ]
+    responses = get_runtime().handle_batch(events)
+    if any(r.get("error_code") == Errors.NOT_CONTROLLER for r in responses):
+        return 0
+    PendingReplicaStateChange.objects.filter(id__in=[row.id for row in rows]).delete()
+    applied = sum(int(r.get("offline_replicas", 0)) for r in responses)
+    logger.info(
+        "applied %d AlterReplicaState report(s): %d replica(s) now offline", len(rows), applied
+    )
+    return len(rows)

@@ -1,0 +1,21 @@
+"""Thin Celery tasks: each calls a service."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+
+from replicas import services
+
+
+@shared_task(name="replicas.tasks.apply_replica_state_changes")  # type: ignore[untyped-decorator]
+def apply_replica_state_changes() -> int:
+    """On the controller queue: apply waiting AlterReplicaState reports in one batch."""
+    return services.replica_state_apply_pending()
+
+
+@shared_task(name="replicas.tasks.rebalance_leaders")  # type: ignore[untyped-decorator]
+def rebalance_leaders() -> dict[str, Any]:
+    """Celery beat, every leader.imbalance.check.interval.seconds."""
+    return services.leaders_rebalance()
