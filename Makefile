@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast bench clean
+.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -47,8 +47,14 @@ test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser" $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: install-test services
+bench: bench-heartbeats bench-replicas
+
+bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
+
+## bench-replicas: 10,000-partition topic creation and log dir failure (KIP-589)
+bench-replicas: install-test services
+	$(PY) -m bench.replica_state
 
 clean:
 	rm -rf var/*.sqlite3* bench/results/*.json .mypy_cache .ruff_cache

@@ -7,24 +7,30 @@ it. Records get gap-free offsets from the row's `last_offset`.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
-import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
 from django.db.models import F
 
-from controlplane.bulk import Column, bulk_upsert
+from controlplane.bulk import Column, prepared_upsert
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import Record
 from controlplane.lease import Lease, now_ms
 from controlplane.models import AppliedRequest, Cluster
 from controlplane.notifier import notifier
-from controlplane.projections import persist_delta
+from controlplane.projections import prepare_delta
 
-CONTROLLER_PRINCIPAL = "User:controller"  # events the controller makes itself (its timer)
+CONTROLLER_PRINCIPAL = "User:controller"
+# When the last commit's transaction began (after its records were encoded), for the timings
+# the controller logs of large commits.
+commit_started: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "commit_started", default=0.0
+)  # events the controller makes itself (its timer)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -61,15 +67,21 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
     if not delta.replayed:
         return
     timestamp = now_ms()
+    # Encode the records and build the projections' SQL before taking the lock: the
+    # transaction then only runs statements.
+    append = prepared_upsert(
+        table="cp_metadata_record",
+        columns=LOG_COLUMNS,
+        rows=_log_rows(delta, writes, lease.epoch, timestamp),
+    )
+    project = prepare_delta(delta)
+    commit_started.set(time.perf_counter())
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(pk=1)
         _check_fence(cluster, lease, delta, timestamp)
-        bulk_upsert(
-            table="cp_metadata_record",
-            columns=LOG_COLUMNS,
-            rows=_log_rows(delta, writes, lease.epoch, timestamp),
-        )
-        persist_delta(delta)
+        append()
+        for write in project:
+            write()
         applied = [
             AppliedRequest(
                 request_id=w.context.request_id,
@@ -133,9 +145,8 @@ def _log_rows(
         for write in writes
         for offset in range(write.first_offset, write.last_offset + 1)
     }
-    rows = []
+    rows: list[tuple[object, ...]] = []
     controller = RequestContext()
-    dumps = json.JSONEncoder(separators=(",", ":")).encode
     for offset, record in delta.replayed:
         context = contexts.get(offset, controller)
         rows.append(
@@ -149,7 +160,7 @@ def _log_rows(
                 context.client_host,
                 context.request_id,
                 _broker_id(record),
-                dumps(record.to_data()),
+                record.to_json(),
             )
         )
     return rows

@@ -13,7 +13,7 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
-from prometheus_client.core import REGISTRY, GaugeMetricFamily
+from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 REQUESTS = Counter("cp_http_requests_total", "HTTP requests served", ["method", "route", "status"])
@@ -67,6 +67,58 @@ class ClusterCollector(Collector):
         )
 
 
+class ReplicationCollector(Collector):
+    """Kafka's controller replication metrics, read from the partitions table at scrape."""
+
+    def describe(self) -> list[GaugeMetricFamily]:
+        return []
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        from replicas.selectors import replication_summary
+
+        summary = replication_summary()
+        yield _gauge(
+            "kafka_controller_kafkacontroller_globaltopiccount", "Topics", summary["topics"]
+        )
+        yield _gauge(
+            "kafka_controller_kafkacontroller_globalpartitioncount",
+            "Partitions",
+            summary["partitions"],
+        )
+        yield _gauge(
+            "kafka_controller_kafkacontroller_offlinepartitionscount",
+            "Partitions without a leader (leader -1), as Kafka's OfflinePartitionsCount",
+            summary["leaderless_partitions"],
+        )
+        yield _gauge(
+            "kafka_controller_leaderless_partitions",
+            "Partitions without a leader (leader -1)",
+            summary["leaderless_partitions"],
+        )
+        yield _gauge(
+            "kafka_controller_offline_partitions_all_replicas",
+            "Partitions every replica of which is offline (KIP-589 log dir failures)",
+            summary["offline_partitions"],
+        )
+        yield _gauge(
+            "kafka_controller_offline_replicas",
+            "Replicas in OfflineReplica state after a log dir failure (KIP-589)",
+            summary["offline_replicas"],
+        )
+        elections = CounterMetricFamily(
+            "kafka_controller_controllerstats_leaderelections",
+            "Leader elections committed (rate() gives elections per second)",
+        )
+        elections.add_metric([], summary["leader_elections_total"])
+        yield elections
+        unclean = CounterMetricFamily(
+            "kafka_controller_controllerstats_uncleanleaderelections",
+            "Unclean leader elections committed (UncleanLeaderElectionsPerSec)",
+        )
+        unclean.add_metric([], summary["unclean_leader_elections_total"])
+        yield unclean
+
+
 def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     family = GaugeMetricFamily(name, documentation)
     family.add_metric([], value)
@@ -74,8 +126,10 @@ def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
 
 
 _cluster_collector = ClusterCollector()
+_replication_collector = ReplicationCollector()
 if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
     REGISTRY.register(_cluster_collector)
+    REGISTRY.register(_replication_collector)
 
 
 def render() -> bytes:
@@ -83,5 +137,6 @@ def render() -> bytes:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         registry.register(_cluster_collector)
+        registry.register(_replication_collector)
         return generate_latest(registry)
     return generate_latest(REGISTRY)

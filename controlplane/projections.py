@@ -6,6 +6,8 @@ size of the delta) and loads its part of the image back. Apps register theirs in
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Protocol
 
 from django.db.models import Q
@@ -30,9 +32,22 @@ def register_projection(projection: Projection) -> Projection:
     return projection
 
 
-def persist_delta(delta: MetadataDelta) -> None:
+def prepare_delta(delta: MetadataDelta) -> list[Callable[[], None]]:
+    """Every projection's writes for `delta`. Projections that can build their SQL ahead
+    (`prepare`) do it now, before the commit takes the cluster lock; the rest write then."""
+    writes: list[Callable[[], None]] = []
     for projection in PROJECTIONS.values():
-        projection.persist(delta)
+        prepare = getattr(projection, "prepare", None)
+        if prepare is not None:
+            writes.extend(prepare(delta))
+        else:
+            writes.append(functools.partial(projection.persist, delta))
+    return writes
+
+
+def persist_delta(delta: MetadataDelta) -> None:
+    for write in prepare_delta(delta):
+        write()
 
 
 def load_image(cluster_id: str, last_offset: int) -> MetadataImage:

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
-from django.db import DatabaseError, close_old_connections
+from django.db import DatabaseError, close_old_connections, connection
 
 from controlplane.controller.dispatch import STATE_IDEMPOTENT_APIS, ControllerEnv, run_event
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
-from controlplane.metadata_log import AppliedWrite, RequestContext, log_commit
+from controlplane.metadata_log import AppliedWrite, RequestContext, commit_started, log_commit
 from controlplane.models import AppliedRequest, Cluster
 from controlplane.projections import load_image
 from controlplane.sessions import SessionStore, session_store
@@ -129,6 +130,7 @@ class ControllerRuntime:
     def _process(
         self, lease: Lease, image: MetadataImage, events: Sequence[Event]
     ) -> list[Response]:
+        started = time.perf_counter()
         now = now_ms()
         env = ControllerEnv(
             now_ms=now,
@@ -164,8 +166,11 @@ class ControllerRuntime:
                 writes.append(
                     AppliedWrite(context, event["api"], first_offset, delta.last_offset, response)
                 )
+        handled = time.perf_counter()
+        statements = _StatementCounter()
         try:
-            log_commit(lease=lease, delta=delta, writes=writes)
+            with connection.execute_wrapper(statements):
+                log_commit(lease=lease, delta=delta, writes=writes)
         except ApiError as error:
             self._deactivate(error.message or error.error.name)
             return [error_response(error) for _ in events]
@@ -173,7 +178,22 @@ class ControllerRuntime:
             logger.exception("commit failed; reloading the image on the next event")
             self._deactivate("commit failed")
             return [error_response(_unavailable()) for _ in events]
+        committed = time.perf_counter()
         image.apply(delta)
+        if len(delta.replayed) >= LARGE_COMMIT_RECORDS:
+            transaction_began = commit_started.get()
+            logger.info(
+                "committed %d records of %d event(s): handled in %d ms, encoded in %d ms, "
+                "transaction of %d ms with %d SQL statements, image applied in %d ms (%s)",
+                len(delta.replayed),
+                len(events),
+                (handled - started) * 1000,
+                (transaction_began - handled) * 1000,
+                (committed - transaction_began) * 1000,
+                statements.count,
+                (time.perf_counter() - committed) * 1000,
+                "; ".join(statements.timings),
+            )
         for broker_id in contacts:
             self.sessions.touch(broker_id, now_ms=now, metadata_offset=-1)
         if delta.changed_brokers:
@@ -205,6 +225,26 @@ class ControllerRuntime:
             except Exception:
                 logger.exception("controller timer failed")
             stop.wait(interval_s)
+
+
+LARGE_COMMIT_RECORDS = 1000  # commits this large are logged with their timings
+
+
+class _StatementCounter:
+    """Counts the SQL statements of a commit (they must not grow with its size)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.timings: list[str] = []
+
+    def __call__(self, execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        self.count += 1
+        started = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            self.timings.append(f"{sql.split(' (')[0][:40]}={elapsed:.0f}ms")
 
 
 def _applied_responses(events: Sequence[Event]) -> dict[str, Response]:

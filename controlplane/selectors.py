@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Q, QuerySet, TextField
+from django.db.models.functions import Cast
 
 from brokers.models import Broker
 from controlplane.lease import cluster_get_or_create, now_ms
@@ -58,6 +59,24 @@ def metadata_records_after(*, after_offset: int, max_records: int) -> list[Metad
     return list(
         MetadataRecord.objects.filter(offset__gt=after_offset).order_by("offset")[:max_records]
     )
+
+
+def metadata_records_json_after(*, after_offset: int, max_records: int) -> list[str]:
+    """The same records, each already as its JSON text: the stored data is passed through
+    without being decoded and encoded again (brokers fetch thousands at a time)."""
+    rows = (
+        MetadataRecord.objects.filter(offset__gt=after_offset)
+        .order_by("offset")
+        .annotate(data_text=Cast("data", TextField()))
+        .values_list("offset", "record_type", "controller_epoch", "timestamp_ms", "data_text")[
+            :max_records
+        ]
+    )
+    return [
+        f'{{"offset":{offset},"type":"{record_type}","controller_epoch":{epoch},'
+        f'"timestamp_ms":{timestamp},"data":{data}}}'
+        for offset, record_type, epoch, timestamp, data in rows
+    ]
 
 
 def metadata_log_queryset() -> QuerySet[MetadataRecord]:

@@ -22,10 +22,16 @@ class Topic(models.Model):
 
 class Partition(models.Model):
     topic = models.ForeignKey(
-        Topic, on_delete=models.CASCADE, related_name="partitions", db_constraint=False
+        Topic,
+        on_delete=models.CASCADE,
+        related_name="partitions",
+        db_constraint=False,
+        db_index=False,  # the (topic, partition_index) unique index serves topic lookups
     )
     partition_index = models.IntegerField()
-    leader = models.IntegerField(db_index=True)
+    # Deliberately unindexed: a leader change then stays a heap-only update, and filters on
+    # these columns scan a table of a few hundred bytes per partition.
+    leader = models.IntegerField()
     leader_epoch = models.IntegerField(default=0)
     partition_epoch = models.IntegerField(default=0)
     replicas = models.JSONField(default=list)
@@ -35,7 +41,7 @@ class Partition(models.Model):
     replica_ids = models.CharField(max_length=4000, default=",")
     offline_ids = models.CharField(max_length=4000, default=",")
     replica_count = models.IntegerField(default=0)
-    offline_replica_count = models.IntegerField(default=0, db_index=True)
+    offline_replica_count = models.IntegerField(default=0)
     is_canary = models.BooleanField(default=False)
 
     class Meta:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controlplane.bulk import Column, bulk_delete, bulk_upsert
+from controlplane.bulk import Column, Write, prepared_delete, prepared_update, prepared_upsert
 from controlplane.controller.image import (
     MetadataDelta,
     MetadataImage,
@@ -27,7 +27,13 @@ PARTITION_COLUMNS = [
     Column("offline_replica_count", "int"),
     Column("is_canary", "boolean"),
 ]
-PARTITION_UPDATES = [c.name for c in PARTITION_COLUMNS[2:]]
+
+
+STATE_COLUMNS = [
+    c
+    for c in PARTITION_COLUMNS
+    if c.name not in ("replicas", "replica_ids", "replica_count", "is_canary")
+]
 
 
 def _ints(values: tuple[int, ...]) -> str:
@@ -60,39 +66,68 @@ class TopicProjection:
     name = "topics"
 
     def persist(self, delta: MetadataDelta) -> None:
+        for write in self.prepare(delta):
+            write()
+
+    def prepare(self, delta: MetadataDelta) -> list[Write]:
+        """The writes, built before the commit takes the cluster lock."""
         if not delta.changed_topics and not delta.changed_partitions:
-            return
+            return []
+        writes: list[Write] = []
         removed = [topic_id for topic_id, t in delta.changed_topics.items() if t is None]
         # Partitions first: a removed topic's partitions go with it.
-        bulk_delete(table="cp_partition", column="topic_id", pg_type="text", values=removed)
-        bulk_delete(table="cp_topic", column="topic_id", pg_type="text", values=removed)
-        bulk_upsert(
-            table="cp_topic",
-            columns=[
-                Column("topic_id", "text"),
-                Column("name", "text"),
-                Column("partition_count", "int"),
-            ],
-            rows=[
-                (t.topic_id, t.name, t.partition_count)
-                for t in delta.changed_topics.values()
-                if t is not None
-            ],
-            conflict=["topic_id"],
-            update=["name", "partition_count"],
+        writes.append(
+            prepared_delete(table="cp_partition", column="topic_id", pg_type="text", values=removed)
+        )
+        writes.append(
+            prepared_delete(table="cp_topic", column="topic_id", pg_type="text", values=removed)
+        )
+        writes.append(
+            prepared_upsert(
+                table="cp_topic",
+                columns=[
+                    Column("topic_id", "text"),
+                    Column("name", "text"),
+                    Column("partition_count", "int"),
+                ],
+                rows=[
+                    (t.topic_id, t.name, t.partition_count)
+                    for t in delta.changed_topics.values()
+                    if t is not None
+                ],
+                conflict=["topic_id"],
+                update=["name", "partition_count"],
+            )
         )
         gone = set(removed)
-        bulk_upsert(
-            table="cp_partition",
-            columns=PARTITION_COLUMNS,
-            rows=[
-                partition_row(topic_id, index, p)
-                for (topic_id, index), p in delta.changed_partitions.items()
-                if p is not None and topic_id not in gone
-            ],
-            conflict=["topic_id", "partition_index"],
-            update=PARTITION_UPDATES,
+        known = delta.base.partitions
+        inserts, updates = [], []
+        for tp, partition in delta.changed_partitions.items():
+            if partition is None or tp[0] in gone:
+                continue
+            (updates if tp in known else inserts).append(partition_row(*tp, partition))
+        writes.append(
+            prepared_upsert(table="cp_partition", columns=PARTITION_COLUMNS, rows=inserts)
         )
+        if updates:
+            # Elections and ISR changes leave the replica set alone; only a reassignment
+            # rewrites it, so the common update carries the columns that change.
+            reassigned = any(
+                known[tp].replicas != p.replicas
+                for tp, p in delta.changed_partitions.items()
+                if p is not None and tp in known
+            )
+            columns = PARTITION_COLUMNS if reassigned else STATE_COLUMNS
+            wanted = [PARTITION_COLUMNS.index(c) for c in columns]
+            writes.append(
+                prepared_update(
+                    table="cp_partition",
+                    columns=columns,
+                    rows=[[row[i] for i in wanted] for row in updates],
+                    key=["topic_id", "partition_index"],
+                )
+            )
+        return writes
 
     def load(self, image: MetadataImage) -> None:
         for topic_id, name, count in Topic.objects.values_list(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -42,6 +43,10 @@ class Record:
     def to_data(self) -> dict[str, Any]:
         data: dict[str, Any] = _jsonable(dataclasses.asdict(self))
         return data
+
+    def to_json(self) -> str:
+        """The record's data as compact JSON (what the metadata log stores)."""
+        return _ENCODE(self.to_data())
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,6 +98,13 @@ class RemoveAccessControlEntryRecord(Record):
     id: str
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+
+
+def _int_list(values: tuple[int, ...] | None) -> str:
+    return "null" if values is None else "[" + ",".join(map(str, values)) + "]"
+
+
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
 
@@ -133,6 +145,17 @@ class PartitionRecord(Record):
             "is_canary": self.is_canary,
         }
 
+    def to_json(self) -> str:
+        # Hot (thousands per large topic); the same text json would write, built directly.
+        return (
+            f'{{"partition_id":{self.partition_id},"topic_id":{_ENCODE(self.topic_id)},'
+            f'"replicas":{_int_list(self.replicas)},"isr":{_int_list(self.isr)},'
+            f'"leader":{self.leader},"leader_epoch":{self.leader_epoch},'
+            f'"partition_epoch":{self.partition_epoch},'
+            f'"offline_replicas":{_int_list(self.offline_replicas)},'
+            f'"is_canary":{"true" if self.is_canary else "false"}}}'
+        )
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PartitionChangeRecord(Record):
@@ -160,6 +183,14 @@ class PartitionChangeRecord(Record):
             if self.offline_replicas is None
             else list(self.offline_replicas),
         }
+
+    def to_json(self) -> str:
+        return (
+            f'{{"partition_id":{self.partition_id},"topic_id":{_ENCODE(self.topic_id)},'
+            f'"isr":{_int_list(self.isr)},"leader":{self.leader},'
+            f'"replicas":{_int_list(self.replicas)},'
+            f'"offline_replicas":{_int_list(self.offline_replicas)}}}'
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -203,15 +203,16 @@ def _validate_alter_partition(
 ) -> Errors | None:
     if partition is None:
         return Errors.UNKNOWN_TOPIC_OR_PARTITION
+    # Kafka's order (validateAlterPartitionData): epochs from the future first, both of them.
     if item["leader_epoch"] > partition.leader_epoch:
-        # A leader epoch from the future: this controller is likely stale.
+        # A leader or partition epoch from the future: this controller is likely stale.
+        return Errors.NOT_CONTROLLER
+    if item["partition_epoch"] > partition.partition_epoch:
         return Errors.NOT_CONTROLLER
     if item["leader_epoch"] < partition.leader_epoch:
         return Errors.FENCED_LEADER_EPOCH
     if broker_id != partition.leader:
         return Errors.INVALID_REQUEST
-    if item["partition_epoch"] > partition.partition_epoch:
-        return Errors.NOT_CONTROLLER
     if item["partition_epoch"] < partition.partition_epoch:
         return Errors.INVALID_UPDATE_VERSION
     new_isr = item["new_isr"]

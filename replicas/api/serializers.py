@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from controlplane.api.fields import (
@@ -20,7 +22,7 @@ MAX_ITEMS = 100_000
 NAME_MAX = 1000  # longer than any legal topic name, so the controller answers the Kafka error
 
 
-def _ints(**kwargs: object) -> serializers.ListField:
+def _ints(**kwargs: Any) -> serializers.ListField:  # type: ignore[type-arg]
     return serializers.ListField(
         child=StrictIntegerField(min_value=0, max_value=INT32_MAX), **kwargs
     )

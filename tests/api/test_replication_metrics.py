@@ -1,0 +1,93 @@
+"""Replication metrics and the commit's SQL statement count, through the real controller."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from tests.conftest import Api
+
+pytestmark = pytest.mark.django_db
+
+
+def _metric(client: Any, name: str) -> float:
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    text = response.content.decode()
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
+def _topic(api: Api, token: str, name: str, partitions: int, leader: int) -> None:
+    assignments = [
+        {"partition_index": i, "broker_ids": [leader, (leader + 1 + i % 3) % 4]}
+        for i in range(partitions)
+    ]
+    status, body = api.post(
+        "/api/v1/create-topics", {"topics": [{"name": name, "assignments": assignments}]}, token=token
+    )
+    assert status == 200 and body["topics"][0]["error_code"] == 0, body
+
+
+def _fail(api: Api, token: str, broker: int, epoch: int, topic: str, partitions: int) -> None:
+    status, body = api.post(
+        "/internal/v1/alter-replica-state",
+        {
+            "broker_id": broker,
+            "broker_epoch": epoch,
+            "new_state": 1,
+            "reason": "disk",
+            "topics": [{"name": topic, "partitions": list(range(partitions))}],
+        },
+        token=token,
+    )
+    assert status == 200 and body["error_code"] == 0, body
+
+
+def test_offline_replicas_leaderless_partitions_and_elections_are_reported(
+    api: Api, client: Any, tokens: dict[str, str], register: Callable[..., int]
+) -> None:
+    epochs = {b: register(b, unfence=True) for b in range(4)}
+    _topic(api, tokens["admin"], "metrics", 6, leader=0)
+    before = _metric(client, "kafka_controller_controllerstats_leaderelections_total")
+    _fail(api, tokens["broker"], 0, epochs[0], "metrics", 6)
+    assert _metric(client, "kafka_controller_offline_replicas") == 6
+    assert _metric(client, "kafka_controller_kafkacontroller_globalpartitioncount") == 6
+    assert _metric(client, "kafka_controller_controllerstats_leaderelections_total") == before + 6
+    assert _metric(client, "kafka_controller_leaderless_partitions") == 0
+    # The followers fail too: every replica is offline, nothing can lead.
+    for follower in (1, 2, 3):
+        _fail(api, tokens["broker"], follower, epochs[follower], "metrics", 6)
+    assert _metric(client, "kafka_controller_leaderless_partitions") == 6
+    assert _metric(client, "kafka_controller_kafkacontroller_offlinepartitionscount") == 6
+    assert _metric(client, "kafka_controller_offline_partitions_all_replicas") == 6
+
+
+def _commit_statements(run: Callable[[], Any]) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        run()
+    return sum(
+        1
+        for q in captured.captured_queries
+        if q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE"))
+    )
+
+
+def test_sql_statements_per_batch_do_not_grow_with_partitions(
+    api: Api, tokens: dict[str, str], register: Callable[..., int]
+) -> None:
+    epochs = {b: register(b, unfence=True) for b in range(4)}
+    _topic(api, tokens["admin"], "small", 5, leader=0)
+    _topic(api, tokens["admin"], "large", 200, leader=1)
+    small = _commit_statements(lambda: _fail(api, tokens["broker"], 0, epochs[0], "small", 5))
+    large = _commit_statements(lambda: _fail(api, tokens["broker"], 1, epochs[1], "large", 200))
+    assert small == large
+    creating_small = _commit_statements(lambda: _topic(api, tokens["admin"], "c-small", 3, 2))
+    creating_large = _commit_statements(lambda: _topic(api, tokens["admin"], "c-large", 300, 2))
+    assert creating_small == creating_large
