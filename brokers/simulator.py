@@ -24,8 +24,10 @@ the same log and would fetch the very same records, so one long-poll loop (`GET
 /internal/v1/metadata?wait_ms=...`) reads it once and every broker reports the follower's offset as
 its own `current_metadata_offset`. A long poll holds a server worker thread for up to `wait_ms`;
 N followers would tie up N of them (and N times the bandwidth) for no extra information. A real
-broker starting from a snapshot begins at the snapshot's offset: the follower begins at the log's
-end as the server reports it at start-up.
+broker starting from a snapshot begins at the snapshot's offset; there is no snapshot to fetch
+here, so the follower replays the log from its start (as many records per fetch as the server
+allows until it reaches the log's end as it was at start-up), or, with `track_partitions=False`,
+begins at that end and knows only what comes after.
 
 Per-broker controls, all from the simulator's event loop: `stop_heartbeats(id)` (the broker goes
 silent; the controller fences it once its session lapses), `resume(id)`, `await shutdown(id)`
@@ -33,6 +35,30 @@ silent; the controller fences it once its session lapses), `resume(id)`, `await 
 
 `run_heartbeat_load()` is the benchmark mode: back-to-back heartbeats from the registered brokers
 with a given concurrency, returning per-request latencies.
+
+Topics, partitions and log directories. The follower keeps every topic and partition as the
+controller does, from TopicRecord, PartitionRecord, PartitionChangeRecord (merged exactly as the
+core's PartitionRegistration.merge: leader epoch + 1 when the leader is set, partition epoch + 1
+always) and RemoveTopicRecord: `partitions()`, `partition()`, `topics()`. Each broker has
+`log_dirs` log directories (JBOD; uuids kept across incarnations and registered with each) and
+keeps each of its replicas in one of them: directory `crc32("topic:partition") % log_dirs`, the
+same on every broker (`replicas_in_log_dir()`). Then, as a real broker would:
+
+* `await fail_log_dir(id, dir)`: the directory fails. The broker names every replica it holds
+  there in ONE AlterReplicaState (KIP-589, `POST /internal/v1/alter-replica-state`), retried with
+  the same request id and backoff on 503 NOT_CONTROLLER, 5xx and connection errors, sent again
+  with its new epoch when it re-registered meanwhile (STALE_BROKER_EPOCH) or later restarts with
+  the directory still failed; its heartbeats report the directory in `offline_log_dirs`. It
+  waits until the metadata shows the replicas offline.
+* `await repair_log_dir(id, dir)`: the directory works again. For every partition whose replica
+  there is offline or out of the ISR, the partition's current leader (when it is one of this
+  simulator's brokers) sends AlterPartition taking the replica back into the ISR, with the leader
+  and partition epochs the follower knows; FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION and other
+  answers of stale metadata make it catch up with the log and try again. It waits until every
+  replica there is back in the ISR and no longer offline. A partition with no leader cannot take
+  a replica back (only a new incarnation of the broker clears its offline replicas then).
+* `await create_topic(name, partitions, replication_factor, admin_token=...)`: CreateTopics
+  through the public API with an admin principal's token (the load for the above).
 """
 
 from __future__ import annotations
@@ -48,8 +74,9 @@ import random
 import re
 import time
 import uuid
+import zlib
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -61,12 +88,32 @@ from controlplane.controller.brokers import (
     DEFAULT_HEARTBEAT_INTERVAL_MS,
 )
 from controlplane.controller.errors import Errors
+from controlplane.controller.image import PartitionRegistration
+from controlplane.controller.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
 
 logger = logging.getLogger("brokers.simulator")
 
 REGISTRATION_PATH = "/internal/v1/broker-registration"
 HEARTBEAT_PATH = "/internal/v1/broker-heartbeat"
 METADATA_PATH = "/internal/v1/metadata"
+ALTER_REPLICA_STATE_PATH = "/internal/v1/alter-replica-state"
+ALTER_PARTITION_PATH = "/internal/v1/alter-partition"
+CREATE_TOPICS_PATH = "/api/v1/create-topics"
+OFFLINE_REPLICA_EVENT = 1  # KIP-589's only AlterReplicaState event type
+# `after_offset` beyond any record: the fetch answers the log's head and no records.
+HEAD_ONLY_OFFSET = 2**63 - 1
+# Catching up with a long log (start-up): as many records per fetch as the server allows.
+CATCH_UP_MAX_RECORDS = 10_000
+# AlterPartition answers that mean "your metadata is stale": catch up with the log, try again.
+STALE_METADATA_ERRORS = frozenset(
+    {
+        Errors.FENCED_LEADER_EPOCH,
+        Errors.INVALID_UPDATE_VERSION,
+        Errors.INVALID_REQUEST,  # the sender is not the leader (any more)
+        Errors.NOT_CONTROLLER,  # epochs from the future: the controller lags behind
+        Errors.NOT_LEADER_OR_FOLLOWER,
+    }
+)
 
 # HTTP statuses that mean "try again later": no controller (503), a deadline passed (504), or a
 # proxy/server hiccup. Anything else that is not 200 is the simulator's or the principal's fault.
@@ -120,6 +167,14 @@ class BrokerState:
     last_error: str | None = None
     last_response: dict[str, Any] | None = None
     last_heartbeat_at: float | None = None  # time.time() of the last answered heartbeat
+    log_dirs: tuple[str, ...] = ()  # its log directories' uuids, the same for every incarnation
+    failed_log_dirs: tuple[int, ...] = ()  # indexes into log_dirs: failed and not repaired yet
+    replica_reports: int = 0  # AlterReplicaState requests the controller accepted
+
+    @property
+    def offline_log_dirs(self) -> tuple[str, ...]:
+        """What its heartbeats report in `offline_log_dirs`."""
+        return tuple(self.log_dirs[i] for i in self.failed_log_dirs)
 
     @property
     def registered(self) -> bool:
@@ -175,6 +230,62 @@ class SimulatorStatus:
     controller_id: int | None
     controller_epoch: int | None
     reachable: bool
+    topics: int = 0
+    partitions: int = 0
+    offline_replicas: int = 0  # replicas the metadata marks offline (KIP-589), any broker's
+    failed_log_dirs: int = 0  # of this simulator's brokers, failed and not repaired
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionView:
+    """A partition as the follower replayed it from the metadata log."""
+
+    topic: str
+    partition: int
+    topic_id: str
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    offline_replicas: tuple[int, ...]
+    is_canary: bool
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclasses.dataclass(slots=True)
+class LogDirResult:
+    """What `fail_log_dir` / `repair_log_dir` did.
+
+    fail: `partitions` are the replicas the AlterReplicaState named, `done` those it accepted
+    (`refused`: the others, by error name), `applied` that the metadata shows every accepted one
+    offline; `request`/`request_id` the accepted request as sent (a retry of it applies once).
+    repair: `partitions` are the replicas that were offline or out of the ISR, `done` those back
+    in the ISR, `applied` that none is left (`pending`: why each left one is, at the deadline).
+    """
+
+    action: str  # "fail" or "repair"
+    broker_id: int
+    dir_index: int
+    log_dir: str
+    partitions: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    done: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    refused: dict[str, list[tuple[str, int]]] = dataclasses.field(default_factory=dict)
+    pending: dict[tuple[str, int], str] = dataclasses.field(default_factory=dict)
+    applied: bool = False
+    attempts: int = 0  # HTTP requests sent (every retry counts)
+    broker_epoch: int | None = None
+    request_id: str | None = None
+    request: dict[str, Any] | None = None
+    error: str | None = None
+    elapsed_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.applied
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -251,6 +362,11 @@ class _Broker:
     task: asyncio.Task[None] | None = None
     awaiting_offset: int | None = None  # wake me when the log reaches this offset
     heartbeat_seq: int = 0
+    request_seq: int = 0  # numbers AlterReplicaState / AlterPartition request ids
+    # One log-dir operation at a time per broker (a fail then a repair run in that order).
+    dir_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
+    # log dir index -> the broker epoch whose AlterReplicaState for it was accepted
+    reported_epochs: dict[int, int] = dataclasses.field(default_factory=dict)
 
 
 class BrokerSimulator:
@@ -280,9 +396,14 @@ class BrokerSimulator:
         max_connections: int = 100,
         trust_env: bool = True,
         transport: httpx.AsyncBaseTransport | None = None,
+        log_dirs: int = 2,
+        admin_token: str | None = None,
+        track_partitions: bool = True,
     ) -> None:
         if brokers < 0 or canary < 0 or brokers + canary == 0:
             raise ValueError("Need at least one broker (brokers + canary >= 1).")
+        if not 1 <= log_dirs <= 64:
+            raise ValueError("log_dirs must be 1..64.")
         if racks < 0 or first_id < 0 or heartbeat_interval_ms <= 0 or max_connections < 2:
             raise ValueError(
                 "racks and first_id must be >= 0, heartbeat_interval_ms > 0, max_connections >= 2."
@@ -306,6 +427,17 @@ class BrokerSimulator:
         self.controller_epoch: int | None = None
         self.metadata_offset = -1  # how far the follower has read the log
         self.reachable = False
+        self.log_dirs_per_broker = log_dirs
+        # Replaying the log from its start is what lets the follower know every partition; with
+        # track_partitions=False it starts at the log's end, as before, and knows only what
+        # comes after (fail/repair then see only partitions created since).
+        self.track_partitions = track_partitions
+        self.log_end_at_start = -1  # the log's end when the simulator first reached the server
+        self._admin_token = admin_token
+        self._topic_names: dict[str, str] = {}  # topic id -> name
+        self._topic_ids: dict[str, str] = {}  # name -> topic id
+        self._partitions: dict[str, dict[int, PartitionRegistration]] = {}  # topic id -> ...
+        self._background: set[asyncio.Task[Any]] = set()
         self._token = token
         self._trust_env = trust_env
         self._transport = transport
@@ -320,6 +452,7 @@ class BrokerSimulator:
                     pod=BROKER_POD if index < brokers else CANARY_BROKER_POD,
                     rack=f"rack-{index % racks}" if racks else None,
                     incarnation_id=str(uuid.uuid4()),
+                    log_dirs=tuple(str(uuid.uuid4()) for _ in range(log_dirs)),
                 )
             )
 
@@ -372,6 +505,7 @@ class BrokerSimulator:
         """Stop everything at once (no controlled shutdown: call shutdown_all() first for that).
         Brokers still running are marked `clean_shutdown=False`."""
         tasks = [b.task for b in self._brokers.values() if b.task is not None]
+        tasks.extend(self._background)
         if self._follower is not None:
             tasks.append(self._follower)
         for task in tasks:
@@ -482,6 +616,14 @@ class BrokerSimulator:
             controller_id=self.controller_id,
             controller_epoch=self.controller_epoch,
             reachable=self.reachable,
+            topics=len(self._topic_names),
+            partitions=sum(len(parts) for parts in self._partitions.values()),
+            offline_replicas=sum(
+                len(p.offline_replicas)
+                for parts in self._partitions.values()
+                for p in parts.values()
+            ),
+            failed_log_dirs=sum(len(s.failed_log_dirs) for s in states),
         )
 
     async def wait_for(
@@ -497,6 +639,568 @@ class BrokerSimulator:
                 return False
             await asyncio.sleep(poll_s)
         return True
+
+    # --- topics, partitions and log directories ---------------------------------------------
+    def topics(self) -> dict[str, str]:
+        """Topic name -> topic id, as the follower knows them."""
+        return dict(self._topic_ids)
+
+    def partition(self, topic: str, partition: int) -> PartitionView | None:
+        topic_id = self._topic_ids.get(topic)
+        if topic_id is None:
+            return None
+        registration = self._partitions.get(topic_id, {}).get(partition)
+        return None if registration is None else self._view(topic_id, partition, registration)
+
+    def partitions(
+        self, topic: str | None = None, *, broker_id: int | None = None
+    ) -> list[PartitionView]:
+        """Partitions (of `topic`; with a replica on `broker_id`), by topic name and index."""
+        views = []
+        for topic_id, parts in self._partitions.items():
+            name = self._topic_names.get(topic_id)
+            if name is None or (topic is not None and name != topic):
+                continue
+            for index, registration in parts.items():
+                if broker_id is None or broker_id in registration.replicas:
+                    views.append(self._view(topic_id, index, registration))
+        return sorted(views, key=lambda v: (v.topic, v.partition))
+
+    def log_dir_index(self, topic: str, partition: int) -> int:
+        """Which of a broker's log directories holds its replica of a partition."""
+        return zlib.crc32(f"{topic}:{partition}".encode()) % self.log_dirs_per_broker
+
+    def replicas_in_log_dir(self, broker_id: int, dir_index: int) -> list[PartitionView]:
+        """The partitions whose replica on `broker_id` lives in its log dir `dir_index`."""
+        self._check_dir(self._get(broker_id), dir_index)
+        return [
+            view
+            for view in self.partitions(broker_id=broker_id)
+            if self.log_dir_index(view.topic, view.partition) == dir_index
+        ]
+
+    async def sync_metadata(self, timeout_s: float = 10.0) -> bool:
+        """Wait until the follower has read everything committed when this was called (what a
+        broker does before acting on its metadata); False when the server could not be asked
+        or the follower did not get there within `timeout_s`."""
+        try:
+            answer = await self._get_metadata(
+                after_offset=HEAD_ONLY_OFFSET, max_records=1, wait_ms=0
+            )
+        except (_Transient, _Refused):
+            return False
+        target = int(answer["last_offset"])
+        return await self.wait_for(lambda s: s.metadata_offset >= target, timeout_s, poll_s=0.02)
+
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        *,
+        admin_token: str | None = None,
+        configs: dict[str, str] | None = None,
+        timeout_s: float = 60.0,
+    ) -> dict[str, Any]:
+        """CreateTopics for one topic through the public API, with an admin principal's token
+        (`admin_token` here or given to the constructor); -1 takes the server's defaults.
+        Retried with the same request id on 503/5xx and connection errors until `timeout_s`.
+        Returns the topic's answer (`error_code` 0, or e.g. TOPIC_ALREADY_EXISTS); once created,
+        the follower has read it. Raises SimulatorError when the server refuses the request."""
+        token = admin_token or self._admin_token
+        if not token:
+            raise ValueError("create_topic needs an admin token (admin_token=...).")
+        body = _dumps(
+            {
+                "topics": [
+                    {
+                        "name": name,
+                        "num_partitions": partitions,
+                        "replication_factor": replication_factor,
+                        "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                    }
+                ]
+            }
+        )
+        request_id = f"{self.client_id}-create-topic-{uuid.uuid4().hex[:12]}"
+        headers = {
+            **_JSON_HEADERS,
+            "Authorization": f"Bearer {token}",
+            "X-Request-ID": request_id,
+            "X-Client-ID": f"{self.client_id}-admin",
+        }
+        client = self._require_client()
+        deadline = time.monotonic() + timeout_s
+        backoff = Backoff(initial_s=0.2, max_s=2.0)
+        while True:
+            try:
+                try:
+                    response = await client.post(
+                        CREATE_TOPICS_PATH, content=body, headers=headers, timeout=timeout_s
+                    )
+                except httpx.TransportError as error:
+                    raise _Transient(type(error).__name__) from None
+                answer = self._answer(response)
+                break
+            except _Transient as error:
+                delay = backoff.next(error.retry_after_s or 0.0)
+                if time.monotonic() + delay > deadline:
+                    raise SimulatorError(f"CreateTopics {name}: {error.kind}") from None
+                await asyncio.sleep(delay)
+            except _Refused as error:
+                raise SimulatorError(f"CreateTopics {name} refused: {error}") from None
+        topic: dict[str, Any] = (answer.get("topics") or [{}])[0]
+        if topic.get("error_code") == Errors.NONE:
+            await self.sync_metadata(max(1.0, deadline - time.monotonic()))
+        return topic
+
+    async def fail_log_dir(
+        self,
+        broker_id: int,
+        dir_index: int = 0,
+        *,
+        timeout_s: float = 30.0,
+        wait_applied: bool = True,
+        progress: Callable[[str], None] | None = None,
+    ) -> LogDirResult:
+        """Log directory `dir_index` of broker `broker_id` fails: the broker reports every
+        replica in it offline in one AlterReplicaState (retried until accepted or `timeout_s`)
+        and its heartbeats list the directory in `offline_log_dirs`. With `wait_applied`, waits
+        (within `timeout_s`) until the metadata shows them offline. `progress` gets status lines.
+        """
+        broker = self._get(broker_id)
+        self._check_dir(broker, dir_index)
+        say = _progress(progress)
+        async with broker.dir_lock:
+            started = time.monotonic()
+            deadline = started + timeout_s
+            state = broker.state
+            if dir_index not in state.failed_log_dirs:
+                state.failed_log_dirs = tuple(sorted((*state.failed_log_dirs, dir_index)))
+                if state.epoch is not None:
+                    broker.wake.set()  # heartbeat now, with the directory offline
+            say(
+                f"broker {broker_id}: log dir {dir_index} ({state.log_dirs[dir_index]}) failed; "
+                "reporting its replicas offline (AlterReplicaState)"
+            )
+            result = await self._report_offline(broker, dir_index, deadline, say)
+            if result.error is None and wait_applied and result.done:
+                say(
+                    f"broker {broker_id}: the controller accepted {len(result.done)} of "
+                    f"{len(result.partitions)} replicas; waiting for the metadata to show them "
+                    "offline"
+                )
+                result.applied = await self.wait_for(
+                    lambda s: s._all_offline(broker_id, result.done),
+                    max(0.0, deadline - time.monotonic()),
+                )
+                if not result.applied:
+                    result.error = "timed out waiting for the controller to apply the report"
+            elif result.error is None and not result.done:
+                result.applied = True  # nothing was there to report
+            result.elapsed_s = time.monotonic() - started
+            say(self._dir_summary(result))
+            return result
+
+    async def repair_log_dir(
+        self,
+        broker_id: int,
+        dir_index: int = 0,
+        *,
+        timeout_s: float = 30.0,
+        progress: Callable[[str], None] | None = None,
+    ) -> LogDirResult:
+        """Log directory `dir_index` of broker `broker_id` works again: heartbeats stop listing
+        it, and each partition whose replica there is offline or out of the ISR is taken back
+        into the ISR by its leader's AlterPartition. Waits (within `timeout_s`) until the
+        metadata shows every such replica in the ISR and not offline."""
+        broker = self._get(broker_id)
+        self._check_dir(broker, dir_index)
+        say = _progress(progress)
+        async with broker.dir_lock:
+            started = time.monotonic()
+            deadline = started + timeout_s
+            state = broker.state
+            result = LogDirResult(
+                "repair", broker_id, dir_index, state.log_dirs[dir_index], broker_epoch=state.epoch
+            )
+            if dir_index in state.failed_log_dirs:
+                state.failed_log_dirs = tuple(d for d in state.failed_log_dirs if d != dir_index)
+                if state.epoch is not None:
+                    broker.wake.set()  # heartbeat now, without the directory
+            broker.reported_epochs.pop(dir_index, None)
+            say(
+                f"broker {broker_id}: log dir {dir_index} ({state.log_dirs[dir_index]}) repaired; "
+                "its replicas rejoin the ISR through their leaders (AlterPartition)"
+            )
+            await self._rejoin(broker, dir_index, result, deadline, say)
+            result.elapsed_s = time.monotonic() - started
+            say(self._dir_summary(result))
+            return result
+
+    # --- log directories: the machinery ------------------------------------------------------
+    def _check_dir(self, broker: _Broker, dir_index: int) -> None:
+        count = len(broker.state.log_dirs)
+        if not 0 <= dir_index < count:
+            raise ValueError(
+                f"broker {broker.state.broker_id} has log dirs 0..{count - 1}, not {dir_index}"
+            )
+
+    def _all_offline(self, broker_id: int, named: Sequence[tuple[str, int]]) -> bool:
+        for topic, index in named:
+            view = self.partition(topic, index)
+            if view is not None and broker_id not in view.offline_replicas:
+                return False
+        return True
+
+    def _spawn(self, coroutine: Any, name: str) -> None:
+        task = asyncio.create_task(coroutine, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _next_request_id(self, broker: _Broker, kind: str) -> str:
+        broker.request_seq += 1
+        state = broker.state
+        return f"{self.client_id}-b{state.broker_id}-{kind}-{state.epoch}-{broker.request_seq}"
+
+    async def _report_after_registration(self, broker: _Broker) -> None:
+        """A new incarnation with failed directories reports their replicas offline again,
+        once it has read the log up to its registration (as a starting broker would)."""
+        state = broker.state
+        epoch = state.epoch
+        await self.wait_for(lambda s: s.metadata_offset >= (epoch or 0), 60.0)
+        async with broker.dir_lock:
+            for dir_index in state.failed_log_dirs:
+                if state.epoch is None or broker.reported_epochs.get(dir_index) == state.epoch:
+                    continue
+                result = await self._report_offline(
+                    broker, dir_index, time.monotonic() + 60.0, _progress(None)
+                )
+                logger.info("%s", self._dir_summary(result))
+
+    async def _report_offline(
+        self, broker: _Broker, dir_index: int, deadline: float, say: Callable[[str], None]
+    ) -> LogDirResult:
+        """One AlterReplicaState naming every replica in the directory, until accepted."""
+        state = broker.state
+        broker_id = state.broker_id
+        result = LogDirResult("fail", broker_id, dir_index, state.log_dirs[dir_index])
+        stale_epoch: int | None = None
+        backoff = Backoff(initial_s=0.1, max_s=2.0)
+        while True:
+            if state.shut_down:
+                result.error = "the broker is shut down"
+                return result
+            if state.epoch is None or state.epoch == stale_epoch:
+                say(f"broker {broker_id}: waiting for a registration to report with")
+                registered = await self.wait_for(
+                    _registered_anew(state, stale_epoch), max(0.0, deadline - time.monotonic())
+                )
+                if not registered:
+                    result.error = "timed out waiting for the broker to register"
+                    return result
+                continue
+            epoch = state.epoch
+            # Name every replica the broker holds there: read the log up to now first.
+            await self.sync_metadata(max(0.5, min(10.0, deadline - time.monotonic())))
+            replicas = self.replicas_in_log_dir(broker_id, dir_index)
+            result.partitions = [(v.topic, v.partition) for v in replicas]
+            result.broker_epoch = epoch
+            if not replicas:
+                say(f"broker {broker_id}: log dir {dir_index} holds no replica; nothing to report")
+                broker.reported_epochs[dir_index] = epoch
+                return result
+            by_topic: dict[str, list[int]] = {}
+            for view in replicas:
+                by_topic.setdefault(view.topic, []).append(view.partition)
+            request = {
+                "broker_id": broker_id,
+                "broker_epoch": epoch,
+                "new_state": OFFLINE_REPLICA_EVENT,
+                "reason": f"log dir {state.log_dirs[dir_index]} failed (simulated)",
+                "topics": [{"name": t, "partitions": p} for t, p in sorted(by_topic.items())],
+            }
+            request_id = self._next_request_id(broker, "ars")
+            body = _dumps(request)
+            # The same request id on every retry: the controller applies it once.
+            while True:
+                result.attempts += 1
+                try:
+                    answer = await self._post(ALTER_REPLICA_STATE_PATH, body, request_id, broker_id)
+                    code = answer.get("error_code")
+                    if code == Errors.NOT_CONTROLLER:
+                        raise _Transient("NOT_CONTROLLER")
+                    break
+                except _Transient as error:
+                    self._failed(broker, f"AlterReplicaState {error.kind}")
+                    self.counters.retries += 1
+                    delay = backoff.next(error.retry_after_s or 0.0)
+                    if time.monotonic() + delay > deadline:
+                        result.error = f"gave up: {error.kind}"
+                        return result
+                    say(
+                        f"broker {broker_id}: AlterReplicaState: {error.kind}; retrying in "
+                        f"{delay:.1f} s"
+                    )
+                    await asyncio.sleep(delay)
+                except _Refused as error:
+                    self._failed(broker, f"AlterReplicaState {error}")
+                    result.error = str(error)
+                    return result
+            if code == Errors.STALE_BROKER_EPOCH:
+                self._failed(broker, "AlterReplicaState STALE_BROKER_EPOCH", answer)
+                say(
+                    f"broker {broker_id}: epoch {epoch} is stale; reporting again once it "
+                    "registered anew"
+                )
+                stale_epoch = epoch
+                continue
+            if code != Errors.NONE:
+                self._failed(broker, f"AlterReplicaState {_error_name(code)}", answer)
+                result.error = f"{_error_name(code)}: {answer.get('error_message')}"
+                return result
+            backoff.reset()
+            for topic in answer.get("topics") or []:
+                for item in topic.get("partitions") or []:
+                    tp = (str(topic["name"]), int(item["partition_index"]))
+                    if item.get("error_code") == Errors.NONE:
+                        result.done.append(tp)
+                    else:
+                        result.refused.setdefault(_error_name(item.get("error_code")), []).append(
+                            tp
+                        )
+            result.request_id = request_id
+            result.request = request
+            state.replica_reports += 1
+            broker.reported_epochs[dir_index] = epoch
+            return result
+
+    async def _rejoin(
+        self,
+        broker: _Broker,
+        dir_index: int,
+        result: LogDirResult,
+        deadline: float,
+        say: Callable[[str], None],
+    ) -> None:
+        """Rounds of AlterPartition from the leaders until every replica is back in the ISR."""
+        joiner = broker.state.broker_id
+        backoff = Backoff(initial_s=0.1, max_s=2.0)
+        await self.sync_metadata(max(0.5, min(10.0, deadline - time.monotonic())))
+        first = True
+        while True:
+            lagging = [
+                view
+                for view in self.replicas_in_log_dir(joiner, dir_index)
+                if joiner in view.offline_replicas or joiner not in view.isr
+            ]
+            if first:
+                first = False
+                result.partitions = [(v.topic, v.partition) for v in lagging]
+                say(f"broker {joiner}: {len(lagging)} replicas to take back into the ISR")
+            result.done = [
+                tp
+                for tp in result.partitions
+                if tp not in {(v.topic, v.partition) for v in lagging}
+            ]
+            if not lagging:
+                result.pending = {}
+                result.applied = True
+                return
+            waiting: dict[tuple[str, int], str] = {}
+            by_leader: dict[int, list[PartitionView]] = {}
+            state = broker.state
+            for view in lagging:
+                tp = (view.topic, view.partition)
+                leader = self._brokers.get(view.leader)
+                if view.leader == NO_LEADER:
+                    waiting[tp] = "no leader (only a restart of the broker clears it)"
+                elif leader is None:
+                    waiting[tp] = f"leader {view.leader} is not a simulated broker"
+                elif not leader.state.registered or leader.state.epoch is None:
+                    waiting[tp] = f"leader {view.leader} is not registered"
+                elif not state.unfenced:
+                    waiting[tp] = f"broker {joiner} is fenced: not eligible for the ISR"
+                else:
+                    by_leader.setdefault(view.leader, []).append(view)
+            progressed = False
+            stale = False
+            for leader_id, views in sorted(by_leader.items()):
+                outcome = await self._alter_partition(self._brokers[leader_id], views, joiner)
+                result.attempts += 1
+                for view in views:
+                    tp = (view.topic, view.partition)
+                    error = outcome.get(tp, "no answer")
+                    if error is None:
+                        progressed = True
+                    else:
+                        waiting[tp] = error
+                        stale = stale or error in _STALE_NAMES
+            result.pending = waiting
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                reasons = Counter(waiting.values())
+                result.error = "timed out; still out of the ISR: " + ", ".join(
+                    f"{n} ({why})" for why, n in reasons.most_common()
+                )
+                return
+            if progressed or stale:
+                say(
+                    f"broker {joiner}: {len(lagging) - len(waiting)} replicas taken back into "
+                    f"the ISR this round, {len(waiting)} to go"
+                    + (" (stale metadata: catching up with the log)" if stale else "")
+                )
+            if not progressed:
+                await asyncio.sleep(min(remaining, backoff.next()))
+            else:
+                backoff.reset()
+            await self.sync_metadata(max(0.5, min(10.0, deadline - time.monotonic())))
+
+    async def _alter_partition(
+        self, leader: _Broker, views: list[PartitionView], joiner: int
+    ) -> dict[tuple[str, int], str | None]:
+        """The leader's AlterPartition adding `joiner` to each partition's ISR, with the epochs
+        the follower knows. Per partition: None when the joiner is in the ISR now, else why not.
+        """
+        state = leader.state
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for view in views:
+            new_isr = [*view.isr, joiner] if joiner not in view.isr else list(view.isr)
+            by_topic.setdefault(view.topic, []).append(
+                {
+                    "partition_index": view.partition,
+                    "leader_epoch": view.leader_epoch,
+                    "new_isr": new_isr,
+                    "partition_epoch": view.partition_epoch,
+                }
+            )
+        body = _dumps(
+            {
+                "broker_id": state.broker_id,
+                "broker_epoch": state.epoch,
+                "topics": [{"topic_name": t, "partitions": p} for t, p in sorted(by_topic.items())],
+            }
+        )
+        everything = [(v.topic, v.partition) for v in views]
+        try:
+            answer = await self._post(
+                ALTER_PARTITION_PATH,
+                body,
+                self._next_request_id(leader, "ap"),
+                state.broker_id,
+            )
+        except (_Transient, _Refused) as error:
+            self._failed(leader, f"AlterPartition {error}")
+            return dict.fromkeys(everything, f"AlterPartition {error}")
+        code = answer.get("error_code")
+        if code != Errors.NONE:
+            self._failed(leader, f"AlterPartition {_error_name(code)}", answer)
+            return dict.fromkeys(everything, _error_name(code))
+        outcome: dict[tuple[str, int], str | None] = {}
+        for topic in answer.get("topics") or []:
+            for item in topic.get("partitions") or []:
+                tp = (str(topic["topic_name"]), int(item["partition_index"]))
+                item_code = item.get("error_code")
+                if item_code in (Errors.NONE, Errors.NEW_LEADER_ELECTED) and joiner in (
+                    item.get("isr") or []
+                ):
+                    outcome[tp] = None
+                else:
+                    outcome[tp] = _error_name(item_code)
+                    logger.info(
+                        "broker %d: AlterPartition %s-%d: %s",
+                        state.broker_id,
+                        tp[0],
+                        tp[1],
+                        outcome[tp],
+                    )
+        return outcome
+
+    def _dir_summary(self, result: LogDirResult) -> str:
+        head = f"broker {result.broker_id}: log dir {result.dir_index}"
+        took = f" in {result.elapsed_s:.1f} s" if result.elapsed_s else ""
+        if result.action == "fail":
+            text = (
+                f"{head} failed: {len(result.done)}/{len(result.partitions)} replicas reported "
+                f"offline (epoch {result.broker_epoch}, {result.attempts} requests)"
+            )
+            if result.refused:
+                text += "; refused: " + ", ".join(
+                    f"{len(tps)} {name}" for name, tps in sorted(result.refused.items())
+                )
+            if result.applied and result.done:
+                text += "; the metadata shows them offline"
+        else:
+            text = (
+                f"{head} repaired: {len(result.done)}/{len(result.partitions)} replicas back in "
+                f"the ISR ({result.attempts} AlterPartition requests)"
+            )
+        if result.error:
+            text += f"; {result.error}"
+        return text + took
+
+    def _view(
+        self, topic_id: str, index: int, registration: PartitionRegistration
+    ) -> PartitionView:
+        return PartitionView(
+            topic=self._topic_names.get(topic_id, topic_id),
+            partition=index,
+            topic_id=topic_id,
+            replicas=registration.replicas,
+            isr=registration.isr,
+            leader=registration.leader,
+            leader_epoch=registration.leader_epoch,
+            partition_epoch=registration.partition_epoch,
+            offline_replicas=registration.offline_replicas,
+            is_canary=registration.is_canary,
+        )
+
+    def _replay(self, record_type: str, data: dict[str, Any]) -> None:
+        """Apply a topic or partition record as the controller's image does."""
+        try:
+            if record_type == "TopicRecord":
+                topic_id, name = str(data["topic_id"]), str(data["name"])
+                self._topic_names[topic_id] = name
+                self._topic_ids[name] = topic_id
+                self._partitions.setdefault(topic_id, {})
+            elif record_type == "PartitionRecord":
+                self._partitions.setdefault(str(data["topic_id"]), {})[
+                    int(data["partition_id"])
+                ] = PartitionRegistration(
+                    replicas=tuple(data["replicas"]),
+                    isr=tuple(data["isr"]),
+                    leader=int(data["leader"]),
+                    leader_epoch=int(data.get("leader_epoch", 0)),
+                    partition_epoch=int(data.get("partition_epoch", 0)),
+                    offline_replicas=tuple(data.get("offline_replicas") or ()),
+                    is_canary=bool(data.get("is_canary", False)),
+                )
+            elif record_type == "PartitionChangeRecord":
+                parts = self._partitions.get(str(data["topic_id"]))
+                index = int(data["partition_id"])
+                current = None if parts is None else parts.get(index)
+                if parts is None or current is None:
+                    return  # created before the follower's start (track_partitions=False)
+                parts[index] = current.merge(
+                    PartitionChangeRecord(
+                        partition_id=index,
+                        topic_id=str(data["topic_id"]),
+                        isr=_int_tuple(data.get("isr")),
+                        leader=int(data.get("leader", NO_LEADER_CHANGE)),
+                        replicas=_int_tuple(data.get("replicas")),
+                        offline_replicas=_int_tuple(data.get("offline_replicas")),
+                    )
+                )
+            elif record_type == "RemoveTopicRecord":
+                topic_id = str(data["topic_id"])
+                self._partitions.pop(topic_id, None)
+                removed = self._topic_names.pop(topic_id, None)
+                if removed is not None and self._topic_ids.get(removed) == topic_id:
+                    del self._topic_ids[removed]
+        except (KeyError, TypeError, ValueError) as error:
+            self.counters.errors += 1
+            self.counters.errors_by_kind["metadata replay"] += 1
+            logger.warning("could not replay a %s (%r): %s", record_type, data, error)
 
     # --- benchmark mode ---------------------------------------------------------------------
     async def run_heartbeat_load(
@@ -539,7 +1243,7 @@ class BrokerSimulator:
                     "current_metadata_offset": max(offset, s.epoch or 0),
                     "want_fence": False,
                     "want_shut_down": False,
-                    "offline_log_dirs": [],
+                    "offline_log_dirs": list(s.offline_log_dirs),
                 }
             )
             for s in states
@@ -664,7 +1368,7 @@ class BrokerSimulator:
             ],
             "rack": state.rack,
             "pod": state.pod,
-            "log_dirs": [str(uuid.uuid5(uuid.UUID(state.incarnation_id), "log-dir-0"))],
+            "log_dirs": list(state.log_dirs),
         }
         # The same request id for every retry of this incarnation: applied once.
         request_id = f"{self.client_id}-b{state.broker_id}-reg-{state.incarnation_id[:8]}"
@@ -690,6 +1394,10 @@ class BrokerSimulator:
                 state.incarnation_id,
                 state.epoch,
             )
+            if state.failed_log_dirs:
+                # A restarted broker whose directory is still broken reports its replicas there
+                # offline again: registering afresh cleared the controller's offline marks.
+                self._spawn(self._report_after_registration(broker), f"report-{state.broker_id}")
             return 0.0  # first heartbeat at once, as Kafka's broker does
         self._failed(broker, _error_name(code), answer)
         if code == Errors.INCONSISTENT_CLUSTER_ID:
@@ -713,7 +1421,7 @@ class BrokerSimulator:
                 "current_metadata_offset": offset,
                 "want_fence": not caught_up,
                 "want_shut_down": state.want_shut_down,
-                "offline_log_dirs": [],
+                "offline_log_dirs": list(state.offline_log_dirs),
             }
         )
         broker.heartbeat_seq += 1
@@ -834,7 +1542,8 @@ class BrokerSimulator:
                     ) from None
                 await asyncio.sleep(delay)
                 continue
-            self.metadata_offset = int(answer["last_offset"])
+            self.log_end_at_start = int(answer["last_offset"])
+            self.metadata_offset = -1 if self.track_partitions else self.log_end_at_start
             return
 
     async def _refresh_cluster_id(self) -> None:
@@ -845,11 +1554,14 @@ class BrokerSimulator:
         backoff = Backoff(initial_s=0.1, max_s=2.0)
         while True:
             asked = time.monotonic()
+            catching_up = self.metadata_offset < self.log_end_at_start
             try:
                 answer = await self._get_metadata(
                     after_offset=self.metadata_offset,
-                    max_records=self.metadata_max_records,
-                    wait_ms=self.metadata_wait_ms,
+                    max_records=max(self.metadata_max_records, CATCH_UP_MAX_RECORDS)
+                    if catching_up
+                    else self.metadata_max_records,
+                    wait_ms=0 if catching_up else self.metadata_wait_ms,
                 )
             except (_Transient, _Refused) as error:
                 self.counters.errors += 1
@@ -861,7 +1573,10 @@ class BrokerSimulator:
             records = answer.get("records") or []
             if records:
                 for record in records:
-                    self.counters.records_by_type[str(record.get("type"))] += 1
+                    record_type = str(record.get("type"))
+                    self.counters.records_by_type[record_type] += 1
+                    if record_type in _PARTITION_RECORD_TYPES:
+                        self._replay(record_type, record.get("data") or {})
                 self.counters.metadata_records += len(records)
                 self.metadata_offset = max(self.metadata_offset, int(records[-1]["offset"]))
                 self._wake_caught_up()
@@ -944,6 +1659,35 @@ class BrokerSimulator:
         if status in RETRIABLE_STATUSES:
             raise _Transient(kind, _retry_after(response))
         raise _Refused(kind, str(message or response.text[:200]))
+
+
+_PARTITION_RECORD_TYPES = frozenset(
+    {"TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord"}
+)
+_STALE_NAMES = frozenset(error.name for error in STALE_METADATA_ERRORS)
+
+
+def _registered_anew(
+    state: BrokerState, stale_epoch: int | None
+) -> Callable[[BrokerSimulator], bool]:
+    """wait_for's predicate: the broker registered with an epoch other than `stale_epoch`, or
+    is shut down."""
+    return lambda _: state.shut_down or state.epoch not in (None, stale_epoch)
+
+
+def _int_tuple(value: Any) -> tuple[int, ...] | None:
+    return None if value is None else tuple(int(v) for v in value)
+
+
+def _progress(callback: Callable[[str], None] | None) -> Callable[[str], None]:
+    """Progress lines go to `callback`, and to the log at INFO."""
+
+    def say(line: str) -> None:
+        logger.info("%s", line)
+        if callback is not None:
+            callback(line)
+
+    return say
 
 
 def _dumps(body: dict[str, Any]) -> bytes:

@@ -16,7 +16,12 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
-from controlplane.controller.dispatch import STATE_IDEMPOTENT_APIS, ControllerEnv, run_event
+from controlplane.controller.dispatch import (
+    STATE_IDEMPOTENT_APIS,
+    ControllerEnv,
+    ReplayFailed,
+    run_event,
+)
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
@@ -132,39 +137,29 @@ class ControllerRuntime:
     ) -> list[Response]:
         started = time.perf_counter()
         now = now_ms()
-        env = ControllerEnv(
-            now_ms=now,
-            activated_ms=self.activated_ms,
-            sessions=self.sessions.snapshot(),
-            session_timeout_ms=self.session_timeout_ms,
-            static_configs=settings.CP_STATIC_BROKER_CONFIGS,
-        )
-        delta = MetadataDelta(image)
-        contacts: list[int] = []
         prior = _applied_responses(events)
-        responses: list[Response] = []
-        writes: list[AppliedWrite] = []
-        for event in events:
-            context = RequestContext.from_event(event)
-            if event.get("deadline_ms", now + 1) < now:
-                responses.append(
-                    error_response(
-                        ApiError(
-                            Errors.REQUEST_TIMED_OUT,
-                            "The request outlived its deadline in the queue.",
-                        )
-                    )
+        failed: dict[int, Response] = {}
+        while True:
+            env = ControllerEnv(
+                now_ms=now,
+                activated_ms=self.activated_ms,
+                sessions=self.sessions.snapshot(),
+                session_timeout_ms=self.session_timeout_ms,
+                static_configs=settings.CP_STATIC_BROKER_CONFIGS,
+            )
+            try:
+                delta, contacts, responses, writes = _run_events(
+                    image, events, env, now=now, prior=prior, failed=failed
                 )
-                continue
-            if context.request_id in prior:
-                responses.append(prior[context.request_id])
-                continue
-            first_offset = delta.next_offset
-            response = run_event(delta, event["api"], event.get("payload", {}), env, contacts)
-            responses.append(response)
-            if delta.last_offset >= first_offset:
-                writes.append(
-                    AppliedWrite(context, event["api"], first_offset, delta.last_offset, response)
+                break
+            except ReplayFailed as failure:
+                # Never half-applied: the batch starts over from the image without that event.
+                logger.error("refused event %d of the batch: %s", failure.index, failure)
+                failed[failure.index] = error_response(
+                    ApiError(
+                        Errors.UNKNOWN_SERVER_ERROR,
+                        "The controller could not apply this request; nothing of it was written.",
+                    )
                 )
         handled = time.perf_counter()
         statements = _StatementCounter()
@@ -225,6 +220,50 @@ class ControllerRuntime:
             except Exception:
                 logger.exception("controller timer failed")
             stop.wait(interval_s)
+
+
+def _run_events(
+    image: MetadataImage,
+    events: Sequence[Event],
+    env: ControllerEnv,
+    *,
+    now: int,
+    prior: dict[str, Response],
+    failed: dict[int, Response],
+) -> tuple[MetadataDelta, list[int], list[Response], list[AppliedWrite]]:
+    delta = MetadataDelta(image)
+    contacts: list[int] = []
+    responses: list[Response] = []
+    writes: list[AppliedWrite] = []
+    for index, event in enumerate(events):
+        context = RequestContext.from_event(event)
+        if index in failed:
+            responses.append(failed[index])
+            continue
+        if event.get("deadline_ms", now + 1) < now:
+            responses.append(
+                error_response(
+                    ApiError(
+                        Errors.REQUEST_TIMED_OUT, "The request outlived its deadline in the queue."
+                    )
+                )
+            )
+            continue
+        if context.request_id in prior:
+            responses.append(prior[context.request_id])
+            continue
+        first_offset = delta.next_offset
+        try:
+            response = run_event(delta, event["api"], event.get("payload", {}), env, contacts)
+        except ReplayFailed as failure:
+            failure.index = index
+            raise
+        responses.append(response)
+        if delta.last_offset >= first_offset:
+            writes.append(
+                AppliedWrite(context, event["api"], first_offset, delta.last_offset, response)
+            )
+    return delta, contacts, responses, writes
 
 
 LARGE_COMMIT_RECORDS = 1000  # commits this large are logged with their timings

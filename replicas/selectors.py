@@ -14,7 +14,7 @@ from controlplane.controller.image import (
     PartitionRegistration,
     TopicInfo,
 )
-from controlplane.models import Cluster, MetadataRecord
+from controlplane.models import AppliedRequest, Cluster, MetadataRecord
 from replicas.models import Partition, Topic
 
 
@@ -81,40 +81,43 @@ def replication_summary() -> dict[str, int]:
 
 
 def replica_incidents(*, broker_id: int | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """Offline replicas and what the controller did about each, from the metadata log: every
-    PartitionChangeRecord that marked a replica offline, newest first, with its new leader."""
-    records = MetadataRecord.objects.filter(
-        record_type="PartitionChangeRecord", data__offline_replicas__isnull=False
-    ).order_by("-offset")
-    rows = list(records[: limit * 4])
+    """Offline replicas and what the controller did about each, from the metadata log: the
+    partition changes AlterReplicaState reports produced (KIP-589), newest first, with the new
+    leader and ISR; filtered by reporting broker in the database (three queries)."""
+    reports = AppliedRequest.objects.filter(api="AlterReplicaState")
+    if broker_id is not None:
+        reports = reports.filter(response__broker_id=broker_id)
+    rows = list(
+        MetadataRecord.objects.filter(
+            record_type="PartitionChangeRecord", request_id__in=reports.values("request_id")
+        ).order_by("-offset")[:limit]
+    )
+    reporters = dict(
+        AppliedRequest.objects.filter(request_id__in={r.request_id for r in rows}).values_list(
+            "request_id", "response__broker_id"
+        )
+    )
     topics = dict(
         Topic.objects.filter(topic_id__in={r.data["topic_id"] for r in rows}).values_list(
             "topic_id", "name"
         )
     )
-    incidents = []
-    for record in rows:
-        data = record.data
-        offline = data.get("offline_replicas") or []
-        if broker_id is not None and broker_id not in offline:
-            continue
-        incidents.append(
-            {
-                "offset": record.offset,
-                "timestamp_ms": record.timestamp_ms,
-                "principal": record.principal,
-                "request_id": record.request_id,
-                "topic": topics.get(data["topic_id"], data["topic_id"]),
-                "partition_index": data["partition_id"],
-                "offline_replicas": offline,
-                "new_leader": data.get("leader", -2),
-                "new_isr": data.get("isr"),
-                "leaderless": data.get("leader") == -1,
-            }
-        )
-        if len(incidents) >= limit:
-            break
-    return incidents
+    return [
+        {
+            "offset": record.offset,
+            "timestamp_ms": record.timestamp_ms,
+            "principal": record.principal,
+            "request_id": record.request_id,
+            "broker_id": reporters.get(record.request_id),
+            "topic": topics.get(record.data["topic_id"], record.data["topic_id"]),
+            "partition_index": record.data["partition_id"],
+            "offline_replicas": record.data.get("offline_replicas") or [],
+            "new_leader": record.data.get("leader", -2),
+            "new_isr": record.data.get("isr"),
+            "leaderless": record.data.get("leader") == -1,
+        }
+        for record in rows
+    ]
 
 
 def replica_state_view(*, broker_id: int, topic_names: list[str]) -> MetadataDelta:
@@ -132,12 +135,13 @@ def replica_state_view(*, broker_id: int, topic_names: list[str]) -> MetadataDel
     for topic_id, name, count in topics:
         image.put_topic(topic_id, TopicInfo(topic_id, name, count))
     rows = Partition.objects.filter(topic_id__in=[t[0] for t in topics]).values_list(
-        "topic_id", "partition_index", "replicas", "leader"
+        "topic_id", "partition_index", "replica_ids", "leader"
     )
     partitions = image.partitions
-    for topic_id, index, replicas, leader in rows.iterator(chunk_size=5000):
-        # Only what validation reads; the index is not needed for it.
+    for topic_id, index, replica_ids, leader in rows.iterator(chunk_size=5000):
+        # Only what validation reads (the replica set), from the ",1,2,3," column: no JSON.
+        replicas = tuple(map(int, replica_ids[1:-1].split(","))) if len(replica_ids) > 1 else ()
         partitions[(topic_id, index)] = PartitionRegistration(
-            replicas=tuple(replicas), isr=(), leader=leader
+            replicas=replicas, isr=(), leader=leader
         )
     return MetadataDelta(image)

@@ -36,13 +36,26 @@ $PY manage.py simulate_brokers --url "$URL" --token "$BROKER_TOKEN" \
   --brokers 5 --canary 1 --racks 3 > var/simulator.log 2>&1 &
 pids+=($!)
 
+# A demo topic once the simulated brokers are unfenced (placement needs unfenced brokers).
+for _ in $(seq 1 60); do
+  answer=$(curl -fsS -X POST "${URL}/api/v1/create-topics" \
+    -H "Authorization: Bearer ${ADMIN_TOKEN}" -H "Content-Type: application/json" \
+    -d '{"topics":[{"name":"demo-orders","num_partitions":12,"replication_factor":3}]}' \
+    2>/dev/null || true)
+  case "$answer" in
+    *'"error_code":0'*|*'"error_code": 0'*|*TOPIC_ALREADY_EXISTS*|*'"error_code":36'*) break ;;
+  esac
+  sleep 0.5
+done
+
 cat <<MSG
 
   Kafka control plane running (embedded: SQLite, in-process controller) at ${URL}
     UI:        ${URL}/ui/        (log in as "admin" with the token below)
     API docs:  ${URL}/api/docs/
     Metrics:   ${URL}/metrics
-  Demo cluster: 6 simulated brokers (5 broker + 1 canary-broker, 3 racks); log in var/simulator.log
+  Demo cluster: 6 simulated brokers (5 broker + 1 canary-broker, 3 racks) and the topic
+  demo-orders (12 partitions, RF 3); simulator log in var/simulator.log
 
   Admin token (User:admin, super user):
 ${ADMIN_TOKEN}

@@ -7,6 +7,7 @@ current metadata view, the payload and the controller's environment into a Contr
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -31,6 +32,20 @@ class ControllerEnv:
 
     def configs(self, view: MetadataDelta) -> ConfigView:
         return ConfigView(view.config, self.static_configs)
+
+
+logger = logging.getLogger("controlplane.controller")
+
+
+class ReplayFailed(Exception):
+    """A handler answered records that do not replay (a controller bug). Part of them may be in
+    the delta already, so the delta can no longer be committed; the caller starts over without
+    this event."""
+
+    def __init__(self, api: str, cause: Exception) -> None:
+        super().__init__(f"{api}: {cause}")
+        self.api = api
+        self.index = -1
 
 
 Handler = Callable[[MetadataDelta, Mapping[str, Any], ControllerEnv], ControllerResult]
@@ -77,8 +92,16 @@ def run_event(
         result = dispatch(api, delta, payload, env)
     except ApiError as error:
         return error.as_fields()
-    for record in result.records:
-        delta.replay(record)
+    except Exception:  # a handler bug: this event fails, the delta was not touched
+        logger.exception("controller handler for %s failed", api)
+        return ApiError(
+            Errors.UNKNOWN_SERVER_ERROR, f"The controller could not handle {api}."
+        ).as_fields()
+    try:
+        for record in result.records:
+            delta.replay(record)
+    except ValueError as error:
+        raise ReplayFailed(api, error) from error
     for broker_id in result.contacts:
         if isinstance(env.sessions, dict):
             env.sessions[broker_id] = brokers.BrokerSession(env.now_ms, -1)

@@ -223,8 +223,8 @@ def _validate_alter_partition(
         or partition.leader not in new_isr
     ):
         return Errors.INVALID_REQUEST
-    added = [r for r in new_isr if r not in partition.isr]
-    if any(not _eligible_for_isr(view, r) for r in added):
+    # Kafka checks every member of the new ISR (not only the ones being added).
+    if any(not _eligible_for_isr(view, r) for r in new_isr):
         return Errors.INELIGIBLE_REPLICA
     return None
 
@@ -322,7 +322,12 @@ def alter_replica_state(
                 election=policy.election(tp[0]),
             )
         )
-    return changes, {"error_code": 0, "error_message": None, "offline_replicas": marked}
+    return changes, {
+        "error_code": 0,
+        "error_message": None,
+        "broker_id": broker_id,
+        "offline_replicas": marked,
+    }
 
 
 def _named_partitions(view: MetadataDelta, request: Mapping[str, Any]) -> list[TopicPartition]:

@@ -315,6 +315,7 @@ def delete_topics(
     duplicates = _duplicates([name or topic_id or "" for name, topic_id in wanted])
     records: list[Record] = []
     responses = []
+    deleting: set[str] = set()
     for name, topic_id in wanted:
         key = name or topic_id or ""
         topic: TopicInfo | None
@@ -346,11 +347,14 @@ def delete_topics(
                 }
             )
             continue
-        for _, partition in view.topic_partitions(topic):
-            walk_partition(partition_state(partition), PARTITION_DELETION_PATH)
-            for _replica in partition.replicas:
-                walk_replica(ReplicaState.OFFLINE, REPLICA_DELETION_PATH[1:])
-        records.append(RemoveTopicRecord(topic_id=topic.topic_id))
+        # Named once by name and once by id: one deletion, both answered (Kafka deletes a set).
+        if topic.topic_id not in deleting:
+            deleting.add(topic.topic_id)
+            for _, partition in view.topic_partitions(topic):
+                walk_partition(partition_state(partition), PARTITION_DELETION_PATH)
+                for _replica in partition.replicas:
+                    walk_replica(ReplicaState.OFFLINE, REPLICA_DELETION_PATH[1:])
+            records.append(RemoveTopicRecord(topic_id=topic.topic_id))
         responses.append(
             {"name": topic.name, "topic_id": topic.topic_id, "error_code": 0, "error_message": None}
         )

@@ -12,6 +12,7 @@ from controlplane.api.fields import (
     StrictBooleanField,
     StrictCharField,
     StrictIntegerField,
+    StrictIntegerListField,
     StrictSerializer,
 )
 from replicas.models import Partition, Topic
@@ -22,10 +23,8 @@ MAX_ITEMS = 100_000
 NAME_MAX = 1000  # longer than any legal topic name, so the controller answers the Kafka error
 
 
-def _ints(**kwargs: Any) -> serializers.ListField:  # type: ignore[type-arg]
-    return serializers.ListField(
-        child=StrictIntegerField(min_value=0, max_value=INT32_MAX), **kwargs
-    )
+def _ints(**kwargs: Any) -> StrictIntegerListField:
+    return StrictIntegerListField(min_value=0, max_value=INT32_MAX, **kwargs)
 
 
 class CreatableReplicaAssignmentSerializer(StrictSerializer):

@@ -30,7 +30,9 @@ def _topic(api: Api, token: str, name: str, partitions: int, leader: int) -> Non
         for i in range(partitions)
     ]
     status, body = api.post(
-        "/api/v1/create-topics", {"topics": [{"name": name, "assignments": assignments}]}, token=token
+        "/api/v1/create-topics",
+        {"topics": [{"name": name, "assignments": assignments}]},
+        token=token,
     )
     assert status == 200 and body["topics"][0]["error_code"] == 0, body
 

@@ -1,9 +1,12 @@
 """Run simulated brokers against a control plane: `manage.py simulate_brokers --help`.
 
 N regular brokers plus M canary brokers (ids first-id .. first-id+N+M-1, canary ones last), spread
-round robin over R racks. Runs until Ctrl-C / SIGTERM or --duration, then shuts every broker down
-cleanly (controlled shutdown). A second Ctrl-C stops at once. Commands on stdin (when it is a TTY,
-or with --control stdin): stop ID, resume ID, shutdown ID, status, quit.
+round robin over R racks, each with --log-dirs log directories. Runs until Ctrl-C / SIGTERM or
+--duration, then shuts every broker down cleanly (controlled shutdown). A second Ctrl-C stops at
+once. With --topic NAME (and an admin token: --admin-token or $CP_ADMIN_TOKEN) it creates that
+topic once the brokers are unfenced: the load for the log-dir commands. Commands on stdin (when it
+is a TTY, or with --control stdin): stop ID, resume ID, shutdown ID, fail-dir ID [DIR],
+repair-dir ID [DIR], status, quit (quit lets running commands finish first).
 """
 
 from __future__ import annotations
@@ -22,11 +25,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brokers.simulator import BrokerSimulator, BrokerState, SimulatorError, SimulatorStatus
+from controlplane.controller.errors import Errors
 
 HELP_TEXT = (
     "commands: stop ID (heartbeats stop; fenced when its session lapses) | resume ID | "
-    "shutdown ID (controlled shutdown) | status | quit"
+    "shutdown ID (controlled shutdown) | fail-dir ID [DIR] (a log dir fails: its replicas are "
+    "reported offline) | repair-dir ID [DIR] (the leaders take them back into the ISR) | "
+    "status | quit"
 )
+DIR_VERBS = {"fail-dir", "repair-dir"}
 
 
 class Command(BaseCommand):
@@ -111,11 +118,49 @@ class Command(BaseCommand):
             default="127.0.0.1",
             help="host in the brokers' PLAINTEXT listeners (port 9092 + id)",
         )
+        parser.add_argument(
+            "--log-dirs",
+            type=int,
+            default=2,
+            help="log directories per broker (JBOD); each replica lives in one of them "
+            "(default %(default)s)",
+        )
+        parser.add_argument(
+            "--topic",
+            default=None,
+            help="create this topic once the brokers are unfenced (needs an admin token)",
+        )
+        parser.add_argument(
+            "--partitions",
+            type=int,
+            default=-1,
+            help="--topic's partitions (default: the server's num.partitions)",
+        )
+        parser.add_argument(
+            "--replication-factor",
+            type=int,
+            default=-1,
+            help="--topic's replication factor (default: the server's default.replication.factor)",
+        )
+        parser.add_argument(
+            "--admin-token",
+            default=None,
+            help="an admin principal's token, for --topic (default: $CP_ADMIN_TOKEN)",
+        )
+        parser.add_argument(
+            "--dir-timeout",
+            type=float,
+            default=60.0,
+            help="seconds fail-dir / repair-dir wait for the controller (default %(default)s)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         token = options["token"] or os.environ.get("CP_BROKER_TOKEN", "")
         if not token:
             raise CommandError("No broker token: pass --token or set CP_BROKER_TOKEN.")
+        admin_token = options["admin_token"] or os.environ.get("CP_ADMIN_TOKEN", "") or None
+        if options["topic"] and not admin_token:
+            raise CommandError("--topic needs an admin token: --admin-token or CP_ADMIN_TOKEN.")
         verbosity = int(options["verbosity"])
         logging.getLogger("brokers.simulator").setLevel(
             logging.WARNING if verbosity <= 1 else logging.INFO if verbosity == 2 else logging.DEBUG
@@ -135,6 +180,8 @@ class Command(BaseCommand):
                 client_id=options["client_id"],
                 listener_host=options["listener_host"],
                 connect_timeout_s=options["connect_timeout"],
+                log_dirs=options["log_dirs"],
+                admin_token=admin_token,
             )
         except ValueError as error:
             raise CommandError(str(error)) from None
@@ -194,6 +241,8 @@ class _Session:
             self._last_at = self.started = time.monotonic()
             self.say(self._banner())
             helpers.append(asyncio.create_task(self._print_status()))
+            if self.options["topic"]:
+                await self._create_topic()
             if self.control:
                 helpers.append(asyncio.create_task(self._read_commands()))
                 self.say(HELP_TEXT)
@@ -213,6 +262,37 @@ class _Session:
             await sim.close()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(signum)
+
+    async def _create_topic(self) -> None:
+        """Create --topic once every broker is unfenced (placement needs unfenced brokers), or
+        once the connect timeout passed with at least one. Failures are reported, not fatal."""
+        sim = self.simulator
+        name = self.options["topic"]
+        wait_s = max(float(self.options["connect_timeout"]), 5.0)
+        everyone = len(sim.broker_ids)
+        if not await sim.wait_for(lambda s: s.status().unfenced >= everyone, wait_s):
+            self.say(f"Only {sim.status().unfenced} of {everyone} brokers unfenced so far.")
+        self.say(f"Creating topic {name}...")
+        try:
+            answer = await sim.create_topic(
+                name, self.options["partitions"], self.options["replication_factor"]
+            )
+        except SimulatorError as error:
+            self.command.stderr.write(f"Topic {name} not created: {error}")
+            return
+        code = answer.get("error_code")
+        if code == Errors.NONE:
+            self.say(
+                f"Topic {name} created: {answer.get('num_partitions')} partitions, replication "
+                f"factor {answer.get('replication_factor')}, id {answer.get('topic_id')}"
+            )
+        elif code == Errors.TOPIC_ALREADY_EXISTS:
+            self.say(f"Topic {name} exists already; using it.")
+        else:
+            self.command.stderr.write(
+                f"Topic {name} not created: {answer.get('error') or code}: "
+                f"{answer.get('error_message')}"
+            )
 
     def _on_signal(self, main: asyncio.Task[Any]) -> None:
         self.signals += 1
@@ -254,6 +334,8 @@ class _Session:
             f"{rate:.1f} heartbeats/s{' on average' if final else ''} "
             f"({status.heartbeats_sent} total), "
             f"{status.errors} errors | metadata offset {status.metadata_offset}, {controller}"
+            f" | {status.topics} topics, {status.partitions} partitions, "
+            f"{status.offline_replicas} offline replicas, {status.failed_log_dirs} failed log dirs"
         )
 
     async def _print_status(self) -> None:
@@ -275,7 +357,12 @@ class _Session:
         threading.Thread(target=reader, name="simulator-stdin", daemon=True).start()
         pending: set[asyncio.Task[None]] = set()
         while (line := await lines.get()) is not None:
-            task = self._command(line.split())
+            words = line.split()
+            if words and words[0].lower() in {"quit", "exit", "q"} and pending:
+                # Let running commands (a log-dir failure being reported...) finish first.
+                self.say(f"Waiting for {len(pending)} running command(s) to finish...")
+                await asyncio.wait(set(pending))
+            task = self._command(words)
             if task is not None:
                 pending.add(task)
                 task.add_done_callback(pending.discard)
@@ -293,6 +380,8 @@ class _Session:
             for state in sim.brokers():
                 self.say(_broker_line(state))
             return None
+        if verb in DIR_VERBS and len(rest) in (1, 2):
+            return self._dir_command(verb, rest)
         if verb not in {"stop", "resume", "shutdown"} or len(rest) != 1:
             self.say(HELP_TEXT)
             return None
@@ -313,6 +402,38 @@ class _Session:
         self.say(f"broker {broker_id}: controlled shutdown...")
         return asyncio.create_task(self._shutdown(broker_id))
 
+    def _dir_command(self, verb: str, rest: list[str]) -> asyncio.Task[None] | None:
+        sim = self.simulator
+        try:
+            broker_id = int(rest[0])
+            dirs = len(sim.broker(broker_id).log_dirs)
+        except (ValueError, KeyError):
+            self.say(f"No simulated broker {rest[0]!r}; ids are {sim.broker_ids}.")
+            return None
+        try:
+            dir_index = int(rest[1]) if len(rest) > 1 else 0
+        except ValueError:
+            dir_index = -1
+        if not 0 <= dir_index < dirs:
+            self.say(f"broker {broker_id} has log dirs 0..{dirs - 1}, not {rest[1]!r}.")
+            return None
+        return asyncio.create_task(self._dir_operation(verb, broker_id, dir_index))
+
+    async def _dir_operation(self, verb: str, broker_id: int, dir_index: int) -> None:
+        sim = self.simulator
+        operation = sim.fail_log_dir if verb == "fail-dir" else sim.repair_log_dir
+        try:
+            result = await operation(
+                broker_id, dir_index, timeout_s=self.options["dir_timeout"], progress=self.say
+            )
+        except Exception as error:  # a bug must not end the session silently
+            self.say(f"broker {broker_id}: {verb} {dir_index} failed: {error!r}")
+            return
+        if result.ok:
+            self.say(f"broker {broker_id}: {verb} {dir_index} done")
+        else:
+            self.say(f"broker {broker_id}: {verb} {dir_index} incomplete: {result.error}")
+
     async def _shutdown(self, broker_id: int) -> None:
         clean = await self.simulator.shutdown(broker_id, self.options["shutdown_timeout"])
         self.say(f"broker {broker_id}: shut down ({'clean' if clean else 'timed out'})")
@@ -321,6 +442,8 @@ class _Session:
 def _broker_line(state: BrokerState) -> str:
     fenced = {None: "?", True: "fenced", False: "unfenced"}[state.fenced]
     flags = " silent" if state.silent else ""
+    if state.failed_log_dirs:
+        flags += " failed-log-dirs=" + ",".join(map(str, state.failed_log_dirs))
     return (
         f"  broker {state.broker_id:>5} {state.pod:<13} rack={state.rack or '-':<8} "
         f"epoch={state.epoch if state.epoch is not None else '-':<6} {state.phase.value:<27} "

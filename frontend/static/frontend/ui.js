@@ -38,8 +38,41 @@
     return url.toString();
   }
 
+  // A filter being edited inside the fragment keeps what was typed: while any control holds
+  // an unsubmitted value the fragment is not swapped, and a focused control keeps its focus.
+  function dirty() {
+    var controls = target.querySelectorAll("input, select, textarea");
+    for (var i = 0; i < controls.length; i++) {
+      var control = controls[i];
+      if (control.tagName === "SELECT") {
+        var initial = 0; // with no `selected` option a select shows its first one
+        for (var j = 0; j < control.options.length; j++) {
+          if (control.options[j].defaultSelected) {
+            initial = j;
+            break;
+          }
+        }
+        if (control.selectedIndex !== initial) {
+          return true;
+        }
+      } else if (control.type === "checkbox" || control.type === "radio") {
+        if (control.checked !== control.defaultChecked) {
+          return true;
+        }
+      } else if (control.type !== "hidden" && control.value !== control.defaultValue) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  function focusedId() {
+    var active = document.activeElement;
+    return active && active.id && target.contains(active) ? active.id : null;
+  }
+
   function refresh() {
-    if (inFlight || document.hidden) {
+    if (inFlight || document.hidden || dirty()) {
       return;
     }
     inFlight = true;
@@ -63,9 +96,14 @@
         if (html === null) {
           return;
         }
-        if (html !== lastHtml) {
+        if (html !== lastHtml && !dirty()) {
+          var focused = focusedId();
           target.innerHTML = html;
           lastHtml = html;
+          var again = focused && document.getElementById(focused);
+          if (again) {
+            again.focus();
+          }
         }
         showStatus(new Date(), false);
       })

@@ -1,0 +1,428 @@
+"""Property tests of replication: any sequence of broker, topic and partition events keeps the
+partition invariants.
+
+After every step: each partition has exactly one leader entry (the leader index agrees with the
+partitions); the leader is -1 or an ISR member; the ISR is a non-empty subset of the replicas,
+without duplicates; the leader is neither an offline replica nor a fenced (or shutting-down or
+unregistered) broker; leader and partition epochs never decrease, the partition epoch grows with
+every change and the leader epoch with every leader change; the broker indexes agree with the
+partitions; and replaying the whole log from offset 0 rebuilds the image exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from controlplane.controller import brokers as core
+from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.errors import Errors
+from controlplane.controller.image import (
+    MetadataDelta,
+    MetadataImage,
+    PartitionRegistration,
+    TopicPartition,
+    replay_log,
+)
+from controlplane.controller.records import NO_LEADER, Record, record_from_data
+
+CLUSTER = "replication-properties"
+BROKER_IDS = st.integers(min_value=0, max_value=4)
+PICK = st.integers(min_value=0, max_value=1000)
+
+
+class ReplicationMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.image = MetadataImage(cluster_id=CLUSTER)
+        self.records: list[tuple[int, Record]] = []
+        self.sessions: dict[int, core.BrokerSession] = {}
+        self.incarnations: dict[int, str] = {}
+        self.now = 1_000_000
+        self.topic_serial = 0
+        self.seen: dict[TopicPartition, PartitionRegistration] = {}
+
+    # --- plumbing ----------------------------------------------------------------------------
+    def run(self, api: str, payload: dict[str, Any]) -> dict[str, Any]:
+        delta = MetadataDelta(self.image)
+        env = ControllerEnv(now_ms=self.now, activated_ms=self.now, sessions=self.sessions)
+        response = run_event(delta, api, payload, env)
+        self.records.extend(delta.replayed)
+        self.image.apply(delta)
+        return response
+
+    def pick_topic(self, pick: int) -> str | None:
+        names = sorted(self.image.topic_ids)
+        return names[pick % len(names)] if names else None
+
+    def pick_partition(self, pick: int) -> tuple[str, int, PartitionRegistration] | None:
+        tps = sorted(self.image.partitions)
+        if not tps:
+            return None
+        tp = tps[pick % len(tps)]
+        return self.image.topics[tp[0]].name, tp[1], self.image.partitions[tp]
+
+    def active(self, broker_id: int) -> bool:
+        broker = self.image.broker(broker_id)
+        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+
+    # --- brokers -----------------------------------------------------------------------------
+    @initialize(count=st.integers(1, 5), racks=st.booleans(), unclean=st.booleans())
+    def cluster_starts(self, count: int, racks: bool, unclean: bool) -> None:
+        for broker_id in range(count):
+            self.register(broker_id, False, f"r{broker_id % 2}" if racks else None, True)
+        self.create_topic(3, min(count, 3), unclean, None)
+
+    @rule(
+        broker_id=BROKER_IDS,
+        new_incarnation=st.booleans(),
+        rack=st.sampled_from([None, "a", "b"]),
+        unfence=st.booleans(),
+    )
+    def register(
+        self, broker_id: int, new_incarnation: bool, rack: str | None, unfence: bool
+    ) -> None:
+        if new_incarnation or broker_id not in self.incarnations:
+            self.incarnations[broker_id] = str(uuid.uuid4())
+            self.sessions.pop(broker_id, None)  # the old process is gone
+        response = self.run(
+            "BrokerRegistration",
+            {
+                "broker_id": broker_id,
+                "cluster_id": CLUSTER,
+                "incarnation_id": self.incarnations[broker_id],
+                "listeners": [],
+                "rack": rack,
+                "pod": "broker",
+                "log_dirs": [],
+            },
+        )
+        assert response["error_code"] == 0, response
+        if unfence:
+            self.heartbeat(broker_id, 0, False, False)
+
+    @rule(
+        broker_id=BROKER_IDS,
+        lag=st.integers(0, 2),
+        want_fence=st.sampled_from([False, False, False, True]),
+        want_shut_down=st.sampled_from([False, False, False, True]),
+    )
+    def heartbeat(self, broker_id: int, lag: int, want_fence: bool, want_shut_down: bool) -> None:
+        registered = self.image.broker(broker_id)
+        if registered is None:
+            return
+        offset = max(-1, self.image.last_offset - lag)
+        self.sessions[broker_id] = core.BrokerSession(self.now, offset)
+        response = self.run(
+            "BrokerHeartbeat",
+            {
+                "broker_id": broker_id,
+                "broker_epoch": registered.epoch,
+                "current_metadata_offset": offset,
+                "want_fence": want_fence,
+                "want_shut_down": want_shut_down,
+            },
+        )
+        assert response["error_code"] == 0, response
+        after = self.image.broker(broker_id)
+        assert after is not None
+        if after.fenced or after.in_controlled_shutdown:
+            # A broker that may not lead (fenced, shutting down) leads nothing.
+            for tp in self.image.leader_index.get(broker_id, ()):
+                raise AssertionError(f"{broker_id} still leads {tp}")
+
+    @rule(pick=PICK)
+    def a_leader_fails(self, pick: int) -> None:
+        """The leader of some partition asks to be fenced (a failure, aimed where it hurts)."""
+        led = sorted({p.leader for p in self.image.partitions.values()} - {NO_LEADER})
+        if led:
+            self.heartbeat(led[pick % len(led)], 0, True, False)
+
+    @rule(ms=st.integers(0, 2 * core.DEFAULT_SESSION_TIMEOUT_MS), lapsing=BROKER_IDS)
+    def time_passes(self, ms: int, lapsing: int) -> None:
+        """Time passes; every broker but one keeps heartbeating (its session may lapse)."""
+        self.now += ms
+        for broker_id, session in list(self.sessions.items()):
+            if broker_id != lapsing:
+                self.sessions[broker_id] = core.BrokerSession(self.now, session.metadata_offset)
+        self.run("FenceStaleBrokers", {})
+
+    @rule(broker_id=BROKER_IDS, rarely=st.integers(0, 3))
+    def unregister(self, broker_id: int, rarely: int) -> None:
+        if rarely:
+            return
+        self.run("UnregisterBroker", {"broker_id": broker_id})
+        assert self.image.broker(broker_id) is None
+        assert broker_id not in self.image.leader_index
+
+    # --- topics ------------------------------------------------------------------------------
+    @rule(
+        partitions=st.integers(1, 4),
+        rf=st.integers(1, 3),
+        unclean=st.booleans(),
+        manual=st.none() | st.lists(BROKER_IDS, min_size=1, max_size=3, unique=True),
+    )
+    def create_topic(
+        self, partitions: int, rf: int, unclean: bool, manual: list[int] | None
+    ) -> None:
+        self.topic_serial += 1
+        name = f"t{self.topic_serial}"
+        topic: dict[str, Any] = {
+            "name": name,
+            "configs": [{"name": "unclean.leader.election.enable", "value": str(unclean).lower()}],
+        }
+        if manual is None:
+            topic.update(num_partitions=partitions, replication_factor=rf)
+        else:
+            rotated = [manual[i:] + manual[:i] for i in range(len(manual))]
+            topic["assignments"] = [
+                {"partition_index": i, "broker_ids": ids} for i, ids in enumerate(rotated)
+            ]
+        (answer,) = self.run("CreateTopics", {"topics": [topic]})["topics"]
+        if answer["error_code"] != 0:
+            assert name not in self.image.topic_ids
+            assert answer["error_code"] in (
+                Errors.INVALID_REPLICATION_FACTOR,
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+            ), answer
+            return
+        topic_id = self.image.topic_ids[name]
+        assert answer["topic_id"] == topic_id
+        for index in range(answer["num_partitions"]):
+            p = self.image.partitions[(topic_id, index)]
+            assert p.leader == p.isr[0] and self.active(p.leader)
+            assert (p.leader_epoch, p.partition_epoch) == (0, 0)
+
+    @rule(pick=PICK, extra=st.integers(1, 3))
+    def create_partitions(self, pick: int, extra: int) -> None:
+        name = self.pick_topic(pick)
+        if name is None:
+            return
+        topic = self.image.topics[self.image.topic_ids[name]]
+        count = topic.partition_count + extra
+        (result,) = self.run("CreatePartitions", {"topics": [{"name": name, "count": count}]})[
+            "results"
+        ]
+        after = self.image.topics[topic.topic_id].partition_count
+        assert after == (count if result["error_code"] == 0 else topic.partition_count)
+
+    @rule(pick=PICK)
+    def delete_topic(self, pick: int) -> None:
+        name = self.pick_topic(pick)
+        if name is None:
+            return
+        response = self.run("DeleteTopics", {"topic_names": [name]})
+        assert response["responses"][0]["error_code"] == 0
+        assert name not in self.image.topic_ids
+
+    # --- replicas and leaders ----------------------------------------------------------------
+    @rule(pick=PICK, member=PICK, expand=st.booleans())
+    def alter_partition_by_the_leader(self, pick: int, member: int, expand: bool) -> None:
+        # Among the partitions with a leader where such a change is possible.
+        def possible(p: PartitionRegistration) -> bool:
+            if p.leader == NO_LEADER:
+                return False
+            return len(p.isr) < len(p.replicas) if expand else len(p.isr) > 1
+
+        partitions = self.image.partitions
+        candidates = sorted(tp for tp, p in partitions.items() if possible(p))
+        if not candidates:
+            return
+        topic_id, index = candidates[pick % len(candidates)]
+        p = partitions[(topic_id, index)]
+        name = self.image.topics[topic_id].name
+        if expand:
+            outside = [r for r in p.replicas if r not in p.isr]
+            joining = outside[member % len(outside)]
+            new_isr = [*p.isr, joining]
+            expected = Errors.NONE if self.active(joining) else Errors.INELIGIBLE_REPLICA
+        else:
+            followers = [r for r in p.isr if r != p.leader]
+            leaving = followers[member % len(followers)]
+            new_isr = [r for r in p.isr if r != leaving]
+            expected = Errors.NONE
+        leader = self.image.broker(p.leader)
+        assert leader is not None
+        response = self.run(
+            "AlterPartition",
+            {
+                "broker_id": p.leader,
+                "broker_epoch": leader.epoch,
+                "topics": [
+                    {
+                        "topic_name": name,
+                        "partitions": [
+                            {
+                                "partition_index": index,
+                                "leader_epoch": p.leader_epoch,
+                                "partition_epoch": p.partition_epoch,
+                                "new_isr": new_isr,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+        answer = response["topics"][0]["partitions"][0]
+        assert answer["error_code"] == expected, (answer, p, new_isr)
+        if expected is Errors.NONE:
+            after = self.image.partitions[(self.image.topic_ids[name], index)]
+            assert list(after.isr) == new_isr and after.leader == p.leader
+            assert answer["isr"] == new_isr
+            assert answer["partition_epoch"] == after.partition_epoch
+
+    @rule(pick=PICK, sender=BROKER_IDS, leader_delta=st.integers(-1, 1), isr_pick=PICK)
+    def alter_partition_anyhow(
+        self, pick: int, sender: int, leader_delta: int, isr_pick: int
+    ) -> None:
+        """Requests that may well be invalid: they are refused or valid, never break anything."""
+        chosen = self.pick_partition(pick)
+        broker = self.image.broker(sender)
+        if chosen is None or broker is None:
+            return
+        name, index, p = chosen
+        replicas = list(p.replicas)
+        new_isr = [r for i, r in enumerate(replicas) if (isr_pick >> i) & 1]
+        self.run(
+            "AlterPartition",
+            {
+                "broker_id": sender,
+                "broker_epoch": broker.epoch,
+                "topics": [
+                    {
+                        "topic_name": name,
+                        "partitions": [
+                            {
+                                "partition_index": index,
+                                "leader_epoch": p.leader_epoch + leader_delta,
+                                "partition_epoch": p.partition_epoch,
+                                "new_isr": new_isr,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+
+    @rule(broker_id=BROKER_IDS, pick=PICK, right_epoch=st.booleans())
+    def replicas_go_offline(self, broker_id: int, pick: int, right_epoch: bool) -> None:
+        broker = self.image.broker(broker_id)
+        name = self.pick_topic(pick)
+        if broker is None or name is None:
+            return
+        topic = self.image.topics[self.image.topic_ids[name]]
+        named = [i for i in range(topic.partition_count) if (pick >> i) & 1] or [0]
+        response = self.run(
+            "AlterReplicaState",
+            {
+                "broker_id": broker_id,
+                "broker_epoch": broker.epoch if right_epoch else broker.epoch + 1000,
+                "new_state": 1,
+                "reason": "test",
+                "topics": [{"name": name, "partitions": named}],
+            },
+        )
+        if not right_epoch:
+            assert response["error_code"] == Errors.STALE_BROKER_EPOCH
+            return
+        for index in named:
+            p = self.image.partitions[(topic.topic_id, index)]
+            if broker_id in p.replicas:
+                assert broker_id in p.offline_replicas and p.leader != broker_id
+
+    @rule(election=st.sampled_from(["PREFERRED", "UNCLEAN"]), pick=st.none() | PICK)
+    def elect_leaders(self, election: str, pick: int | None) -> None:
+        topics = None
+        if pick is not None:
+            # Rather a topic where an election can do something, when there is one.
+            wanting = sorted(
+                self.image.topics[tp[0]].name
+                for tp, p in self.image.partitions.items()
+                if p.leader != p.preferred_leader
+            )
+            name = wanting[pick % len(wanting)] if wanting and pick % 4 else self.pick_topic(pick)
+            if name is None:
+                return
+            count = self.image.topics[self.image.topic_ids[name]].partition_count
+            topics = [{"topic": name, "partitions": list(range(count + 1))}]
+        response = self.run("ElectLeaders", {"election_type": election, "topic_partitions": topics})
+        for topic in response["replica_election_results"]:
+            for result in topic["partition_result"]:
+                if result["error_code"] == 0:
+                    topic_id = self.image.topic_ids[topic["topic"]]
+                    p = self.image.partitions[(topic_id, result["partition_id"])]
+                    assert p.leader != NO_LEADER
+                    if election == "PREFERRED":
+                        assert p.leader == p.replicas[0] or p.leader in p.isr
+
+    @rule(rarely=st.integers(0, 3))
+    def rebalance(self, rarely: int) -> None:
+        if not rarely:
+            self.run("RebalanceLeaders", {})
+
+    # --- invariants --------------------------------------------------------------------------
+    @invariant()
+    def partitions_are_well_formed(self) -> None:
+        for tp, p in self.image.partitions.items():
+            assert p.isr, (tp, p)
+            assert len(set(p.isr)) == len(p.isr)
+            assert set(p.isr) <= set(p.replicas), (tp, p)
+            assert set(p.offline_replicas) <= set(p.replicas)
+            if p.leader != NO_LEADER:
+                assert p.leader in p.isr, (tp, p)
+                assert p.leader not in p.offline_replicas, (tp, p)
+                assert self.active(p.leader), (tp, p, self.image.broker(p.leader))
+
+    @invariant()
+    def epochs_never_go_back(self) -> None:
+        for tp, p in self.image.partitions.items():
+            before = self.seen.get(tp)
+            if before is None:
+                continue
+            assert p.leader_epoch >= before.leader_epoch
+            assert p.partition_epoch >= before.partition_epoch
+            if p != before:
+                assert p.partition_epoch > before.partition_epoch, (before, p)
+            if p.leader != before.leader:
+                assert p.leader_epoch > before.leader_epoch, (before, p)
+        self.seen = dict(self.image.partitions)
+
+    @invariant()
+    def indexes_agree_with_the_partitions(self) -> None:
+        leaders: dict[int, set[TopicPartition]] = {}
+        isrs: dict[int, set[TopicPartition]] = {}
+        replicas: dict[int, set[TopicPartition]] = {}
+        for tp, p in self.image.partitions.items():
+            leaders.setdefault(p.leader, set()).add(tp)
+            for r in p.isr:
+                isrs.setdefault(r, set()).add(tp)
+            for r in p.replicas:
+                replicas.setdefault(r, set()).add(tp)
+        # One leader entry per partition: the leader index is the partitions' leaders exactly.
+        assert self.image.leader_index == leaders
+        assert self.image.isr_index == isrs
+        assert self.image.replica_index == replicas
+        for topic_id, topic in self.image.topics.items():
+            assert self.image.topic_ids[topic.name] == topic_id
+            assert all((topic_id, i) in self.image.partitions for i in range(topic.partition_count))
+        assert len(self.image.partitions) == sum(
+            t.partition_count for t in self.image.topics.values()
+        )
+
+    @invariant()
+    def replaying_the_log_rebuilds_the_image(self) -> None:
+        assert [offset for offset, _ in self.records] == list(range(len(self.records)))
+        # Through the JSON the metadata log stores (to_json), back to records.
+        records = [record_from_data(r.TYPE, json.loads(r.to_json())) for _, r in self.records]
+        assert replay_log(CLUSTER, records).as_comparable() == self.image.as_comparable()
+
+
+ReplicationMachine.TestCase.settings = settings(
+    max_examples=120, stateful_step_count=40, deadline=None
+)
+TestReplicationProperties = ReplicationMachine.TestCase
