@@ -135,7 +135,7 @@ def _unnest_source(
         index = len(selected)
         element = "text" if column.json else column.pg_type
         first = values[0]
-        if first is not None and values.count(first) == len(values):
+        if values.count(first) == len(values):  # None too: one NULL instead of an array
             selected.append(f"%b::{element}")
             scalars.append(first)
         else:

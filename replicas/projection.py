@@ -101,7 +101,8 @@ class TopicProjection:
         )
         gone = set(removed)
         known = delta.base.partitions
-        inserts, updates = [], []
+        inserts: list[tuple[object, ...]] = []
+        updates: list[tuple[object, ...]] = []
         for tp, partition in delta.changed_partitions.items():
             if partition is None or tp[0] in gone:
                 continue

@@ -46,7 +46,7 @@ class UuidStringField(StrictCharField):
         return value
 
 
-class StrictIntegerListField(serializers.ListField):  # type: ignore[type-arg]
+class StrictIntegerListField(serializers.ListField):
     """A list of JSON integers in a range, checked in one pass (AlterReplicaState and
     ElectLeaders name thousands of partitions; a child field per element is far slower)."""
 

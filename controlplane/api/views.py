@@ -53,7 +53,7 @@ class MetadataFetchView(APIView):
     permission_classes = [ClusterActionPermission]
 
     @extend_schema(parameters=[MetadataFetchQuerySerializer])
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> HttpResponse:
         query = MetadataFetchQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         after = query.validated_data["after_offset"]
