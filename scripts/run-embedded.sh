@@ -36,7 +36,12 @@ $PY manage.py simulate_brokers --url "$URL" --token "$BROKER_TOKEN" \
   --brokers 5 --canary 1 --racks 3 > var/simulator.log 2>&1 &
 pids+=($!)
 
-# A demo topic once the simulated brokers are unfenced (placement needs unfenced brokers).
+# A demo topic once every simulated broker is unfenced (leaders go to unfenced brokers only).
+for _ in $(seq 1 60); do
+  curl -fsS -H "Authorization: Bearer ${ADMIN_TOKEN}" "${URL}/api/v1/cluster" 2>/dev/null \
+    | grep -q '"UNFENCED":6' && break
+  sleep 0.5
+done
 for _ in $(seq 1 60); do
   answer=$(curl -fsS -X POST "${URL}/api/v1/create-topics" \
     -H "Authorization: Bearer ${ADMIN_TOKEN}" -H "Content-Type: application/json" \
