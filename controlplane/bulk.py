@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import connection
-from django.db.backends.utils import CursorWrapper
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -160,5 +160,11 @@ def _server_bound(sql: str, params: list[Any]) -> None:
 
     connection.ensure_connection()
     raw = psycopg.Cursor(connection.connection)
-    with CursorWrapper(raw, connection) as cursor:
+    # Django's own wrappers: execute wrappers always, the query log when it is on (tests).
+    wrapped = (
+        CursorDebugWrapper(raw, connection)
+        if connection.queries_logged
+        else CursorWrapper(raw, connection)
+    )
+    with wrapped as cursor:
         cursor.execute(sql, params)

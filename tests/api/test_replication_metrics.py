@@ -93,3 +93,44 @@ def test_sql_statements_per_batch_do_not_grow_with_partitions(
     creating_small = _commit_statements(lambda: _topic(api, tokens["admin"], "c-small", 3, 2))
     creating_large = _commit_statements(lambda: _topic(api, tokens["admin"], "c-large", 300, 2))
     assert creating_small == creating_large
+
+
+def test_reports_that_arrive_together_are_applied_in_one_commit(
+    api: Api, tokens: dict[str, str], register: Callable[..., int]
+) -> None:
+    from controlplane.lease import now_ms
+    from controlplane.models import MetadataRecord
+    from replicas.models import PendingReplicaStateChange
+    from replicas.services import replica_state_apply_pending
+
+    epochs = {b: register(b, unfence=True) for b in range(4)}
+    _topic(api, tokens["admin"], "batched", 4, leader=0)
+    _topic(api, tokens["admin"], "other", 4, leader=1)
+    # Two validated reports waiting, as two web nodes would have queued them.
+    for broker, topic in ((0, "batched"), (1, "other")):
+        PendingReplicaStateChange.objects.create(
+            request_id=f"report-{broker}",
+            broker_id=broker,
+            broker_epoch=epochs[broker],
+            payload={
+                "broker_id": broker,
+                "broker_epoch": epochs[broker],
+                "new_state": 1,
+                "reason": "disk",
+                "topics": [{"name": topic, "partitions": [0, 1, 2, 3]}],
+            },
+            principal="User:broker",
+            received_ms=now_ms(),
+        )
+    with CaptureQueriesContext(connection) as captured:
+        assert replica_state_apply_pending() == 2
+    log_inserts = [
+        q for q in captured.captured_queries if "INSERT INTO cp_metadata_record" in q["sql"]
+    ]
+    assert len(log_inserts) == 1  # one commit for both reports
+    assert not PendingReplicaStateChange.objects.exists()
+    records = MetadataRecord.objects.filter(request_id__in=["report-0", "report-1"])
+    assert records.count() == 8
+    assert len({r.timestamp_ms for r in records}) == 1
+    # Applying again finds nothing waiting and writes nothing.
+    assert replica_state_apply_pending() == 0
