@@ -43,6 +43,16 @@ MAX_PARTITIONS_PER_REQUEST = 100_000
 MAX_REPLICATION_FACTOR = 32767
 
 
+def _check_budget(partitions: int, budget: int) -> None:
+    """What is left of MAX_PARTITIONS_PER_REQUEST for this request must cover `partitions`."""
+    if partitions > budget:
+        raise ApiError(
+            Errors.INVALID_PARTITIONS,
+            f"Creating {partitions} partitions would exceed the limit of "
+            f"{MAX_PARTITIONS_PER_REQUEST} partitions per request.",
+        )
+
+
 def validate_topic_name(name: str) -> None:
     """Kafka's Topic.validate."""
     if not name:
@@ -139,12 +149,7 @@ def _create_topic(
         replicas = _manual_assignment(view, topic, assignments)
     else:
         replicas = _placed(view, topic, configs=configs, budget=budget)
-    if len(replicas) > budget:
-        raise ApiError(
-            Errors.INVALID_PARTITIONS,
-            f"Creating {len(replicas)} partitions would exceed the limit of "
-            f"{MAX_PARTITIONS_PER_REQUEST} partitions per request.",
-        )
+    _check_budget(len(replicas), budget)
     topic_id = str(uuid.uuid4())
     records: list[Record] = [TopicRecord(name=name, topic_id=topic_id)]
     acceptable = acceptable_leaders(view)
@@ -207,12 +212,7 @@ def _placed(
             Errors.INVALID_PARTITIONS,
             "Number of partitions was set to an invalid non-positive value.",
         )
-    if num_partitions > budget:
-        raise ApiError(
-            Errors.INVALID_PARTITIONS,
-            f"Creating {num_partitions} partitions would exceed the limit of "
-            f"{MAX_PARTITIONS_PER_REQUEST} partitions per request.",
-        )
+    _check_budget(num_partitions, budget)
     if replication_factor <= 0 or replication_factor > MAX_REPLICATION_FACTOR:
         raise ApiError(
             Errors.INVALID_REPLICATION_FACTOR,
@@ -407,12 +407,7 @@ def _create_partitions(view: MetadataDelta, topic: Mapping[str, Any], budget: in
     if count == current:
         raise ApiError(Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
     additional = count - current
-    if additional > budget:
-        raise ApiError(
-            Errors.INVALID_PARTITIONS,
-            f"Creating {additional} partitions would exceed the limit of "
-            f"{MAX_PARTITIONS_PER_REQUEST} partitions per request.",
-        )
+    _check_budget(additional, budget)
     first = view.partition((info.topic_id, 0))
     rf = len(first.replicas) if first is not None else 1
     assignments = topic.get("assignments")

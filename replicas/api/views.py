@@ -59,32 +59,45 @@ def _topic_allowed(request: Request, operation: AclOperation) -> Any:
     return lambda name: cluster_wide or _allowed(request, operation, ResourceType.TOPIC, name)
 
 
+def _per_topic(
+    request: Request,
+    operation: AclOperation,
+    topics: list[dict[str, Any]],
+    send: Any,
+    denied: Any,
+) -> list[dict[str, Any]]:
+    """Kafka's per-topic authorization: the permitted topics go to the controller in one
+    request, the others are answered TOPIC_AUTHORIZATION_FAILED; answers keep request order."""
+    allowed = _topic_allowed(request, operation)
+    permitted = [t for t in topics if allowed(t["name"])]
+    answers: dict[str, dict[str, Any]] = {}
+    if permitted:
+        answers = {a["name"]: a for a in send(permitted)}
+    return [answers.get(t["name"]) or denied(t["name"]) for t in topics]
+
+
 class CreateTopicsView(APIView):
     permission_classes = [PublicWritePermission]
 
     @extend_schema(request=s.CreateTopicsSerializer)
     def post(self, request: Request) -> Response:
         body = s.CreateTopicsSerializer.validated(request.data)
-        allowed = _topic_allowed(request, AclOperation.CREATE)
-        permitted = [t for t in body["topics"] if allowed(t["name"])]
-        answers: dict[str, dict[str, Any]] = {}
-        if permitted:
-            response = services.topics_create(
+        topics = _per_topic(
+            request,
+            AclOperation.CREATE,
+            body["topics"],
+            lambda permitted: services.topics_create(
                 payload={**body, "topics": permitted}, context=request_context(request)
-            )
-            answers = {a["name"]: a for a in response["topics"]}
-        topics = [
-            answers.get(t["name"])
-            or {
-                "name": t["name"],
+            )["topics"],
+            lambda name: {
+                "name": name,
                 "topic_id": None,
                 **AUTHORIZATION_FAILED,
                 "num_partitions": -1,
                 "replication_factor": -1,
                 "configs": [],
-            }
-            for t in body["topics"]
-        ]
+            },
+        )
         return Response({"throttle_time_ms": 0, "topics": topics})
 
 
@@ -136,18 +149,15 @@ class CreatePartitionsView(APIView):
     @extend_schema(request=s.CreatePartitionsSerializer)
     def post(self, request: Request) -> Response:
         body = s.CreatePartitionsSerializer.validated(request.data)
-        allowed = _topic_allowed(request, AclOperation.ALTER)
-        permitted = [t for t in body["topics"] if allowed(t["name"])]
-        answers: dict[str, dict[str, Any]] = {}
-        if permitted:
-            response = services.partitions_create(
+        results = _per_topic(
+            request,
+            AclOperation.ALTER,
+            body["topics"],
+            lambda permitted: services.partitions_create(
                 payload={**body, "topics": permitted}, context=request_context(request)
-            )
-            answers = {a["name"]: a for a in response["results"]}
-        results = [
-            answers.get(t["name"]) or {"name": t["name"], **AUTHORIZATION_FAILED}
-            for t in body["topics"]
-        ]
+            )["results"],
+            lambda name: {"name": name, **AUTHORIZATION_FAILED},
+        )
         return Response({"throttle_time_ms": 0, "results": results})
 
 
