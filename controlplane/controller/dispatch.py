@@ -246,3 +246,8 @@ def _rebalance_leaders(
 ) -> ControllerResult:
     changes, response = replication.rebalance_leaders(view, configs=env.configs(view))
     return ControllerResult(list(changes.records), response)
+
+
+# Handlers of later capabilities register themselves when imported (kept out of this file so
+# each capability owns its module).
+from controlplane.controller import acl_rpcs, config_rpcs, quota_rpcs  # noqa: E402, F401

@@ -1,0 +1,7 @@
+"""URL patterns for the acl APIs, included at /api/v1/ by controlplane.urls."""
+
+from __future__ import annotations
+
+from django.urls import URLPattern
+
+urlpatterns: list[URLPattern] = []
