@@ -10,6 +10,7 @@ from typing import Any
 
 from brokers.models import Broker
 from brokers.selectors import broker_as_dict
+from controlplane.controller.configs import redact_record_data
 from controlplane.controller.records import NO_LEADER, NO_LEADER_CHANGE
 from controlplane.models import MetadataRecord
 from replicas.models import Partition, Topic
@@ -111,7 +112,12 @@ def record_rows(records: Iterable[MetadataRecord]) -> list[RecordRow]:
             principal=record.principal,
             client_id=record.client_id,
             request_id=record.request_id,
-            data=json.dumps(record.data, sort_keys=True, indent=1, default=str),
+            data=json.dumps(
+                redact_record_data(record.record_type, record.data),
+                sort_keys=True,
+                indent=1,
+                default=str,
+            ),
         )
         for record in records
     ]

@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
-from django.urls import URLPattern
+from django.urls import URLPattern, path
 
-urlpatterns: list[URLPattern] = []
+from controlplane.api import config_views as views
+
+urlpatterns: list[URLPattern] = [
+    path("describe-configs", views.DescribeConfigsView.as_view(), name="describe-configs"),
+    path("alter-configs", views.AlterConfigsView.as_view(), name="alter-configs"),
+    path(
+        "incremental-alter-configs",
+        views.IncrementalAlterConfigsView.as_view(),
+        name="incremental-alter-configs",
+    ),
+]

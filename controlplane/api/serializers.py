@@ -1,13 +1,21 @@
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from controlplane.api.fields import INT64_MAX, StrictSerializer
+from controlplane.controller.configs import redact_record_data
 from controlplane.models import MetadataRecord
 
 
 class MetadataRecordSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     type = serializers.CharField(source="record_type")
+    data = serializers.SerializerMethodField()
+
+    def get_data(self, record: MetadataRecord) -> dict[str, Any]:
+        # Secrets (sensitive config values) never leave through the public log.
+        return redact_record_data(record.record_type, record.data)
 
     class Meta:
         model = MetadataRecord

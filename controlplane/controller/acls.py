@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from controlplane.controller.acl import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
@@ -15,7 +16,11 @@ from controlplane.controller.acl import (
 )
 from controlplane.controller.errors import Errors
 from controlplane.controller.image import MetadataDelta
-from controlplane.controller.records import AccessControlEntryRecord, Record
+from controlplane.controller.records import (
+    AccessControlEntryRecord,
+    Record,
+    RemoveAccessControlEntryRecord,
+)
 from controlplane.controller.result import ControllerResult
 
 
@@ -45,7 +50,7 @@ def acl_record(binding: AclBinding, acl_id: str) -> AccessControlEntryRecord:
 
 
 def create_acls(view: MetadataDelta, creations: Sequence[Mapping[str, Any]]) -> ControllerResult:
-    existing = {_key(view.acl(i)) for i in _acl_ids(view)}
+    existing = {_key(record) for _, record in iter_acls(view)}
     records: list[Record] = []
     results: list[dict[str, Any]] = []
     for creation in creations:
@@ -66,10 +71,123 @@ def create_acls(view: MetadataDelta, creations: Sequence[Mapping[str, Any]]) -> 
     return ControllerResult(records, {"results": results})
 
 
-def _acl_ids(view: MetadataDelta) -> set[str]:
-    return (set(view.base.acls) | set(view.changed_acls)) - {
-        i for i, r in view.changed_acls.items() if r is None
+def binding_of(record: AccessControlEntryRecord) -> AclBinding:
+    """The binding an AccessControlEntryRecord (or a cp_acl row with the same fields) stores."""
+    return AclBinding(
+        resource_type=ResourceType.from_name(record.resource_type),
+        resource_name=record.resource_name,
+        pattern_type=PatternType.from_name(record.pattern_type),
+        principal=record.principal,
+        host=record.host,
+        operation=AclOperation.from_name(record.operation),
+        permission_type=AclPermissionType.from_name(record.permission_type),
+    )
+
+
+def iter_acls(view: MetadataDelta) -> Iterator[tuple[str, AccessControlEntryRecord]]:
+    """Every ACL the view holds now (the base image with the delta's changes), by id: the
+    base's in its order, then those the delta added."""
+    changed = view.changed_acls
+    for acl_id, record in view.base.acls.items():
+        current = changed.get(acl_id, record)
+        if current is not None:
+            yield acl_id, current
+    for acl_id, added in changed.items():
+        if added is not None and acl_id not in view.base.acls:
+            yield acl_id, added
+
+
+def _name_or_none(value: Any, field: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f"{field} must be a string or null")
+
+
+def acl_filter(item: Mapping[str, Any], *, suffix: str = "") -> AclBindingFilter:
+    """An AclBindingFilter from a request item with Kafka's field names.
+
+    DescribeAcls names its fields ``resource_type``, ``resource_name``, ``pattern_type``,
+    ``principal``, ``host``; DeleteAcls adds ``_filter`` to each (``suffix="_filter"``). Both
+    name ``operation`` and ``permission_type`` plainly. Enums are Kafka's names; the pattern
+    type defaults to LITERAL (Kafka's default for PatternTypeFilter), the names to null.
+    Raises ValueError (or KeyError for a missing enum) on a malformed item.
+    """
+    return AclBindingFilter(
+        resource_type=ResourceType.from_name(item["resource_type" + suffix]),
+        resource_name=_name_or_none(item.get("resource_name" + suffix), "resource_name" + suffix),
+        pattern_type=PatternType.from_name(item.get("pattern_type" + suffix) or "LITERAL"),
+        principal=_name_or_none(item.get("principal" + suffix), "principal" + suffix),
+        host=_name_or_none(item.get("host" + suffix), "host" + suffix),
+        operation=AclOperation.from_name(item["operation"]),
+        permission_type=AclPermissionType.from_name(item["permission_type"]),
+    )
+
+
+def filter_validation_error(acl_filter: AclBindingFilter) -> str | None:
+    """Why a DescribeAcls / DeleteAcls filter is refused, or None (Kafka's
+    ``AclControlManager.validateFilter``: only UNKNOWN values are refused, same messages).
+
+    As in Kafka, an indefinite filter (``find_indefinite_field``) is valid: a filter of ANY
+    values deletes every ACL.
+    """
+    if acl_filter.resource_type is ResourceType.UNKNOWN or (
+        acl_filter.pattern_type is PatternType.UNKNOWN
+    ):
+        return "Unknown patternFilter."
+    if acl_filter.operation is AclOperation.UNKNOWN or (
+        acl_filter.permission_type is AclPermissionType.UNKNOWN
+    ):
+        return "Unknown entryFilter."
+    return None
+
+
+def binding_fields(binding: AclBinding) -> dict[str, Any]:
+    """A binding as the API spells it (enums by Kafka's name)."""
+    return {
+        "resource_type": binding.resource_type.name,
+        "resource_name": binding.resource_name,
+        "pattern_type": binding.pattern_type.name,
+        "principal": binding.principal,
+        "host": binding.host,
+        "operation": binding.operation.name,
+        "permission_type": binding.permission_type.name,
     }
+
+
+def delete_acls(view: MetadataDelta, filters: Sequence[Mapping[str, Any]]) -> ControllerResult:
+    """Kafka's ``AclControlManager.deleteAcls``: per filter, every current ACL it matches is
+    reported and removed. A filter that does not validate answers INVALID_REQUEST and removes
+    nothing; the others still apply. An ACL matched by several filters is reported under each
+    and removed once. All records are committed together (Kafka: ``atomicOf``).
+    """
+    current = [(acl_id, binding_of(record)) for acl_id, record in iter_acls(view)]
+    removed: set[str] = set()
+    records: list[Record] = []
+    results: list[dict[str, Any]] = []
+    for item in filters:
+        try:
+            parsed = acl_filter(item, suffix="_filter")
+        except (KeyError, ValueError) as error:
+            results.append(_filter_error(str(error)))
+            continue
+        problem = filter_validation_error(parsed)
+        if problem is not None:
+            results.append(_filter_error(problem))
+            continue
+        matching: list[dict[str, Any]] = []
+        for acl_id, binding in current:
+            if not parsed.matches(binding):
+                continue
+            matching.append({"error_code": 0, "error_message": None, **binding_fields(binding)})
+            if acl_id not in removed:
+                removed.add(acl_id)
+                records.append(RemoveAccessControlEntryRecord(id=acl_id))
+        results.append({"error_code": 0, "error_message": None, "matching_acls": matching})
+    return ControllerResult(records, {"filter_results": results})
+
+
+def _filter_error(message: str) -> dict[str, Any]:
+    return {**_error(Errors.INVALID_REQUEST, message), "matching_acls": []}
 
 
 def _key(record: AccessControlEntryRecord | None) -> tuple[Any, ...]:

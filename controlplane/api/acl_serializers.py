@@ -1,0 +1,77 @@
+"""CreateAcls, DescribeAcls and DeleteAcls request bodies (Kafka's fields, snake_case).
+
+Enums are Kafka's names; any member of the enum is accepted here (UNKNOWN, ANY and MATCH
+included), so that the per-item checks answer Kafka's per-item errors; a name that is not a
+member is a malformed body (400 INVALID_REQUEST). Names are null where Kafka's are nullable
+strings; a filter's pattern type defaults to LITERAL, as Kafka's ``PatternTypeFilter``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+
+from controlplane.api.fields import KafkaEnumField, StrictCharField, StrictSerializer
+from controlplane.controller.acl import (
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+
+MAX_ITEMS = 10_000  # Kafka's MAX_RECORDS_PER_USER_OP
+NAME_MAX = 255  # the cp_acl columns
+
+
+def _text(**kwargs: Any) -> StrictCharField:
+    return StrictCharField(max_length=NAME_MAX, allow_blank=True, trim_whitespace=False, **kwargs)
+
+
+def _nullable_text() -> StrictCharField:
+    return _text(required=False, allow_null=True, default=None)
+
+
+class AclCreationSerializer(StrictSerializer):
+    resource_type = KafkaEnumField(ResourceType)
+    resource_name = _text()
+    pattern_type = KafkaEnumField(PatternType, required=False, default=PatternType.LITERAL)
+    principal = _text()
+    host = _text()
+    operation = KafkaEnumField(AclOperation)
+    permission_type = KafkaEnumField(AclPermissionType)
+
+
+class CreateAclsSerializer(StrictSerializer):
+    creations = serializers.ListField(child=AclCreationSerializer(), max_length=MAX_ITEMS)
+
+
+class DescribeAclsSerializer(StrictSerializer):
+    resource_type = KafkaEnumField(ResourceType)
+    resource_name = _nullable_text()
+    pattern_type = KafkaEnumField(PatternType, required=False, default=PatternType.LITERAL)
+    principal = _nullable_text()
+    host = _nullable_text()
+    operation = KafkaEnumField(AclOperation)
+    permission_type = KafkaEnumField(AclPermissionType)
+
+
+class DeleteAclsFilterSerializer(StrictSerializer):
+    resource_type_filter = KafkaEnumField(ResourceType)
+    resource_name_filter = _nullable_text()
+    pattern_type_filter = KafkaEnumField(PatternType, required=False, default=PatternType.LITERAL)
+    principal_filter = _nullable_text()
+    host_filter = _nullable_text()
+    operation = KafkaEnumField(AclOperation)
+    permission_type = KafkaEnumField(AclPermissionType)
+
+
+class DeleteAclsSerializer(StrictSerializer):
+    filters = serializers.ListField(child=DeleteAclsFilterSerializer(), max_length=MAX_ITEMS)
+
+
+def as_names(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A validated item as plain JSON: enum members become Kafka's names."""
+    return {k: v.name if isinstance(v, enum.Enum) else v for k, v in item.items()}
