@@ -119,3 +119,20 @@ class ConfigEntry(models.Model):
                 fields=["resource_type", "resource_name", "name"], name="cp_config_key"
             )
         ]
+
+
+class ClientQuota(models.Model):
+    """Projection of ClientQuotaRecord: one quota key of one entity.
+
+    `id` is the canonical JSON of `[entity, key]`; `entity` the sorted `[entity type, name]`
+    pairs (name null for the default entity), `entity_key` the canonical JSON of `entity`."""
+
+    id = models.TextField(primary_key=True)
+    entity = models.JSONField()
+    entity_key = models.TextField(db_index=True)
+    key = models.CharField(max_length=64)
+    value = models.FloatField()
+
+    class Meta:
+        db_table = "cp_client_quota"
+        ordering = ["entity_key", "key"]

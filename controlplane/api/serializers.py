@@ -11,7 +11,8 @@ from controlplane.models import MetadataRecord
 
 class MetadataRecordSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     type = serializers.CharField(source="record_type")
-    data = serializers.SerializerMethodField()
+    # DRF takes declared fields off the class, so this does not shadow Serializer.data.
+    data = serializers.SerializerMethodField()  # type: ignore[assignment]
 
     def get_data(self, record: MetadataRecord) -> dict[str, Any]:
         # Secrets (sensitive config values) never leave through the public log.

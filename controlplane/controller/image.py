@@ -18,12 +18,14 @@ from controlplane.controller.records import (
     NO_LEADER_CHANGE,
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     ControlledShutdownChange,
     FencingChange,
     Listener,
     PartitionChangeRecord,
     PartitionRecord,
+    QuotaEntity,
     Record,
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
@@ -191,6 +193,8 @@ class MetadataImage:
         default_factory=dict
     )
     configs: dict[tuple[str, str], dict[str, str]] = dataclasses.field(default_factory=dict)
+    # Kafka's ClientQuotasImage: quota values by entity (sorted (type, name or None) pairs).
+    client_quotas: dict[QuotaEntity, dict[str, float]] = dataclasses.field(default_factory=dict)
     # Kafka's BrokersToIsrs, and its kin: partitions by broker, kept as partitions change.
     replica_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
     isr_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
@@ -240,6 +244,15 @@ class MetadataImage:
         else:
             entries[name] = value
 
+    def put_client_quota(self, entity: QuotaEntity, key: str, value: float | None) -> None:
+        values = self.client_quotas.setdefault(entity, {})
+        if value is None:
+            values.pop(key, None)
+            if not values:
+                del self.client_quotas[entity]
+        else:
+            values[key] = value
+
     def apply(self, delta: MetadataDelta) -> None:
         for broker_id, broker in delta.changed_brokers.items():
             if broker is None:
@@ -257,6 +270,8 @@ class MetadataImage:
             self.put_partition(tp, partition)
         for key, value in delta.changed_configs.items():
             self.put_config(key, value)
+        for (entity, quota_key), quota in delta.changed_client_quotas.items():
+            self.put_client_quota(entity, quota_key, quota)
         self.last_offset = delta.last_offset
 
     def as_comparable(self) -> dict[str, Any]:
@@ -271,6 +286,12 @@ class MetadataImage:
             },
             "configs": {
                 f"{t}:{n}": dict(sorted(v.items())) for (t, n), v in sorted(self.configs.items())
+            },
+            "client_quotas": {
+                ",".join(f"{t}={'<default>' if n is None else repr(n)}" for t, n in e): dict(
+                    sorted(v.items())
+                )
+                for e, v in sorted(self.client_quotas.items(), key=lambda item: repr(item[0]))
             },
         }
 
@@ -287,6 +308,7 @@ class MetadataDelta:
         self.changed_topic_names: dict[str, str | None] = {}
         self.changed_partitions: dict[TopicPartition, PartitionRegistration | None] = {}
         self.changed_configs: dict[ConfigKey, str | None] = {}
+        self.changed_client_quotas: dict[tuple[QuotaEntity, str], float | None] = {}
         self.replayed: list[tuple[int, Record]] = []
         self.leader_elections = 0  # partition changes that gave a partition a new leader
         self.unclean_leader_elections = 0
@@ -301,6 +323,7 @@ class MetadataDelta:
             PartitionChangeRecord: self._replay_partition_change,
             RemoveTopicRecord: self._replay_remove_topic,
             ConfigRecord: self._replay_config,
+            ClientQuotaRecord: self._replay_client_quota,
         }
 
     @property
@@ -401,6 +424,16 @@ class MetadataDelta:
                     entries[name] = value
         return entries
 
+    def client_quotas_of(self, entity: QuotaEntity) -> dict[str, float]:
+        values = dict(self.base.client_quotas.get(entity, {}))
+        for (changed_entity, key), value in self.changed_client_quotas.items():
+            if changed_entity == entity:
+                if value is None:
+                    values.pop(key, None)
+                else:
+                    values[key] = value
+        return values
+
     def acl(self, acl_id: str) -> AccessControlEntryRecord | None:
         if acl_id in self.changed_acls:
             return self.changed_acls[acl_id]
@@ -497,6 +530,13 @@ class MetadataDelta:
     def _replay_config(self, record: ConfigRecord, offset: int) -> None:
         key = (record.resource_type, record.resource_name, record.name)
         self.changed_configs[key] = record.value
+
+    def _replay_client_quota(self, record: ClientQuotaRecord, offset: int) -> None:
+        entity = record.entity
+        types = [entity_type for entity_type, _ in entity]
+        if not types or types != sorted(set(types)):
+            raise ValueError(f"ClientQuotaRecord with an invalid entity {entity!r}")
+        self.changed_client_quotas[(entity, record.key)] = None if record.remove else record.value
 
     def _require_topic(self, topic_id: str, record_type: str) -> TopicInfo:
         topic = self.topic(topic_id)

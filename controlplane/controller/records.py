@@ -210,6 +210,23 @@ class ConfigRecord(Record):
     value: str | None
 
 
+QuotaEntity = tuple[tuple[str, str | None], ...]  # ((entity type, name or None), ...)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ClientQuotaRecord(Record):
+    """Kafka's ClientQuotaRecord: one quota key of one entity; `remove` deletes the key.
+
+    `entity` pairs an entity type ("user", "client-id", "ip") with a name, None for the default
+    entity, sorted by type."""
+
+    TYPE: ClassVar[str] = "ClientQuotaRecord"
+    entity: QuotaEntity
+    key: str
+    value: float = 0.0
+    remove: bool = False
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.TYPE: cls
     for cls in (
@@ -223,6 +240,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
         PartitionChangeRecord,
         RemoveTopicRecord,
         ConfigRecord,
+        ClientQuotaRecord,
     )
 }
 
@@ -249,6 +267,11 @@ def record_from_data(record_type: str, data: Mapping[str, Any]) -> Record:
         fields["listeners"] = tuple(Listener(**item) for item in data["listeners"])
         fields["log_dirs"] = tuple(data["log_dirs"])
         return RegisterBrokerRecord(**fields)
+    if cls is ClientQuotaRecord:
+        fields = dict(data)
+        fields["entity"] = tuple((str(t), n) for t, n in data["entity"])
+        fields["value"] = float(data.get("value", 0.0))
+        return ClientQuotaRecord(**fields)
     # JSON carries tuples as lists.
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
