@@ -86,7 +86,7 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
             AppliedRequest(
                 request_id=w.context.request_id,
                 api=w.api,
-                response=w.response,
+                response=_storable(w.response),
                 first_offset=w.first_offset,
                 last_offset=w.last_offset,
                 created_ms=timestamp,
@@ -104,6 +104,17 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
         )
         transaction.on_commit(lambda: notifier.publish(delta.last_offset))
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
+
+
+SECRET_RESPONSE_FIELDS = frozenset({"hmac"})
+
+
+def _storable(response: dict[str, Any]) -> dict[str, Any]:
+    """What a retry may answer again: never a secret (a delegation token's HMAC is shown once;
+    a retried create answers the token without it)."""
+    if SECRET_RESPONSE_FIELDS.isdisjoint(response):
+        return response
+    return {k: (None if k in SECRET_RESPONSE_FIELDS else v) for k, v in response.items()}
 
 
 def _check_fence(cluster: Cluster, lease: Lease, delta: MetadataDelta, timestamp: int) -> None:

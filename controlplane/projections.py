@@ -14,7 +14,11 @@ from typing import Protocol
 from django.db.models import Q
 
 from controlplane.controller.image import MetadataDelta, MetadataImage
-from controlplane.controller.records import AccessControlEntryRecord, QuotaEntity
+from controlplane.controller.records import (
+    AccessControlEntryRecord,
+    DelegationTokenRecord,
+    QuotaEntity,
+)
 
 Write = Callable[[], None]
 
@@ -218,3 +222,65 @@ def client_quota_map() -> dict[QuotaEntity, dict[str, float]]:
 
 
 register_projection(QuotaProjection())
+
+
+TOKEN_FIELDS = [
+    "token_id",
+    "owner",
+    "requester",
+    "renewers",
+    "issue_timestamp",
+    "max_timestamp",
+    "expiration_timestamp",
+]
+
+
+class TokenProjection:
+    """cp_delegation_token: one row per live delegation token (no HMAC)."""
+
+    name = "delegation_tokens"
+
+    def persist(self, delta: MetadataDelta) -> None:
+        from controlplane.models import DelegationToken
+
+        if not delta.changed_delegation_tokens:
+            return
+        removed = [k for k, v in delta.changed_delegation_tokens.items() if v is None]
+        if removed:
+            DelegationToken.objects.filter(token_id__in=removed).delete()
+        rows = [
+            DelegationToken(
+                token_id=t.token_id,
+                owner=t.owner,
+                requester=t.requester,
+                renewers=list(t.renewers),
+                issue_timestamp=t.issue_timestamp,
+                max_timestamp=t.max_timestamp,
+                expiration_timestamp=t.expiration_timestamp,
+            )
+            for t in delta.changed_delegation_tokens.values()
+            if t is not None
+        ]
+        if rows:
+            DelegationToken.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["token_id"],
+                update_fields=TOKEN_FIELDS[1:],
+            )
+
+    def load(self, image: MetadataImage) -> None:
+        for token in delegation_token_rows():
+            image.delegation_tokens[token.token_id] = token
+
+
+def delegation_token_rows() -> Iterator[DelegationTokenRecord]:
+    """Every live token from the projection, as its record."""
+    from controlplane.models import DelegationToken
+
+    for row in DelegationToken.objects.values(*TOKEN_FIELDS).iterator(chunk_size=2000):
+        row["renewers"] = tuple(row["renewers"])
+        yield DelegationTokenRecord(**row)
+
+
+register_projection(TokenProjection())

@@ -124,6 +124,8 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Task modules not named tasks.py (autodiscovery only finds those).
+CELERY_IMPORTS = ["controlplane.token_tasks"]
 CELERY_TASK_ROUTES = {
     "controlplane.tasks.controller_event": {"queue": "controller"},
     "replicas.tasks.apply_replica_state_changes": {"queue": "controller"},
@@ -162,6 +164,10 @@ CELERY_BEAT_SCHEDULE = {
     "apply-waiting-replica-state-changes": {
         "task": "replicas.tasks.apply_replica_state_changes",
         "schedule": 5.0,
+    },
+    "expire-delegation-tokens": {
+        "task": "controlplane.token_tasks.expire_delegation_tokens",
+        "schedule": 3600.0,
     },
 }
 CP_REDIS_URL = os.environ.get(

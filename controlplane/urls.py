@@ -54,6 +54,7 @@ urlpatterns = [
     path("api/v1/", include("controlplane.api.config_urls")),
     path("api/v1/", include("controlplane.api.acl_urls")),
     path("api/v1/", include("controlplane.api.quota_urls")),
+    path("api/v1/", include("controlplane.api.token_urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("metrics", views.metrics_view, name="metrics"),

@@ -250,4 +250,4 @@ def _rebalance_leaders(
 
 # Handlers of later capabilities register themselves when imported (kept out of this file so
 # each capability owns its module).
-from controlplane.controller import acl_rpcs, config_rpcs, quota_rpcs  # noqa: E402, F401
+from controlplane.controller import acl_rpcs, config_rpcs, quota_rpcs, token_rpcs  # noqa: E402, F401

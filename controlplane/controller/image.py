@@ -21,6 +21,7 @@ from controlplane.controller.records import (
     ClientQuotaRecord,
     ConfigRecord,
     ControlledShutdownChange,
+    DelegationTokenRecord,
     FencingChange,
     Listener,
     PartitionChangeRecord,
@@ -29,6 +30,7 @@ from controlplane.controller.records import (
     Record,
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
@@ -195,6 +197,8 @@ class MetadataImage:
     configs: dict[tuple[str, str], dict[str, str]] = dataclasses.field(default_factory=dict)
     # Kafka's ClientQuotasImage: quota values by entity (sorted (type, name or None) pairs).
     client_quotas: dict[QuotaEntity, dict[str, float]] = dataclasses.field(default_factory=dict)
+    # Kafka's DelegationTokenImage: live tokens by token id (no HMAC: it is recomputable).
+    delegation_tokens: dict[str, DelegationTokenRecord] = dataclasses.field(default_factory=dict)
     # Kafka's BrokersToIsrs, and its kin: partitions by broker, kept as partitions change.
     replica_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
     isr_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
@@ -272,6 +276,11 @@ class MetadataImage:
             self.put_config(key, value)
         for (entity, quota_key), quota in delta.changed_client_quotas.items():
             self.put_client_quota(entity, quota_key, quota)
+        for token_id, token in delta.changed_delegation_tokens.items():
+            if token is None:
+                self.delegation_tokens.pop(token_id, None)
+            else:
+                self.delegation_tokens[token_id] = token
         self.last_offset = delta.last_offset
 
     def as_comparable(self) -> dict[str, Any]:
@@ -293,6 +302,9 @@ class MetadataImage:
                 )
                 for e, v in sorted(self.client_quotas.items(), key=lambda item: repr(item[0]))
             },
+            "delegation_tokens": {
+                k: v.to_data() for k, v in sorted(self.delegation_tokens.items())
+            },
         }
 
 
@@ -309,6 +321,7 @@ class MetadataDelta:
         self.changed_partitions: dict[TopicPartition, PartitionRegistration | None] = {}
         self.changed_configs: dict[ConfigKey, str | None] = {}
         self.changed_client_quotas: dict[tuple[QuotaEntity, str], float | None] = {}
+        self.changed_delegation_tokens: dict[str, DelegationTokenRecord | None] = {}
         self.replayed: list[tuple[int, Record]] = []
         self.leader_elections = 0  # partition changes that gave a partition a new leader
         self.unclean_leader_elections = 0
@@ -324,6 +337,8 @@ class MetadataDelta:
             RemoveTopicRecord: self._replay_remove_topic,
             ConfigRecord: self._replay_config,
             ClientQuotaRecord: self._replay_client_quota,
+            DelegationTokenRecord: self._replay_delegation_token,
+            RemoveDelegationTokenRecord: self._replay_remove_delegation_token,
         }
 
     @property
@@ -434,6 +449,19 @@ class MetadataDelta:
                     values[key] = value
         return values
 
+    def delegation_token(self, token_id: str) -> DelegationTokenRecord | None:
+        if token_id in self.changed_delegation_tokens:
+            return self.changed_delegation_tokens[token_id]
+        return self.base.delegation_tokens.get(token_id)
+
+    def all_delegation_tokens(self) -> Iterator[DelegationTokenRecord]:
+        for token_id, token in self.base.delegation_tokens.items():
+            if token_id not in self.changed_delegation_tokens:
+                yield token
+        for changed in self.changed_delegation_tokens.values():
+            if changed is not None:
+                yield changed
+
     def acl(self, acl_id: str) -> AccessControlEntryRecord | None:
         if acl_id in self.changed_acls:
             return self.changed_acls[acl_id]
@@ -537,6 +565,18 @@ class MetadataDelta:
         if not types or types != sorted(set(types)):
             raise ValueError(f"ClientQuotaRecord with an invalid entity {entity!r}")
         self.changed_client_quotas[(entity, record.key)] = None if record.remove else record.value
+
+    def _replay_delegation_token(self, record: DelegationTokenRecord, offset: int) -> None:
+        if record.expiration_timestamp > record.max_timestamp:
+            raise ValueError(f"DelegationTokenRecord {record.token_id} expires after its max")
+        self.changed_delegation_tokens[record.token_id] = record
+
+    def _replay_remove_delegation_token(
+        self, record: RemoveDelegationTokenRecord, offset: int
+    ) -> None:
+        if self.delegation_token(record.token_id) is None:
+            raise ValueError(f"RemoveDelegationTokenRecord for unknown token {record.token_id}")
+        self.changed_delegation_tokens[record.token_id] = None
 
     def _require_topic(self, topic_id: str, record_type: str) -> TopicInfo:
         topic = self.topic(topic_id)

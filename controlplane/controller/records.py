@@ -227,6 +227,31 @@ class ClientQuotaRecord(Record):
     remove: bool = False
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class DelegationTokenRecord(Record):
+    """Kafka's DelegationTokenRecord: a token created or renewed. Principals are "Type:name".
+
+    The HMAC is not stored: it is HMAC-SHA512(token id) keyed with delegation.token.secret.key,
+    recomputable (as Kafka's DelegationTokenManager does)."""
+
+    TYPE: ClassVar[str] = "DelegationTokenRecord"
+    token_id: str
+    owner: str
+    requester: str
+    renewers: tuple[str, ...]
+    issue_timestamp: int
+    max_timestamp: int
+    expiration_timestamp: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RemoveDelegationTokenRecord(Record):
+    """Kafka's RemoveDelegationTokenRecord: a token expired (or was expired) and is gone."""
+
+    TYPE: ClassVar[str] = "RemoveDelegationTokenRecord"
+    token_id: str
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.TYPE: cls
     for cls in (
@@ -241,6 +266,8 @@ RECORD_TYPES: dict[str, type[Record]] = {
         RemoveTopicRecord,
         ConfigRecord,
         ClientQuotaRecord,
+        DelegationTokenRecord,
+        RemoveDelegationTokenRecord,
     )
 }
 

@@ -1,0 +1,214 @@
+"""Delegation tokens' pure core: Kafka's DelegationTokenControlManager semantics (create, renew,
+expire, sweep), describe's visibility, and replay of the token records."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+from typing import Any
+
+from controlplane.controller import tokens
+from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.errors import Errors
+from controlplane.controller.image import MetadataDelta, MetadataImage, replay_log
+from controlplane.controller.records import (
+    ConfigRecord,
+    DelegationTokenRecord,
+    Record,
+    RemoveDelegationTokenRecord,
+    record_from_data,
+)
+
+CLUSTER = "cluster-t"
+SECRET = "s3cret"
+DAY = 86_400_000
+WEEK = 7 * DAY
+
+
+def user(name: str) -> dict[str, str]:
+    return {"principal_type": "User", "principal_name": name}
+
+
+class Cluster:
+    """An image, the log that built it, and token events through run_event."""
+
+    def __init__(self, secret: str | None = SECRET) -> None:
+        self.image = MetadataImage(cluster_id=CLUSTER)
+        self.log: list[Record] = []
+        self.now = 1_000_000
+        if secret is not None:
+            self.apply_records([ConfigRecord("BROKER", "", tokens.SECRET_KEY, secret)])
+
+    def apply_records(self, records: list[Record]) -> None:
+        delta = MetadataDelta(self.image)
+        for record in records:
+            delta.replay(record)
+        self.log.extend(records)
+        self.image.apply(delta)
+
+    def call(self, api: str, requester: str = "User:alice", **payload: Any) -> dict[str, Any]:
+        delta = MetadataDelta(self.image)
+        env = ControllerEnv(now_ms=self.now, activated_ms=0, sessions={})
+        response = run_event(delta, api, {"requester": requester, **payload}, env)
+        self.log.extend(record for _, record in delta.replayed)
+        self.image.apply(delta)
+        return response
+
+    def create(self, requester: str = "User:alice", **payload: Any) -> dict[str, Any]:
+        payload.setdefault("owner_principal_type", None)
+        payload.setdefault("owner_principal_name", None)
+        payload.setdefault("renewers", [])
+        payload.setdefault("max_lifetime_ms", -1)
+        return self.call("CreateDelegationToken", requester, **payload)
+
+    def replayed_equal(self) -> bool:
+        round_tripped = [record_from_data(r.TYPE, r.to_data()) for r in self.log]
+        assert round_tripped == self.log
+        return replay_log(CLUSTER, round_tripped).as_comparable() == self.image.as_comparable()
+
+
+def test_every_rpc_is_disabled_without_a_secret():
+    cluster = Cluster(secret=None)
+    assert cluster.create()["error_code"] == Errors.DELEGATION_TOKEN_AUTH_DISABLED
+    for api in ("RenewDelegationToken", "ExpireDelegationToken"):
+        answer = cluster.call(api, hmac="AAAA")
+        assert answer["error_code"] == Errors.DELEGATION_TOKEN_AUTH_DISABLED
+    assert cluster.log == []
+
+
+def test_create_defaults_and_hmac():
+    cluster = Cluster()
+    answer = cluster.create(renewers=[user("bob")])
+    assert answer["error_code"] == 0
+    assert (answer["principal_type"], answer["principal_name"]) == ("User", "alice")
+    assert answer["token_requester_principal_name"] == "alice"
+    assert answer["issue_timestamp_ms"] == cluster.now
+    assert answer["expiry_timestamp_ms"] == cluster.now + DAY
+    assert answer["max_timestamp_ms"] == cluster.now + WEEK
+    expected = hmac.new(SECRET.encode(), answer["token_id"].encode(), hashlib.sha512).digest()
+    assert base64.b64decode(answer["hmac"]) == expected
+    (token,) = cluster.image.delegation_tokens.values()
+    assert token.owner == "User:alice" and token.renewers == ("User:bob",)
+    assert answer["hmac"] not in repr(cluster.log)
+    assert cluster.replayed_equal()
+
+
+def test_create_for_another_owner_and_short_lifetime():
+    cluster = Cluster()
+    answer = cluster.create(
+        "User:admin",
+        owner_principal_type="User",
+        owner_principal_name="carol",
+        max_lifetime_ms=1000,
+    )
+    assert (answer["principal_name"], answer["token_requester_principal_name"]) == (
+        "carol",
+        "admin",
+    )
+    assert answer["max_timestamp_ms"] == answer["expiry_timestamp_ms"] == cluster.now + 1000
+
+
+def test_invalid_principal_types():
+    cluster = Cluster()
+    bad_owner = cluster.create(owner_principal_type="Group", owner_principal_name="ops")
+    assert bad_owner["error_code"] == Errors.INVALID_PRINCIPAL_TYPE
+    bad_renewer = cluster.create(renewers=[{"principal_type": "Group", "principal_name": "ops"}])
+    assert bad_renewer["error_code"] == Errors.INVALID_PRINCIPAL_TYPE
+    assert cluster.image.delegation_tokens == {}
+
+
+def test_renew_rules():
+    cluster = Cluster()
+    created = cluster.create(renewers=[user("bob")])
+    mac = created["hmac"]
+    cluster.now += 1000
+    answer = cluster.call("RenewDelegationToken", "User:bob", hmac=mac, renew_period_ms=5000)
+    assert answer == {
+        "error_code": 0,
+        "error_message": None,
+        "expiry_timestamp_ms": cluster.now + 5000,
+    }
+    default = cluster.call("RenewDelegationToken", hmac=mac, renew_period_ms=-1)
+    assert default["expiry_timestamp_ms"] == cluster.now + DAY
+    capped = cluster.call("RenewDelegationToken", hmac=mac, renew_period_ms=10 * WEEK)
+    assert capped["expiry_timestamp_ms"] == created["max_timestamp_ms"]
+    mismatch = cluster.call("RenewDelegationToken", "User:eve", hmac=mac, renew_period_ms=1)
+    assert mismatch["error_code"] == Errors.DELEGATION_TOKEN_OWNER_MISMATCH
+    for unknown in ("AAAA", "not base64!", base64.b64encode(b"x" * 64).decode()):
+        answer = cluster.call("RenewDelegationToken", hmac=unknown, renew_period_ms=1)
+        assert answer["error_code"] == Errors.DELEGATION_TOKEN_NOT_FOUND
+    cluster.now = created["max_timestamp_ms"] + 1
+    expired = cluster.call("RenewDelegationToken", hmac=mac, renew_period_ms=1)
+    assert expired["error_code"] == Errors.DELEGATION_TOKEN_EXPIRED
+    assert cluster.replayed_equal()
+
+
+def test_expire_later_and_now():
+    cluster = Cluster()
+    mac = cluster.create()["hmac"]
+    later = cluster.call("ExpireDelegationToken", hmac=mac, expiry_time_period_ms=100)
+    assert later["expiry_timestamp_ms"] == cluster.now + 100
+    assert len(cluster.image.delegation_tokens) == 1
+    mismatch = cluster.call("ExpireDelegationToken", "User:eve", hmac=mac, expiry_time_period_ms=-1)
+    assert mismatch["error_code"] == Errors.DELEGATION_TOKEN_OWNER_MISMATCH
+    now = cluster.call("ExpireDelegationToken", hmac=mac, expiry_time_period_ms=-1)
+    assert now == {"error_code": 0, "error_message": None, "expiry_timestamp_ms": cluster.now}
+    assert cluster.image.delegation_tokens == {}
+    assert isinstance(cluster.log[-1], RemoveDelegationTokenRecord)
+    gone = cluster.call("ExpireDelegationToken", hmac=mac, expiry_time_period_ms=-1)
+    assert gone["error_code"] == Errors.DELEGATION_TOKEN_NOT_FOUND
+    assert cluster.replayed_equal()
+
+
+def test_expired_token_is_refused_then_swept():
+    cluster = Cluster()
+    short = cluster.create(max_lifetime_ms=10)
+    cluster.create()
+    cluster.now += 11
+    expired = cluster.call("ExpireDelegationToken", hmac=short["hmac"], expiry_time_period_ms=5)
+    assert expired["error_code"] == Errors.DELEGATION_TOKEN_EXPIRED
+    assert cluster.call("ExpireDelegationTokens") == {"error_code": 0, "removed": 1}
+    assert short["token_id"] not in cluster.image.delegation_tokens
+    assert len(cluster.image.delegation_tokens) == 1
+    assert cluster.call("ExpireDelegationTokens") == {"error_code": 0, "removed": 0}
+    assert cluster.replayed_equal()
+
+
+def test_describe_visibility():
+    cluster = Cluster()
+    alice = cluster.create(renewers=[user("bob")])
+    carol = cluster.create("User:carol")
+    live = list(cluster.image.delegation_tokens.values())
+
+    def ids(requester: str, owners: Any = None, is_super: bool = False) -> list[str]:
+        answer = tokens.describe_tokens(live, owners=owners, requester=requester, is_super=is_super)
+        assert all(t["hmac"] is None for t in answer["tokens"])
+        return [t["token_id"] for t in answer["tokens"]]
+
+    assert ids("User:alice") == [alice["token_id"]]
+    assert ids("User:bob") == [alice["token_id"]]
+    assert ids("User:eve") == []
+    assert sorted(ids("User:admin", is_super=True)) == sorted(
+        [alice["token_id"], carol["token_id"]]
+    )
+    assert ids("User:admin", owners=[user("carol")], is_super=True) == [carol["token_id"]]
+    assert ids("User:admin", owners=[], is_super=True) == []
+    (described,) = tokens.describe_tokens(live, owners=None, requester="User:bob", is_super=False)[
+        "tokens"
+    ]
+    assert described["renewers"] == [user("bob")]
+    assert described["expiry_timestamp"] == alice["expiry_timestamp_ms"]
+
+
+def test_replay_rules_refuse_bad_records():
+    delta = MetadataDelta(MetadataImage(cluster_id=CLUSTER))
+    for record in (
+        RemoveDelegationTokenRecord("missing"),
+        DelegationTokenRecord("t", "User:a", "User:a", (), 0, 10, 11),
+    ):
+        try:
+            delta.replay(record)
+        except ValueError:
+            continue
+        raise AssertionError(f"{record} replayed")
