@@ -134,3 +134,70 @@ def test_reports_that_arrive_together_are_applied_in_one_commit(
     assert len({r.timestamp_ms for r in records}) == 1
     # Applying again finds nothing waiting and writes nothing.
     assert replica_state_apply_pending() == 0
+
+
+def test_the_beat_job_moves_leadership_back_to_preferred_replicas(
+    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+) -> None:
+    from replicas import tasks
+    from replicas.models import Partition
+
+    schedule = settings.CELERY_BEAT_SCHEDULE["rebalance-preferred-leaders"]
+    assert schedule["task"] == tasks.rebalance_leaders.name
+    assert schedule["schedule"] == settings.CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS
+    epochs = {b: register(b, unfence=True) for b in range(3)}
+    status, body = api.post(
+        "/api/v1/create-topics",
+        {
+            "topics": [
+                {"name": "pref", "assignments": [{"partition_index": 0, "broker_ids": [0, 1]}]}
+            ]
+        },
+        token=tokens["admin"],
+    )
+    assert status == 200 and body["topics"][0]["error_code"] == 0, body
+    # Broker 0 (the preferred leader) leaves; broker 1 leads.
+    api.post(
+        "/internal/v1/broker-heartbeat",
+        {
+            "broker_id": 0,
+            "broker_epoch": epochs[0],
+            "current_metadata_offset": 10**9,
+            "want_fence": True,
+        },
+        token=tokens["broker"],
+    )
+    assert Partition.objects.get(topic__name="pref").leader == 1
+    # Broker 0 comes back and its leader takes it back into the ISR.
+    api.post(
+        "/internal/v1/broker-heartbeat",
+        {"broker_id": 0, "broker_epoch": epochs[0], "current_metadata_offset": 10**9},
+        token=tokens["broker"],
+    )
+    p = Partition.objects.get(topic__name="pref")
+    status, body = api.post(
+        "/internal/v1/alter-partition",
+        {
+            "broker_id": 1,
+            "broker_epoch": epochs[1],
+            "topics": [
+                {
+                    "topic_name": "pref",
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "leader_epoch": p.leader_epoch,
+                            "new_isr": [1, 0],
+                            "partition_epoch": p.partition_epoch,
+                        }
+                    ],
+                }
+            ],
+        },
+        token=tokens["broker"],
+    )
+    assert body["topics"][0]["partitions"][0]["error_code"] == 0, body
+    assert tasks.rebalance_leaders()["elections"] == 1
+    p = Partition.objects.get(topic__name="pref")
+    assert p.leader == 0 and p.leader_epoch == 2
+    assert tasks.rebalance_leaders()["elections"] == 0  # balanced: nothing more to do
