@@ -15,6 +15,7 @@ from controlplane.controller import acls, brokers, replication, topics
 from controlplane.controller.configs import ConfigView
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
+from controlplane.controller.partitions import PartitionChanges
 from controlplane.controller.records import Listener
 from controlplane.controller.result import ControllerResult
 
@@ -181,6 +182,11 @@ def _create_acls(
     return acls.create_acls(view, payload["creations"])
 
 
+def _partition_changes(answer: tuple[PartitionChanges, dict[str, Any]]) -> ControllerResult:
+    changes, response = answer
+    return ControllerResult(list(changes.records), response)
+
+
 @handler("CreateTopics")
 def _create_topics(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
@@ -209,43 +215,45 @@ def _create_partitions(
 def _elect_leaders(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    changes, response = replication.elect_leaders(
-        view,
-        election_type=payload["election_type"],
-        topic_partitions=payload.get("topic_partitions"),
-        configs=env.configs(view),
+    return _partition_changes(
+        replication.elect_leaders(
+            view,
+            election_type=payload["election_type"],
+            topic_partitions=payload.get("topic_partitions"),
+            configs=env.configs(view),
+        )
     )
-    return ControllerResult(list(changes.records), response)
 
 
 @handler("AlterPartition")
 def _alter_partition(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    changes, response = replication.alter_partition(
-        view,
-        broker_id=payload["broker_id"],
-        broker_epoch=payload["broker_epoch"],
-        topics=payload["topics"],
-        configs=env.configs(view),
+    return _partition_changes(
+        replication.alter_partition(
+            view,
+            broker_id=payload["broker_id"],
+            broker_epoch=payload["broker_epoch"],
+            topics=payload["topics"],
+            configs=env.configs(view),
+        )
     )
-    return ControllerResult(list(changes.records), response)
 
 
 @handler("AlterReplicaState")
 def _alter_replica_state(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    changes, response = replication.alter_replica_state(view, payload, configs=env.configs(view))
-    return ControllerResult(list(changes.records), response)
+    return _partition_changes(
+        replication.alter_replica_state(view, payload, configs=env.configs(view))
+    )
 
 
 @handler("RebalanceLeaders", state_idempotent=True)
 def _rebalance_leaders(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    changes, response = replication.rebalance_leaders(view, configs=env.configs(view))
-    return ControllerResult(list(changes.records), response)
+    return _partition_changes(replication.rebalance_leaders(view, configs=env.configs(view)))
 
 
 # Handlers of later capabilities register themselves when imported (kept out of this file so

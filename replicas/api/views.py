@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db.models import Prefetch
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import generics
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from controlplane.api.context import client_host, principal_of, request_context
+from controlplane.api.fields import StrictSerializer
 from controlplane.api.permissions import (
     ClusterActionPermission,
     ClusterAlterPermission,
@@ -161,33 +163,36 @@ class CreatePartitionsView(APIView):
         return Response({"throttle_time_ms": 0, "results": results})
 
 
-class ElectLeadersView(APIView):
+class _ControllerRpcView(APIView):
+    """Validate the body strictly, hand it to the service, answer what the controller answers."""
+
+    body: type[StrictSerializer]
+    send: Callable[..., dict[str, Any]]
+
+    def post(self, request: Request) -> Response:
+        payload = self.body.validated(request.data)
+        return Response(type(self).send(payload=payload, context=request_context(request)))
+
+
+@extend_schema_view(post=extend_schema(request=s.ElectLeadersSerializer))
+class ElectLeadersView(_ControllerRpcView):
     permission_classes = [ClusterAlterPermission]
-
-    @extend_schema(request=s.ElectLeadersSerializer)
-    def post(self, request: Request) -> Response:
-        body = s.ElectLeadersSerializer.validated(request.data)
-        return Response(services.leaders_elect(payload=body, context=request_context(request)))
+    body = s.ElectLeadersSerializer
+    send = staticmethod(services.leaders_elect)
 
 
-class AlterPartitionView(APIView):
+@extend_schema_view(post=extend_schema(request=s.AlterPartitionSerializer))
+class AlterPartitionView(_ControllerRpcView):
     permission_classes = [ClusterActionPermission]
-
-    @extend_schema(request=s.AlterPartitionSerializer)
-    def post(self, request: Request) -> Response:
-        body = s.AlterPartitionSerializer.validated(request.data)
-        return Response(services.partition_alter(payload=body, context=request_context(request)))
+    body = s.AlterPartitionSerializer
+    send = staticmethod(services.partition_alter)
 
 
-class AlterReplicaStateView(APIView):
+@extend_schema_view(post=extend_schema(request=s.AlterReplicaStateSerializer))
+class AlterReplicaStateView(_ControllerRpcView):
     permission_classes = [ClusterActionPermission]
-
-    @extend_schema(request=s.AlterReplicaStateSerializer)
-    def post(self, request: Request) -> Response:
-        body = s.AlterReplicaStateSerializer.validated(request.data)
-        return Response(
-            services.replica_state_alter(payload=body, context=request_context(request))
-        )
+    body = s.AlterReplicaStateSerializer
+    send = staticmethod(services.replica_state_alter)
 
 
 class TopicListView(generics.ListAPIView):  # type: ignore[type-arg]
