@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -23,6 +24,88 @@ LATENCY = Histogram(
     ["method", "route"],
     buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30),
 )
+
+
+FORWARDING_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.0075,
+    0.01,
+    0.015,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+)
+
+
+class ForwardingMetrics:
+    """KIP-590's forwarding metrics. Every admin write is forwarded to the active controller (over
+    the controller queue); brokers redirect their clients' writes in an Envelope.
+
+    Prometheus has no meters: a `_total` counter is Kafka's `-count`, and `rate()` of it is the
+    `-rate`. Queue time (sent until the controller took the event) and remote time (sent until
+    answered) are histograms: `histogram_quantile()` gives their percentiles."""
+
+    def __init__(self) -> None:
+        self.pending = Gauge(
+            "kafka_server_forwarding_num_client_forwarding_to_controller_count",
+            "Client requests waiting now for the controller's answer "
+            "(num-client-forwarding-to-controller-count)",
+            multiprocess_mode="livesum",
+        )
+        self.forwarded = Counter(
+            "kafka_server_forwarding_num_client_forwarding_to_controller",
+            "Client requests forwarded to the controller; rate() is "
+            "num-client-forwarding-to-controller-rate",
+            ["api"],
+        )
+        self.redirected = Counter(
+            "kafka_server_forwarding_num_messages_redirected",
+            "Requests redirected by brokers in an Envelope (num-messages-redirected-count; "
+            "rate() is num-messages-redirected-rate)",
+            ["forwarding_principal"],
+        )
+        self.authorization_failed = Counter(
+            "kafka_server_forwarding_request_forwarding_to_controller_authorization_fail_count",
+            "Envelopes refused because the sender lacks CLUSTER_ACTION on the cluster",
+        )
+        self.queue = Histogram(
+            "kafka_server_forwardingmanager_queue_time_seconds",
+            "Time a forwarded request waited before the controller took it (QueueTimeMs)",
+            ["api"],
+            buckets=FORWARDING_BUCKETS,
+        )
+        self.remote = Histogram(
+            "kafka_server_forwardingmanager_remote_time_seconds",
+            "Time from sending a request to the controller until its answer (RemoteTimeMs)",
+            ["api"],
+            buckets=FORWARDING_BUCKETS,
+        )
+
+    def started(self, api: str) -> None:
+        self.pending.inc()
+        self.forwarded.labels(api).inc()
+
+    def finished(self, api: str) -> None:
+        self.pending.dec()
+
+    def queue_time(self, api: str, seconds: float) -> None:
+        self.queue.labels(api).observe(seconds)
+
+    def remote_time(self, api: str, seconds: float) -> None:
+        self.remote.labels(api).observe(seconds)
+
+
+FORWARDING = ForwardingMetrics()
 
 
 def observe_request(method: str, route: str, status: int, seconds: float) -> None:

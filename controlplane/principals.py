@@ -23,6 +23,9 @@ class AuthenticatedPrincipal:
     is_super_user: bool
     is_broker: bool
     is_authenticated: bool = True
+    # Authenticated by a delegation token (at the broker that forwarded the request): Kafka
+    # refuses such a principal new tokens. Bearer tokens and UI sessions never are.
+    token_authenticated: bool = False
 
     @property
     def principal(self) -> str:
@@ -67,3 +70,15 @@ def principal_by_token(token: str) -> AuthenticatedPrincipal | None:
 def principal_by_id(principal_id: int) -> AuthenticatedPrincipal | None:
     row = Principal.objects.filter(pk=principal_id).first()
     return None if row is None else AuthenticatedPrincipal.of(row)
+
+
+def principal_forwarded(name: str, *, token_authenticated: bool = False) -> AuthenticatedPrincipal:
+    """The principal a broker authenticated and forwarded (KIP-590 Envelope). ACLs decide what
+    it may do; a principal known here keeps its super-user and broker flags."""
+    row = Principal.objects.filter(name=name).first()
+    if row is None:
+        return AuthenticatedPrincipal(
+            0, name, False, False, token_authenticated=token_authenticated
+        )
+    known = AuthenticatedPrincipal.of(row)
+    return dataclasses.replace(known, token_authenticated=token_authenticated)

@@ -36,6 +36,12 @@ logger = logging.getLogger("controlplane.controller")
 Event = dict[str, Any]
 Response = dict[str, Any]
 
+# Notes the controller adds to an answer for the node that sent the event (never answered to a
+# client, see services.controller_call): the metadata offsets the event produced, and when the
+# controller took it off the queue.
+OFFSETS_NOTE = "_offsets"
+HANDLED_NOTE = "_handled_ms"
+
 
 def error_response(error: ApiError) -> Response:
     return error.as_fields()
@@ -163,6 +169,7 @@ class ControllerRuntime:
                         "The controller could not apply this request; nothing of it was written.",
                     )
                 )
+        responses = [{**response, HANDLED_NOTE: now} for response in responses]
         handled = time.perf_counter()
         statements = _StatementCounter()
         try:
@@ -261,11 +268,13 @@ def _run_events(
         except ReplayFailed as failure:
             failure.index = index
             raise
-        responses.append(response)
         if delta.last_offset >= first_offset:
+            # A note for the caller's audit trail (and for a retry's, through the stored answer).
+            response = {**response, OFFSETS_NOTE: [first_offset, delta.last_offset]}
             writes.append(
                 AppliedWrite(context, event["api"], first_offset, delta.last_offset, response)
             )
+        responses.append(response)
     return delta, contacts, responses, writes
 
 

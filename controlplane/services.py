@@ -9,6 +9,8 @@ same request id, so the controller applies the write once.
 
 from __future__ import annotations
 
+import contextvars
+import dataclasses
 import logging
 import time
 import uuid
@@ -20,13 +22,40 @@ from django.conf import settings
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.lease import now_ms
 from controlplane.metadata_log import RequestContext
-from controlplane.runtime import get_runtime
+from controlplane.metrics import FORWARDING
+from controlplane.runtime import HANDLED_NOTE, OFFSETS_NOTE, get_runtime
 
 logger = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.05
 ATTEMPT_TIMEOUT_MS = 5000
 WHOLE_REQUEST_ERRORS = frozenset({Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT})
+
+
+@dataclasses.dataclass(slots=True)
+class ControllerNotes:
+    """What the controller told the sending node besides the answer, for the audit trail:
+    the metadata offsets the request produced, and private notes (keys starting with `_`)."""
+
+    first_offset: int | None = None
+    last_offset: int | None = None
+    private: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def add(self, notes: dict[str, Any]) -> None:
+        offsets = notes.pop(OFFSETS_NOTE, None)
+        if offsets:
+            first, last = int(offsets[0]), int(offsets[1])
+            self.first_offset = (
+                first if self.first_offset is None else min(first, self.first_offset)
+            )
+            self.last_offset = last if self.last_offset is None else max(last, self.last_offset)
+        self.private.update(notes)
+
+
+# Set by the audited API views around one request; controller_call adds to it.
+controller_notes: contextvars.ContextVar[ControllerNotes | None] = contextvars.ContextVar(
+    "controller_notes", default=None
+)
 
 
 def controller_call(
@@ -42,7 +71,8 @@ def controller_call(
     REQUEST_TIMED_OUT when the controller did not answer before it.
     """
     deadline = now_ms() + (timeout_ms if timeout_ms is not None else settings.CP_REQUEST_TIMEOUT_MS)
-    event = {
+    sent_ms = now_ms()
+    event: dict[str, Any] = {
         "api": api,
         "payload": payload,
         "principal": context.principal,
@@ -50,7 +80,31 @@ def controller_call(
         "client_host": context.client_host,
         "request_id": context.request_id or str(uuid.uuid4()),
         "deadline_ms": deadline,
+        "sent_ms": sent_ms,
     }
+    FORWARDING.started(api)
+    try:
+        response = _call_until_deadline(event, deadline)
+    finally:
+        FORWARDING.finished(api)
+    return _take_notes(response, sent_ms=sent_ms, api=api)
+
+
+def _take_notes(response: dict[str, Any], *, sent_ms: int, api: str) -> dict[str, Any]:
+    """The answer without the controller's notes; the notes go to the request's audit trail."""
+    private = {k: v for k, v in response.items() if k.startswith("_")}
+    if not private:
+        return response
+    handled = private.pop(HANDLED_NOTE, None)
+    if isinstance(handled, int):
+        FORWARDING.queue_time(api, max(0, handled - sent_ms) / 1000)
+    notes = controller_notes.get()
+    if notes is not None:
+        notes.add(private)
+    return {k: v for k, v in response.items() if not k.startswith("_")}
+
+
+def _call_until_deadline(event: dict[str, Any], deadline: int) -> dict[str, Any]:
     last_error = ApiError(Errors.REQUEST_TIMED_OUT, "No attempt finished.")
     while True:
         remaining = deadline - now_ms()
@@ -61,7 +115,9 @@ def controller_call(
                 Errors.REQUEST_TIMED_OUT,
                 f"No answer from the active controller before the deadline ({last_error.message})",
             )
+        attempt_started = time.perf_counter()
         response = _attempt(event, min(remaining, ATTEMPT_TIMEOUT_MS))
+        FORWARDING.remote_time(event["api"], time.perf_counter() - attempt_started)
         if response is None:
             last_error = ApiError(Errors.REQUEST_TIMED_OUT, "The controller did not answer.")
         elif response.get("error_code") == Errors.NOT_CONTROLLER:

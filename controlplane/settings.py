@@ -45,6 +45,7 @@ INSTALLED_APPS = [
     "brokers.apps.BrokersConfig",
     "replicas.apps.ReplicasConfig",
     "canary.apps.CanaryConfig",
+    "audit.apps.AuditConfig",
     "frontend.apps.FrontendConfig",
 ]
 

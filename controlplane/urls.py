@@ -3,6 +3,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from brokers.api import views as broker_views
 from controlplane.api import views
+from controlplane.api.envelope import EnvelopeView
 from replicas.api import views as replica_views
 
 internal = [
@@ -13,6 +14,7 @@ internal = [
     ),
     path("broker-heartbeat", broker_views.BrokerHeartbeatView.as_view(), name="broker-heartbeat"),
     path("metadata", views.MetadataFetchView.as_view(), name="metadata-fetch"),
+    path("envelope", EnvelopeView.as_view(), name="envelope"),
     path("alter-partition", replica_views.AlterPartitionView.as_view(), name="alter-partition"),
     path(
         "alter-replica-state",
@@ -55,6 +57,7 @@ urlpatterns = [
     path("api/v1/", include("controlplane.api.acl_urls")),
     path("api/v1/", include("controlplane.api.quota_urls")),
     path("api/v1/", include("controlplane.api.token_urls")),
+    path("api/v1/", include("audit.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("metrics", views.metrics_view, name="metrics"),

@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.api.mixins import AuditedRpcView
 from brokers import services
 from brokers.api.serializers import (
     BrokerHeartbeatResponseSerializer,
@@ -58,7 +59,7 @@ class BrokerHeartbeatView(APIView):
         )
 
 
-class UnregisterBrokerView(APIView):
+class UnregisterBrokerView(AuditedRpcView):
     permission_classes = [ClusterAlterPermission]
 
     @extend_schema(request=UnregisterBrokerSerializer)

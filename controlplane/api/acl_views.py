@@ -12,8 +12,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from audit.api.mixins import AuditedRpcView
 from controlplane.api import acl_serializers as s
 from controlplane.api.context import request_context
 from controlplane.api.errors import error_body
@@ -44,7 +44,7 @@ ACL_FIELDS = (
 )
 
 
-class CreateAclsView(APIView):
+class CreateAclsView(AuditedRpcView):
     permission_classes = [ClusterAlterPermission]
 
     @extend_schema(request=s.CreateAclsSerializer)
@@ -62,7 +62,7 @@ class CreateAclsView(APIView):
         return Response({"throttle_time_ms": 0, "results": results})
 
 
-class DeleteAclsView(APIView):
+class DeleteAclsView(AuditedRpcView):
     permission_classes = [ClusterAlterPermission]
 
     @extend_schema(request=s.DeleteAclsSerializer)
@@ -78,7 +78,7 @@ class DeleteAclsView(APIView):
         return Response({"throttle_time_ms": 0, "filter_results": results})
 
 
-class DescribeAclsView(APIView):
+class DescribeAclsView(AuditedRpcView):
     permission_classes = [ClusterDescribePermission]
 
     @extend_schema(request=s.DescribeAclsSerializer)

@@ -15,8 +15,8 @@ from django.db.models import Q
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from audit.api.mixins import AuditedRpcView
 from brokers.models import Broker
 from controlplane.api.config_serializers import (
     AlterConfigsSerializer,
@@ -93,7 +93,7 @@ def _authorization_error(
     )
 
 
-class _AlterConfigsBase(APIView):
+class _AlterConfigsBase(AuditedRpcView):
     permission_classes = [PublicWritePermission]
     api = ""
     serializer: type[StrictSerializer] = StrictSerializer
@@ -202,7 +202,7 @@ def _stored_configs(resources: list[tuple[str, str]]) -> dict[tuple[str, str], d
     return stored
 
 
-class DescribeConfigsView(APIView):
+class DescribeConfigsView(AuditedRpcView):
     """Kafka's DescribeConfigs, read from the projection: each key's value and where it comes
     from (topic, broker, cluster default, static or default), sensitive values hidden."""
 

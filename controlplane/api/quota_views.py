@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.api.mixins import AuditedRpcView
 from controlplane.api import quota_serializers as s
 from controlplane.api.context import request_context
 from controlplane.api.permissions import _ClusterOperation
@@ -37,7 +38,7 @@ def _wire_entity(entity: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"entity_type": e["entity_type"], "entity_name": e["entity_name"]} for e in entity]
 
 
-class AlterClientQuotasView(APIView):
+class AlterClientQuotasView(AuditedRpcView):
     permission_classes = [ClusterAlterConfigsPermission]
 
     @extend_schema(request=s.AlterClientQuotasSerializer)
@@ -61,7 +62,7 @@ class AlterClientQuotasView(APIView):
         return Response(response)
 
 
-class DescribeClientQuotasView(APIView):
+class DescribeClientQuotasView(AuditedRpcView):
     permission_classes = [ClusterDescribeConfigsPermission]
 
     @extend_schema(request=s.DescribeClientQuotasSerializer)

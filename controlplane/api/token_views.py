@@ -3,7 +3,8 @@ requester principal in the payload), describe reads the projection (cp_delegatio
 
 Kafka refuses CreateDelegationToken from a connection authenticated by a delegation token
 (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED). Principals here authenticate by bearer tokens or a
-session only, never by a delegation token, so that rule cannot apply and is not checked.
+session, never by a delegation token; a broker that forwards a request in an Envelope says
+whether it authenticated the client with one (`request_principal.token_authenticated`).
 HMACs are answered by create only and are never logged.
 """
 
@@ -15,8 +16,8 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from audit.api.mixins import AuditedRpcView
 from controlplane.api import token_serializers as s
 from controlplane.api.context import client_host, principal_of, request_context
 from controlplane.api.permissions import IsPrincipal
@@ -78,12 +79,21 @@ def _authorized_owner(request: Request, body: dict[str, Any]) -> bool:
     )
 
 
-class CreateDelegationTokenView(APIView):
+class CreateDelegationTokenView(AuditedRpcView):
     permission_classes = [PublicWritePermission]
 
     @extend_schema(request=s.CreateDelegationTokenSerializer)
     def post(self, request: Request) -> Response:
         body = s.CreateDelegationTokenSerializer.validated(request.data)
+        if principal_of(request).token_authenticated:
+            return Response(
+                {
+                    **EMPTY_CREATE,
+                    "error_code": int(Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
+                    "error_message": "Delegation tokens cannot be created by a principal "
+                    "authenticated with a delegation token.",
+                }
+            )
         if not _authorized_owner(request, body):
             return Response(
                 {
@@ -101,7 +111,7 @@ class CreateDelegationTokenView(APIView):
         return Response({**EMPTY_CREATE, **_call(request, "CreateDelegationToken", payload)})
 
 
-class RenewDelegationTokenView(APIView):
+class RenewDelegationTokenView(AuditedRpcView):
     permission_classes = [PublicWritePermission]
 
     @extend_schema(request=s.RenewDelegationTokenSerializer)
@@ -111,7 +121,7 @@ class RenewDelegationTokenView(APIView):
         return Response({**EMPTY_EXPIRY, **_call(request, "RenewDelegationToken", payload)})
 
 
-class ExpireDelegationTokenView(APIView):
+class ExpireDelegationTokenView(AuditedRpcView):
     permission_classes = [PublicWritePermission]
 
     @extend_schema(request=s.ExpireDelegationTokenSerializer)
@@ -131,7 +141,7 @@ def _configs() -> ConfigView:
     return ConfigView(lookup, settings.CP_STATIC_BROKER_CONFIGS)
 
 
-class DescribeDelegationTokenView(APIView):
+class DescribeDelegationTokenView(AuditedRpcView):
     permission_classes = [IsPrincipal]
 
     @extend_schema(request=s.DescribeDelegationTokenSerializer)

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit.api.mixins import AuditedRpcView
 from controlplane.api.context import client_host, principal_of, request_context
 from controlplane.api.fields import StrictSerializer
 from controlplane.api.permissions import (
@@ -78,7 +79,7 @@ def _per_topic(
     return [answers.get(t["name"]) or denied(t["name"]) for t in topics]
 
 
-class CreateTopicsView(APIView):
+class CreateTopicsView(AuditedRpcView):
     permission_classes = [PublicWritePermission]
 
     @extend_schema(request=s.CreateTopicsSerializer)
@@ -103,7 +104,7 @@ class CreateTopicsView(APIView):
         return Response({"throttle_time_ms": 0, "topics": topics})
 
 
-class DeleteTopicsView(APIView):
+class DeleteTopicsView(AuditedRpcView):
     permission_classes = [PublicWritePermission]
 
     @extend_schema(request=s.DeleteTopicsSerializer)
@@ -145,7 +146,7 @@ class DeleteTopicsView(APIView):
         return Response({"throttle_time_ms": 0, "responses": responses + denied})
 
 
-class CreatePartitionsView(APIView):
+class CreatePartitionsView(AuditedRpcView):
     permission_classes = [PublicWritePermission]
 
     @extend_schema(request=s.CreatePartitionsSerializer)
@@ -175,7 +176,7 @@ class _ControllerRpcView(APIView):
 
 
 @extend_schema_view(post=extend_schema(request=s.ElectLeadersSerializer))
-class ElectLeadersView(_ControllerRpcView):
+class ElectLeadersView(AuditedRpcView, _ControllerRpcView):
     permission_classes = [ClusterAlterPermission]
     body = s.ElectLeadersSerializer
     send = staticmethod(services.leaders_elect)

@@ -128,6 +128,7 @@ def test_renew_rules():
         "error_code": 0,
         "error_message": None,
         "expiry_timestamp_ms": cluster.now + 5000,
+        "_token_id": created["token_id"],  # a note for the audit trail, never answered
     }
     default = cluster.call("RenewDelegationToken", hmac=mac, renew_period_ms=-1)
     assert default["expiry_timestamp_ms"] == cluster.now + DAY
@@ -146,14 +147,20 @@ def test_renew_rules():
 
 def test_expire_later_and_now():
     cluster = Cluster()
-    mac = cluster.create()["hmac"]
+    created = cluster.create()
+    mac = created["hmac"]
     later = cluster.call("ExpireDelegationToken", hmac=mac, expiry_time_period_ms=100)
     assert later["expiry_timestamp_ms"] == cluster.now + 100
     assert len(cluster.image.delegation_tokens) == 1
     mismatch = cluster.call("ExpireDelegationToken", "User:eve", hmac=mac, expiry_time_period_ms=-1)
     assert mismatch["error_code"] == Errors.DELEGATION_TOKEN_OWNER_MISMATCH
     now = cluster.call("ExpireDelegationToken", hmac=mac, expiry_time_period_ms=-1)
-    assert now == {"error_code": 0, "error_message": None, "expiry_timestamp_ms": cluster.now}
+    assert now == {
+        "error_code": 0,
+        "error_message": None,
+        "expiry_timestamp_ms": cluster.now,
+        "_token_id": created["token_id"],
+    }
     assert cluster.image.delegation_tokens == {}
     assert isinstance(cluster.log[-1], RemoveDelegationTokenRecord)
     gone = cluster.call("ExpireDelegationToken", hmac=mac, expiry_time_period_ms=-1)

@@ -1,0 +1,64 @@
+"""Writing the audit trail. One row per admin request, allowed or denied; never a secret."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from audit.models import AuditEvent
+from audit.resources import request_outcome, request_resources
+from controlplane.forwarding import Forwarding
+from controlplane.lease import now_ms
+
+logger = logging.getLogger("controlplane.audit")
+
+
+def audit_event_record(
+    *,
+    api: str,
+    principal: str,
+    client_id: str,
+    client_host: str,
+    request_id: str,
+    http_status: int,
+    body: Any,
+    answer: Any,
+    notes: dict[str, Any],
+    first_offset: int | None,
+    last_offset: int | None,
+    forwarding: Forwarding | None,
+    duration_ms: float,
+) -> AuditEvent:
+    resources = request_resources(api, body, answer, notes)
+    outcome, error_code = request_outcome(http_status, answer, resources)
+    event = AuditEvent.objects.create(
+        time_ms=now_ms(),
+        principal=principal[:255],
+        client_id=client_id[:255],
+        client_host=client_host[:64],
+        forwarding_principal=forwarding.principal[:255] if forwarding else "",
+        forwarding_host=forwarding.host[:64] if forwarding else "",
+        forwarding_broker_id=forwarding.broker_id if forwarding else None,
+        api=api,
+        resources=resources,
+        outcome=outcome,
+        error_code=error_code,
+        http_status=http_status,
+        request_id=request_id[:128],
+        first_offset=first_offset,
+        last_offset=last_offset,
+        duration_ms=round(duration_ms, 3),
+    )
+    logger.info(
+        "%s %s by %s%s from %s: %s (error %d), offsets %s-%s",
+        api,
+        ", ".join(f"{r['resource_type']}:{r['resource_name']}" for r in resources[:10]),
+        principal,
+        f" via {forwarding.principal}" if forwarding else "",
+        client_host,
+        outcome,
+        error_code,
+        first_offset,
+        last_offset,
+    )
+    return event

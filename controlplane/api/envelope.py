@@ -1,0 +1,168 @@
+"""KIP-590's Envelope: a broker redirects a client's admin write to the controller.
+
+The sender must hold CLUSTER_ACTION on the cluster (a client pretending to be a broker is
+refused, and counted). The inner request then runs through its own public API view as the
+original principal: validated, authorized, sent to the controller and audited as that
+principal, with the forwarding broker noted. Inner errors travel inside `response_data`;
+NOT_CONTROLLER and REQUEST_TIMED_OUT are the envelope's own, so the broker retries or gives up.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpResponseBase
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from audit.api.mixins import AuditedRpcView
+from controlplane.api.context import client_host, principal_of
+from controlplane.api.errors import HTTP_STATUS, error_body
+from controlplane.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
+from controlplane.api.permissions import IsPrincipal
+from controlplane.authz import is_authorized
+from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.forwarding import ADMIN_APIS_BY_KEY, Forwarding, admin_request_execute
+from controlplane.metrics import FORWARDING
+from controlplane.principals import AuthenticatedPrincipal, principal_forwarded
+
+INT16_MAX = 32767
+INT32_MAX = 2**31 - 1
+PRINCIPAL_NAME_MAX = 255
+PRINCIPAL_FIELDS = frozenset({"type", "name", "token_authenticated"})
+RETRIED_BY_THE_SENDER = frozenset({Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT})
+
+
+class RequestHeaderSerializer(StrictSerializer):
+    request_api_key = StrictIntegerField(min_value=0, max_value=INT16_MAX)
+    request_api_version = StrictIntegerField(min_value=0, max_value=INT16_MAX)
+    client_id = StrictCharField(
+        max_length=255, allow_blank=True, allow_null=True, required=False, default=""
+    )
+    correlation_id = StrictIntegerField(min_value=-INT32_MAX - 1, max_value=INT32_MAX)
+
+
+class EnvelopeSerializer(StrictSerializer):
+    request_header = RequestHeaderSerializer()
+    request_data = serializers.JSONField()
+    # Decoded by the view: an undecodable principal is PRINCIPAL_DESERIALIZATION_FAILURE.
+    request_principal = serializers.JSONField()
+    client_host_address = StrictCharField(max_length=64, allow_blank=True, trim_whitespace=False)
+    # Which broker redirected it (the control plane's addition, for the audit trail).
+    forwarding_broker_id = StrictIntegerField(
+        min_value=0, max_value=INT32_MAX, required=False, allow_null=True, default=None
+    )
+
+
+def principal_decode(value: Any) -> AuthenticatedPrincipal:
+    """The original principal, as Kafka's KafkaPrincipalSerde would read it back."""
+
+    def failure(why: str) -> ApiError:
+        return ApiError(Errors.PRINCIPAL_DESERIALIZATION_FAILURE, f"request_principal: {why}")
+
+    if not isinstance(value, dict) or not set(value) <= PRINCIPAL_FIELDS:
+        raise failure("expected an object with type, name and token_authenticated.")
+    kind, name = value.get("type"), value.get("name")
+    token_authenticated = value.get("token_authenticated", False)
+    if kind != "User":
+        raise failure(f"unknown principal type {kind!r} (only User).")
+    if not isinstance(name, str) or not 0 < len(name) <= PRINCIPAL_NAME_MAX:
+        raise failure(f"the name must be a string of 1 to {PRINCIPAL_NAME_MAX} characters.")
+    if not name.isprintable():
+        raise failure("the name has control characters.")
+    if not isinstance(token_authenticated, bool):
+        raise failure("token_authenticated must be true or false.")
+    return principal_forwarded(name, token_authenticated=token_authenticated)
+
+
+def envelope_error(error: ApiError) -> Response:
+    response = Response(
+        {**error_body(error.error, error.message), "response_data": None},
+        status=HTTP_STATUS.get(error.error, 400),
+    )
+    if error.error is Errors.NOT_CONTROLLER:
+        response["Retry-After"] = "1"
+    return response
+
+
+class EnvelopeView(AuditedRpcView):
+    permission_classes = [IsPrincipal]  # CLUSTER_ACTION is checked (and counted) in post
+    audit_api = "Envelope"
+    inner_ran = False
+
+    @extend_schema(request=EnvelopeSerializer)
+    def post(self, request: Request) -> Response:
+        try:
+            return self._forward(request)
+        except ApiError as error:
+            return envelope_error(error)
+
+    def audited(self, response: HttpResponseBase) -> bool:
+        return not self.inner_ran  # a request that ran is audited as itself
+
+    def audit_notes(self) -> dict[str, Any]:
+        return {"inner_api": getattr(self, "inner_api", None) or _named_api(self.request)}
+
+    def _forward(self, request: Request) -> Response:
+        sender = principal_of(request)
+        host = client_host(request)
+        if not is_authorized(
+            sender,
+            host=host,
+            operation=AclOperation.CLUSTER_ACTION,
+            resource_type=ResourceType.CLUSTER,
+            resource_name=CLUSTER_NAME,
+        ):
+            FORWARDING.authorization_failed.inc()
+            raise ApiError(
+                Errors.CLUSTER_AUTHORIZATION_FAILED,
+                f"{sender.principal} is not authorized for CLUSTER_ACTION on the cluster: "
+                "only brokers may send an Envelope.",
+            )
+        body = EnvelopeSerializer.validated(request.data)
+        header = body["request_header"]
+        api = ADMIN_APIS_BY_KEY.get(header["request_api_key"])
+        self.inner_api = api.name if api else f"apiKey {header['request_api_key']}"
+        if api is None or not api.forwardable:
+            raise ApiError(
+                Errors.INVALID_REQUEST,
+                f"{self.inner_api} cannot be forwarded in an Envelope.",
+            )
+        if not isinstance(body["request_data"], dict):
+            raise ApiError(Errors.INVALID_REQUEST, "request_data: expected a JSON object.")
+        principal = principal_decode(body["request_principal"])
+        FORWARDING.redirected.labels(sender.principal).inc()
+        self.inner_ran = True
+        answer = admin_request_execute(
+            api=api,
+            body=body["request_data"],
+            principal=principal,
+            client_host=body["client_host_address"],
+            client_id=header["client_id"] or "",
+            request_id=getattr(request._request, "request_id", ""),
+            forwarding=Forwarding(sender.principal, host, body["forwarding_broker_id"]),
+        )
+        code = answer.data.get("error_code")
+        if code in RETRIED_BY_THE_SENDER:
+            raise ApiError(Errors(code), answer.data.get("error_message"))
+        return Response(
+            {
+                **error_body(Errors.NONE, None),
+                "response_header": {"correlation_id": header["correlation_id"]},
+                "response_status": answer.status,
+                "response_data": answer.data,
+            }
+        )
+
+
+def _named_api(request: Request) -> str:
+    """The API an envelope refused before it was read names, for the audit trail."""
+    try:
+        key = request.data["request_header"]["request_api_key"]
+    except Exception:  # anything at all may have been sent
+        return ""
+    api = ADMIN_APIS_BY_KEY.get(key) if isinstance(key, int) else None
+    return api.name if api else f"apiKey {key}"[:64]
