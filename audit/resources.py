@@ -140,9 +140,8 @@ def _resources(
     if api == "DescribeAcls":
         return [named(_acl(body), top)]
     if api == "ElectLeaders":
-        if isinstance(answer.get("replica_election_results"), list):
-            return _partitions(answer)
-        return [named(p, top) for p in _requested_partitions(body)]
+        elected = list(_partitions(answer))
+        return elected or [named(p, top) for p in _requested_partitions(body)]
     if api == "DescribeClientQuotas":
         return [named(_quota_entity(body), top)]
     if api == "CreateDelegationToken":

@@ -7,11 +7,14 @@ then applies them to its image. Events are handled one batch at a time under a l
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from django.conf import settings
@@ -41,6 +44,7 @@ Response = dict[str, Any]
 # controller took it off the queue.
 OFFSETS_NOTE = "_offsets"
 HANDLED_NOTE = "_handled_ms"
+MAX_BATCH_EVENTS = 500  # events handled in one batch (one commit) at the most
 
 
 def error_response(error: ApiError) -> Response:
@@ -70,6 +74,7 @@ class ControllerRuntime:
         self.image: MetadataImage | None = None
         self.activated_ms = 0
         self._lock = threading.RLock()
+        self._batcher: EventBatcher | None = None
 
     # --- the lease ----------------------------------------------------------------------
     def is_active(self) -> bool:
@@ -213,6 +218,29 @@ class ControllerRuntime:
         except Exception:  # the mirror is a cache: heartbeats fall back to the brokers table
             logger.warning("could not mirror broker status to the session store", exc_info=True)
 
+    # --- the event queue ------------------------------------------------------------------
+    def submit(self, event: Event) -> Response:
+        """Handle an event together with whatever else is waiting (one batch, one commit).
+
+        Consumers of the controller queue run in many threads; each hands its event to the one
+        thread that turns waiting events into a batch, as Kafka's QuorumController does with
+        its event queue. Falls back to handling the event alone when no batcher runs.
+        """
+        batcher = self._batcher
+        if batcher is None:
+            return self.handle(event)
+        return batcher.submit(event)
+
+    def start_batching(self, *, max_batch: int = MAX_BATCH_EVENTS) -> None:
+        with self._lock:
+            if self._batcher is None:
+                self._batcher = EventBatcher(self, max_batch=max_batch)
+
+    def stop_batching(self) -> None:
+        batcher, self._batcher = self._batcher, None
+        if batcher is not None:
+            batcher.stop()
+
     # --- the timer ----------------------------------------------------------------------
     def run_forever(self, stop: threading.Event, interval_s: float = 0.5) -> None:
         """Renew or take the lease, then fence brokers whose session lapsed; repeat."""
@@ -230,6 +258,70 @@ class ControllerRuntime:
             except Exception:
                 logger.exception("controller timer failed")
             stop.wait(interval_s)
+
+
+class EventBatcher:
+    """One thread drains the waiting events into batches for the controller: group commit.
+
+    While a batch commits, new events queue up; the next batch takes all of them (up to
+    `max_batch`), so the cost of a commit is shared by every event that arrived meanwhile.
+    """
+
+    def __init__(self, runtime: ControllerRuntime, *, max_batch: int) -> None:
+        self.runtime = runtime
+        self.max_batch = max_batch
+        self._waiting: queue.SimpleQueue[tuple[Event, Future[Response]] | None] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._run, name="controller-events", daemon=True)
+        self._thread.start()
+
+    def submit(self, event: Event) -> Response:
+        answer: Future[Response] = Future()
+        self._waiting.put((event, answer))
+        return answer.result()
+
+    def stop(self) -> None:
+        """Finish what waits, then end the thread (and its database connection)."""
+        self._waiting.put(None)
+        self._thread.join(timeout=30)
+
+    def _run(self) -> None:
+        try:
+            while (first := self._waiting.get()) is not None:
+                batch = [first]
+                while len(batch) < self.max_batch:
+                    try:
+                        waiting = self._waiting.get_nowait()
+                    except queue.Empty:
+                        break
+                    if waiting is None:
+                        self._waiting.put(None)  # stop after this batch
+                        break
+                    batch.append(waiting)
+                self._handle(batch)
+        finally:
+            _reset_connection()
+
+    def _handle(self, batch: list[tuple[Event, Future[Response]]]) -> None:
+        try:
+            responses = self.runtime.handle_batch([event for event, _ in batch])
+        except BaseException as error:  # every waiting caller learns of it; the loop goes on
+            logger.exception("controller batch of %d event(s) failed", len(batch))
+            for _, answer in batch:
+                answer.set_exception(error)
+            _reset_connection()
+            return
+        for (_, answer), response in zip(batch, responses, strict=True):
+            answer.set_result(response)
+        if connection.errors_occurred:
+            _reset_connection()
+
+
+def _reset_connection() -> None:
+    """A connection that failed (the database restarted) is replaced on the next batch."""
+    with contextlib.suppress(DatabaseError):
+        connection.close()
 
 
 def _run_events(
@@ -348,6 +440,8 @@ def get_runtime() -> ControllerRuntime:
 def reset_runtime() -> None:
     """Forget this process's controller (tests start each case from a clean database)."""
     global _runtime
+    if _runtime is not None:
+        _runtime.stop_batching()
     _runtime = None
 
 

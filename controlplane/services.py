@@ -132,7 +132,10 @@ def _attempt(event: dict[str, Any], timeout_ms: int) -> dict[str, Any] | None:
         return get_runtime().handle(event)
     from controlplane.tasks import controller_event
 
-    result = controller_event.apply_async(args=[event], queue="controller")
+    # The event may carry a secret (a config value, an HMAC): what Celery shows of it (worker
+    # logs, `celery inspect`) is only its API and request id.
+    shown = f"({{'api': {event['api']!r}, 'request_id': {event['request_id']!r}}},)"
+    result = controller_event.apply_async(args=[event], queue="controller", argsrepr=shown)
     try:
         answer: dict[str, Any] = result.get(timeout=timeout_ms / 1000, propagate=True)
         return answer

@@ -139,6 +139,8 @@ CP_CLUSTER_ID = os.environ.get("CP_CLUSTER_ID", "")
 CP_NODE_ID = os.environ.get("CP_NODE_ID", f"{socket.gethostname()}-{os.getpid()}")
 CP_CONTROLLER_ID = env_int("CP_CONTROLLER_ID", 3000)
 CP_LEASE_MS = env_int("CP_CONTROLLER_LEASE_MS", 6000)
+# Threads consuming the controller queue: events waiting together commit together.
+CP_CONTROLLER_CONSUMERS = env_int("CP_CONTROLLER_CONSUMERS", 32)
 CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
 CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from celery import shared_task
@@ -12,7 +13,11 @@ from replicas import services
 @shared_task(name="replicas.tasks.apply_replica_state_changes")  # type: ignore[untyped-decorator]
 def apply_replica_state_changes() -> int:
     """On the controller queue: apply waiting AlterReplicaState reports in one batch."""
-    return services.replica_state_apply_pending()
+    with _one_at_a_time:  # consumers run in threads: two would read the same waiting reports
+        return services.replica_state_apply_pending()
+
+
+_one_at_a_time = threading.Lock()
 
 
 @shared_task(name="replicas.tasks.rebalance_leaders")  # type: ignore[untyped-decorator]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -73,3 +74,68 @@ def test_a_log_that_moved_under_the_controller_fences_it_until_it_reloads():
     assert again["error_code"] == 0 and again["broker_epoch"] == 1
     assert runtime.lease is not None and lease is not None
     assert runtime.lease.epoch == lease.epoch  # same holder re-acquired: no new epoch
+
+
+@pytest.mark.django_db(transaction=True)
+def test_events_waiting_together_commit_together() -> None:
+    import threading
+
+    runtime = get_runtime()
+    runtime.handle(registration_event(1))  # active, with an image
+    runtime.start_batching()
+    batches: list[int] = []
+    handle_batch = runtime.handle_batch
+
+    def counted(events: list[dict[str, object]]) -> list[dict[str, object]]:
+        batches.append(len(events))
+        return handle_batch(events)
+
+    runtime.handle_batch = counted  # type: ignore[method-assign]
+    answers: dict[int, dict[str, object]] = {}
+
+    events = {broker_id: registration_event(broker_id) for broker_id in range(2, 12)}
+
+    def send(broker_id: int) -> None:
+        answers[broker_id] = runtime.submit(events[broker_id])
+
+    def wait_until_waiting(count: int) -> None:
+        waiting = runtime._batcher._waiting  # type: ignore[union-attr]
+        deadline = time.monotonic() + 10
+        while waiting.qsize() != count and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert waiting.qsize() == count
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(2, 12)]
+    with runtime._lock:  # the controller is busy: everything sent meanwhile waits together
+        threads[0].start()
+        wait_until_waiting(0)  # the batcher took the first event and waits for the controller
+        for thread in threads[1:]:
+            thread.start()
+        wait_until_waiting(9)
+    for thread in threads:
+        thread.join(timeout=10)
+    assert sorted(answers) == list(range(2, 12))
+    assert all(a["error_code"] == 0 for a in answers.values())
+    assert batches == [1, 9]  # the one taken first, then the nine that waited
+    epochs = sorted(int(a["broker_epoch"]) for a in answers.values())  # type: ignore[call-overload]
+    assert epochs == list(range(1, 11))  # gap-free offsets across the batches
+    assert MetadataRecord.objects.count() == 11
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_batch_fails_its_callers_and_the_next_batch_still_runs() -> None:
+    runtime = get_runtime()
+    runtime.start_batching()
+    handle_batch = runtime.handle_batch
+    calls: list[int] = []
+
+    def fails_once(events: list[dict[str, object]]) -> list[dict[str, object]]:
+        calls.append(len(events))
+        if len(calls) == 1:
+            raise RuntimeError("the database went away")
+        return handle_batch(events)
+
+    runtime.handle_batch = fails_once  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        runtime.submit(registration_event(1))
+    assert runtime.submit(registration_event(1))["error_code"] == 0

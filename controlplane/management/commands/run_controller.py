@@ -1,7 +1,8 @@
 """A controller process: standby until it holds the lease, then the active controller.
 
 Only the active controller consumes the Celery queue `controller`: a standby consumes nothing, so
-no event can reach a node that would have to refuse it. Losing the lease ends the process (as a
+no event can reach a node that would have to refuse it. Events that wait together are handled
+in one batch and one commit (group commit). Losing the lease ends the process (as a
 Kafka controller resigns); the supervisor starts it again as a standby.
 """
 
@@ -12,6 +13,7 @@ import os
 import threading
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from controlplane.celery import app
@@ -37,15 +39,18 @@ class Command(BaseCommand):
         )
         self.stdout.flush()
         start_timer_thread(runtime)
+        runtime.start_batching()
         app.worker_main(
             [
                 "worker",
                 "--queues",
                 "controller",
+                # Consumers only wait: each hands its event to the runtime's one batching
+                # thread, so events that arrive together commit together.
                 "--pool",
-                "solo",
+                "threads",
                 "--concurrency",
-                "1",
+                str(settings.CP_CONTROLLER_CONSUMERS),
                 "--hostname",
                 f"controller-{runtime.node_id}@%h",
                 "--without-gossip",
