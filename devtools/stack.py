@@ -125,7 +125,13 @@ class Stack:
         self.procs[name] = proc
         return proc
 
-    def start_web(self, name: str = "web", workers: int = 2, threads: int = 8) -> Http:
+    def start_web(
+        self,
+        name: str = "web",
+        workers: int = 2,
+        threads: int = 8,
+        extra_env: dict[str, str] | None = None,
+    ) -> Http:
         port = free_port()
         self.spawn(
             name,
@@ -144,6 +150,7 @@ class Stack:
                 "--config",
                 "python:controlplane.gunicorn_conf",
             ],
+            extra_env,
         )
         http = Http(f"http://127.0.0.1:{port}")
         wait_for(lambda: http.call("GET", "/api/v1/whoami")[0] == 401, 30, f"{name} to listen")
