@@ -6,6 +6,8 @@ import dataclasses
 import hashlib
 import re
 import secrets
+import threading
+import time
 
 from django.conf import settings
 
@@ -51,6 +53,7 @@ def principal_create(*, name: str, super_user: bool = False, broker: bool = Fals
             f"Invalid principal name {name!r}: use 1-200 of letters, digits and . _ @ -"
         )
     token = secrets.token_urlsafe(32)
+    token_cache.clear()  # a re-keyed principal's old token stops working here at once
     Principal.objects.update_or_create(
         name=name,
         defaults={
@@ -62,9 +65,48 @@ def principal_create(*, name: str, super_user: bool = False, broker: bool = Fals
     return token
 
 
+class _TokenCache:
+    """Principals by token hash, for a few seconds: authentication is the one query every API
+    request made, and tokens change rarely. A re-keyed or removed principal's old token keeps
+    working for at most `ttl_s` in another process (as Kafka's brokers cache credentials)."""
+
+    def __init__(self, ttl_s: float, max_entries: int) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._entries: dict[str, tuple[AuthenticatedPrincipal, float]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, digest: str) -> AuthenticatedPrincipal | None:
+        hit = self._entries.get(digest)
+        if hit is None or hit[1] < time.monotonic():
+            return None
+        return hit[0]
+
+    def put(self, digest: str, principal: AuthenticatedPrincipal) -> None:
+        with self._lock:
+            if len(self._entries) >= self.max_entries:
+                self._entries.clear()
+            self._entries[digest] = (principal, time.monotonic() + self.ttl_s)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+token_cache = _TokenCache(ttl_s=5.0, max_entries=10_000)
+
+
 def principal_by_token(token: str) -> AuthenticatedPrincipal | None:
-    row = Principal.objects.filter(token_hash=token_hash(token)).first()
-    return None if row is None else AuthenticatedPrincipal.of(row)
+    digest = token_hash(token)
+    cached = token_cache.get(digest)
+    if cached is not None:
+        return cached
+    row = Principal.objects.filter(token_hash=digest).first()
+    if row is None:
+        return None  # never cached: a token created a moment later works at once
+    principal = AuthenticatedPrincipal.of(row)
+    token_cache.put(digest, principal)
+    return principal
 
 
 def principal_by_id(principal_id: int) -> AuthenticatedPrincipal | None:

@@ -236,6 +236,18 @@ class ControllerRuntime:
             if self._batcher is None:
                 self._batcher = EventBatcher(self, max_batch=max_batch)
 
+    def start_channel(self, url: str) -> threading.Thread:
+        """Serve the request channel (controlplane.channel): the active controller only."""
+        from controlplane.channel import ChannelConsumer
+
+        def handle_batch(events: Sequence[Event]) -> list[Response]:
+            responses = self.handle_batch(events)
+            if connection.errors_occurred:
+                _reset_connection()
+            return responses
+
+        return ChannelConsumer(url, handle_batch, on_failure=_reset_connection).start()
+
     def stop_batching(self) -> None:
         batcher, self._batcher = self._batcher, None
         if batcher is not None:

@@ -1,8 +1,9 @@
 """Sending events to the active controller, and waiting for its answer.
 
 Every metadata write goes through `controller_call`. Embedded, the process is the controller and
-handles the event itself; otherwise the event travels on the Celery queue `controller`, which only
-the active controller consumes. NOT_CONTROLLER (a controller that lost its lease, or none yet) and
+handles the event itself; otherwise the event travels on the request channel (a Redis list that
+only the active controller consumes, see controlplane.channel), or on the Celery queue
+`controller` where the broker is not Redis. NOT_CONTROLLER (a controller that lost its lease, or none yet) and
 a lost answer are retried until the request's deadline, then REQUEST_TIMED_OUT. Retries carry the
 same request id, so the controller applies the write once.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
 import logging
 import time
 import uuid
@@ -19,6 +21,7 @@ from typing import Any
 from celery.exceptions import TimeoutError as CeleryTimeout
 from django.conf import settings
 
+from controlplane.channel import ControllerChannel
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.lease import now_ms
 from controlplane.metadata_log import RequestContext
@@ -130,6 +133,9 @@ def _call_until_deadline(event: dict[str, Any], deadline: int) -> dict[str, Any]
 def _attempt(event: dict[str, Any], timeout_ms: int) -> dict[str, Any] | None:
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return get_runtime().handle(event)
+    channel = _channel()
+    if channel is not None:
+        return channel.request(event, timeout_ms)
     from controlplane.tasks import controller_event
 
     # The event may carry a secret (a config value, an HMAC): what Celery shows of it (worker
@@ -144,3 +150,11 @@ def _attempt(event: dict[str, Any], timeout_ms: int) -> dict[str, Any] | None:
         return None
     finally:
         result.forget()
+
+
+@functools.cache
+def _channel() -> ControllerChannel | None:
+    """The request channel to the controller, where Redis is there to carry it."""
+    if not settings.CP_REDIS_URL:
+        return None
+    return ControllerChannel(settings.CP_REDIS_URL, longest_wait_s=ATTEMPT_TIMEOUT_MS / 1000)

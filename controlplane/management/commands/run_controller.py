@@ -40,6 +40,8 @@ class Command(BaseCommand):
         self.stdout.flush()
         start_timer_thread(runtime)
         runtime.start_batching()
+        if settings.CP_REDIS_URL:
+            runtime.start_channel(settings.CP_REDIS_URL)
         app.worker_main(
             [
                 "worker",
