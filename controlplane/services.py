@@ -3,9 +3,9 @@
 Every metadata write goes through `controller_call`. Embedded, the process is the controller and
 handles the event itself; otherwise the event travels on the request channel (a Redis list that
 only the active controller consumes, see controlplane.channel), or on the Celery queue
-`controller` where the broker is not Redis. NOT_CONTROLLER (a controller that lost its lease, or none yet) and
-a lost answer are retried until the request's deadline, then REQUEST_TIMED_OUT. Retries carry the
-same request id, so the controller applies the write once.
+`controller` where the broker is not Redis. NOT_CONTROLLER (a controller that lost its lease,
+or none yet) and a lost answer are retried until the request's deadline, then REQUEST_TIMED_OUT.
+Retries carry the same request id, so the controller applies the write once.
 """
 
 from __future__ import annotations
