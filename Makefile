@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas clean
+.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -47,7 +47,7 @@ test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser" $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas
+bench: bench-heartbeats bench-replicas bench-admin
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -55,6 +55,10 @@ bench-heartbeats: install-test services
 ## bench-replicas: 10,000-partition topic creation and log dir failure (KIP-589)
 bench-replicas: install-test services
 	$(PY) -m bench.replica_state
+
+## bench-admin: admin writes direct vs forwarded in an Envelope (KIP-590): latency, writes/s
+bench-admin: install-test services
+	$(PY) -m bench.admin_forwarding
 
 clean:
 	rm -rf var/*.sqlite3* bench/results/*.json .mypy_cache .ruff_cache

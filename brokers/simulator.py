@@ -59,6 +59,18 @@ same on every broker (`replicas_in_log_dir()`). Then, as a real broker would:
   a replica back (only a new incarnation of the broker clears its offline replicas then).
 * `await create_topic(name, partitions, replication_factor, admin_token=...)`: CreateTopics
   through the public API with an admin principal's token (the load for the above).
+
+Forwarding (KIP-590). A broker redirects an old client's admin request to the controller:
+`await forward_admin_request(broker_id, "IncrementalAlterConfigs", body, principal="User:alice")`
+wraps the request in an Envelope (`POST /internal/v1/envelope`, the broker's token; apiKeys from
+`controlplane.forwarding.ADMIN_APIS`) carrying the client's principal, client id and address and
+`forwarding_broker_id`, so the controller authorizes and audits it as that client. NOT_CONTROLLER
+(503, honouring `Retry-After`), 504, other 5xx and connection errors are retried with backoff and
+ONE request id (the controller applies the write once) until the deadline; then the client gets
+REQUEST_TIMED_OUT. The answer is the inner response, as the client would get it; an error of the
+envelope itself (CLUSTER_AUTHORIZATION_FAILED: the token lacks CLUSTER_ACTION, INVALID_REQUEST...)
+means a misconfigured broker and reaches the client as UNKNOWN_SERVER_ERROR (KIP-590's
+"EnvelopeResponse Handling").
 """
 
 from __future__ import annotations
@@ -78,7 +90,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -91,6 +103,9 @@ from controlplane.controller.errors import Errors
 from controlplane.controller.image import PartitionRegistration
 from controlplane.controller.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
 
+if TYPE_CHECKING:
+    from controlplane.forwarding import AdminApi
+
 logger = logging.getLogger("brokers.simulator")
 
 REGISTRATION_PATH = "/internal/v1/broker-registration"
@@ -99,6 +114,11 @@ METADATA_PATH = "/internal/v1/metadata"
 ALTER_REPLICA_STATE_PATH = "/internal/v1/alter-replica-state"
 ALTER_PARTITION_PATH = "/internal/v1/alter-partition"
 CREATE_TOPICS_PATH = "/api/v1/create-topics"
+ENVELOPE_PATH = "/internal/v1/envelope"
+# The client id of a forwarded request when none is given: Kafka's AdminClient default.
+DEFAULT_ADMIN_CLIENT_ID = "adminclient-1"
+# How long a broker keeps retrying a forwarded request: Kafka's request.timeout.ms default.
+DEFAULT_FORWARD_TIMEOUT_S = 30.0
 OFFLINE_REPLICA_EVENT = 1  # KIP-589's only AlterReplicaState event type
 # `after_offset` beyond any record: the fetch answers the log's head and no records.
 HEAD_ONLY_OFFSET = 2**63 - 1
@@ -170,6 +190,7 @@ class BrokerState:
     log_dirs: tuple[str, ...] = ()  # its log directories' uuids, the same for every incarnation
     failed_log_dirs: tuple[int, ...] = ()  # indexes into log_dirs: failed and not repaired yet
     replica_reports: int = 0  # AlterReplicaState requests the controller accepted
+    forwarded_requests: int = 0  # client requests it redirected in an Envelope (KIP-590)
 
     @property
     def offline_log_dirs(self) -> tuple[str, ...]:
@@ -202,6 +223,7 @@ class SimulatorCounters:
     retries: int = 0
     metadata_fetches: int = 0
     metadata_records: int = 0
+    forwarded_requests: int = 0  # forward_admin_request() calls (each maybe several attempts)
     errors_by_kind: Counter[str] = dataclasses.field(default_factory=Counter)
     records_by_type: Counter[str] = dataclasses.field(default_factory=Counter)
 
@@ -288,6 +310,63 @@ class LogDirResult:
         return self.error is None and self.applied
 
 
+@dataclasses.dataclass(slots=True)
+class ForwardResult:
+    """What `forward_admin_request` did: the client's answer and how it got it.
+
+    `response_data` is what the client gets: the inner RPC's response when the controller
+    answered the envelope (`response_status`: the HTTP status of the inner RPC, `delivered`),
+    else an error body (`error_code`, `error`, `error_message`): REQUEST_TIMED_OUT when no
+    answer came before the deadline, UNKNOWN_SERVER_ERROR when the envelope itself was refused
+    (`envelope_error` says why, for the operator). Every attempt carried `request_id`.
+    """
+
+    broker_id: int
+    api: str  # Kafka's RPC name
+    api_key: int
+    principal: str  # the client's, as forwarded ("User:alice")
+    client_id: str
+    client_host: str
+    correlation_id: int
+    request_id: str = ""
+    envelope: dict[str, Any] | None = None  # the Envelope as sent (the same on every attempt)
+    delivered: bool = False
+    response_status: int | None = None
+    response_data: dict[str, Any] = dataclasses.field(default_factory=dict)
+    envelope_error: str | None = None
+    attempts: int = 0  # HTTP requests sent (every retry counts)
+    retried: list[str] = dataclasses.field(default_factory=list)  # why each retry happened
+    elapsed_s: float = 0.0
+
+    @property
+    def error_code(self) -> int:
+        """The answer's top-level error code (0 when it has none: per-resource codes only)."""
+        code = self.response_data.get("error_code", 0)
+        return code if isinstance(code, int) else int(Errors.UNKNOWN_SERVER_ERROR)
+
+    @property
+    def error_codes(self) -> list[int]:
+        """Every error code in the answer: the top-level one, then each resource's."""
+        codes = [self.error_code] if "error_code" in self.response_data else []
+        for value in self.response_data.values():
+            if isinstance(value, list):
+                codes.extend(
+                    int(item["error_code"])
+                    for item in value
+                    if isinstance(item, dict) and isinstance(item.get("error_code"), int)
+                )
+        return codes
+
+    @property
+    def ok(self) -> bool:
+        """Delivered, and every error code in the answer is NONE."""
+        return (
+            self.delivered
+            and self.response_status == 200
+            and all(code == Errors.NONE for code in self.error_codes)
+        )
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class LoadResult:
     """What `run_heartbeat_load` measured. `latencies_ms` holds one sample per answered request
@@ -362,7 +441,8 @@ class _Broker:
     task: asyncio.Task[None] | None = None
     awaiting_offset: int | None = None  # wake me when the log reaches this offset
     heartbeat_seq: int = 0
-    request_seq: int = 0  # numbers AlterReplicaState / AlterPartition request ids
+    request_seq: int = 0  # numbers AlterReplicaState / AlterPartition / Envelope request ids
+    correlation_seq: int = 0  # the correlation ids of the client requests it forwards
     # One log-dir operation at a time per broker (a fail then a repair run in that order).
     dir_lock: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)
     # log dir index -> the broker epoch whose AlterReplicaState for it was accepted
@@ -443,6 +523,7 @@ class BrokerSimulator:
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._follower: asyncio.Task[None] | None = None
+        self._closing = False  # close() called: the follower stops even if a cancel was lost
         self._brokers: dict[int, _Broker] = {}
         for index in range(brokers + canary):
             broker_id = first_id + index
@@ -496,6 +577,7 @@ class BrokerSimulator:
             await self._client.aclose()
             self._client = None
             raise
+        self._closing = False
         self._follower = asyncio.create_task(self._follow(), name="metadata-follower")
         spread = min(self.heartbeat_interval_s, 0.5) if len(self._brokers) > 1 else 0.0
         for broker in self._brokers.values():
@@ -504,13 +586,12 @@ class BrokerSimulator:
     async def close(self) -> None:
         """Stop everything at once (no controlled shutdown: call shutdown_all() first for that).
         Brokers still running are marked `clean_shutdown=False`."""
+        self._closing = True
         tasks = [b.task for b in self._brokers.values() if b.task is not None]
         tasks.extend(self._background)
         if self._follower is not None:
             tasks.append(self._follower)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _cancel_until_done(tasks)
         self._follower = None
         for broker in self._brokers.values():
             if not broker.state.shut_down and broker.state.phase is not BrokerPhase.NOT_RUNNING:
@@ -569,8 +650,7 @@ class BrokerSimulator:
         except TimeoutError:
             logger.warning("broker %d: controlled shutdown timed out; stopping", broker_id)
             if broker.task is not None:
-                broker.task.cancel()
-                await asyncio.gather(broker.task, return_exceptions=True)
+                await _cancel_until_done([broker.task])
             self._finish(broker, clean=False, error="controlled shutdown timed out")
         return bool(broker.state.clean_shutdown)
 
@@ -837,6 +917,175 @@ class BrokerSimulator:
             result.elapsed_s = time.monotonic() - started
             say(self._dir_summary(result))
             return result
+
+    # --- forwarding (KIP-590) ----------------------------------------------------------------
+    async def forward_admin_request(
+        self,
+        broker_id: int,
+        api_name: str | int,
+        body: dict[str, Any],
+        principal: str = "User:alice",
+        *,
+        client_id: str = DEFAULT_ADMIN_CLIENT_ID,
+        client_host: str = "127.0.0.1",
+        token_authenticated: bool = False,
+        api_version: int = 0,
+        timeout_s: float = DEFAULT_FORWARD_TIMEOUT_S,
+        progress: Callable[[str], None] | None = None,
+    ) -> ForwardResult:
+        """Broker `broker_id` redirects a client's admin request to the controller (KIP-590).
+
+        `api_name` is a forwardable RPC of `controlplane.forwarding.ADMIN_APIS` (its name, e.g.
+        "IncrementalAlterConfigs", its path "incremental-alter-configs" or its apiKey 44);
+        `body` the request as the client sent it to the broker; `principal` the client as the
+        broker authenticated it ("User:name"), `client_id` and `client_host` the client's. The
+        Envelope goes out with the broker's token and `forwarding_broker_id`; NOT_CONTROLLER,
+        other 5xx and connection errors are retried with backoff and the same request id until
+        `timeout_s` (a broker still registering is waited for within it too). Returns the
+        client's answer (see ForwardResult). Raises ValueError for an unknown or
+        non-forwardable RPC, a malformed principal or body, or a broker that is shut down."""
+        broker = self._get(broker_id)
+        api = admin_api(api_name)
+        request_principal = principal_fields(principal, token_authenticated=token_authenticated)
+        if not isinstance(body, dict):
+            raise ValueError(f"{api.name}: the request body must be a JSON object.")
+        state = broker.state
+        if state.shut_down:
+            raise ValueError(f"broker {broker_id} is shut down: it takes no client requests.")
+        say = _progress(progress)
+        started = time.monotonic()
+        deadline = started + timeout_s
+        broker.correlation_seq += 1
+        result = ForwardResult(
+            broker_id=broker_id,
+            api=api.name,
+            api_key=api.api_key,
+            principal=f"{request_principal['type']}:{request_principal['name']}",
+            client_id=client_id,
+            client_host=client_host,
+            correlation_id=broker.correlation_seq,
+        )
+        self.counters.forwarded_requests += 1
+        state.forwarded_requests += 1
+        if state.epoch is None:
+            say(f"broker {broker_id}: waiting for its registration before forwarding")
+            if (
+                not await self.wait_for(
+                    lambda _: state.epoch is not None or state.shut_down,
+                    max(0.0, deadline - time.monotonic()),
+                )
+                or state.epoch is None
+            ):
+                return self._forward_failed(
+                    result, Errors.REQUEST_TIMED_OUT, "the broker never registered", started, say
+                )
+        result.envelope = envelope_request(
+            api,
+            body,
+            principal=request_principal,
+            client_id=client_id,
+            client_host=client_host,
+            correlation_id=result.correlation_id,
+            api_version=api_version,
+            forwarding_broker_id=broker_id,
+        )
+        # One request id for every attempt: the controller applies the write once.
+        result.request_id = self._next_request_id(broker, "fwd")
+        payload = _dumps(result.envelope)
+        say(
+            f"broker {broker_id}: forwarding {api.name} (apiKey {api.api_key}) of "
+            f"{result.principal} (client {client_id or '-'} at {client_host or '-'}) to the "
+            f"controller in an Envelope, request id {result.request_id}"
+        )
+        backoff = Backoff(initial_s=0.1, max_s=2.0)
+        while True:
+            result.attempts += 1
+            try:
+                answer = await self._post(
+                    ENVELOPE_PATH,
+                    payload,
+                    result.request_id,
+                    broker_id,
+                    timeout_s=max(0.1, deadline - time.monotonic()),
+                )
+                if answer.get("error_code") == Errors.NOT_CONTROLLER:
+                    raise _Transient("NOT_CONTROLLER")
+                break
+            except _Transient as error:
+                self._failed(broker, f"Envelope {error.kind}")
+                self.counters.retries += 1
+                result.retried.append(error.kind)
+                delay = backoff.next(error.retry_after_s or 0.0)
+                if time.monotonic() + delay > deadline:
+                    return self._forward_failed(
+                        result,
+                        Errors.REQUEST_TIMED_OUT,
+                        f"no answer from the controller within {timeout_s:g} s "
+                        f"({result.attempts} requests; last: {error.kind})",
+                        started,
+                        say,
+                    )
+                say(
+                    f"broker {broker_id}: Envelope: {error.kind}; retrying in {delay:.1f} s "
+                    f"with the same request id"
+                )
+                await asyncio.sleep(delay)
+            except _Refused as error:
+                self._failed(broker, f"Envelope {error}")
+                return self._forward_failed(
+                    result, Errors.UNKNOWN_SERVER_ERROR, str(error), started, say
+                )
+        code = answer.get("error_code")
+        header = answer.get("response_header") or {}
+        data = answer.get("response_data")
+        if code != Errors.NONE or not isinstance(data, dict):
+            self._failed(broker, f"Envelope {_error_name(code)}", answer)
+            return self._forward_failed(
+                result,
+                Errors.UNKNOWN_SERVER_ERROR,
+                f"{_error_name(code)}: {answer.get('error_message')}",
+                started,
+                say,
+            )
+        if header.get("correlation_id") != result.correlation_id:
+            return self._forward_failed(
+                result,
+                Errors.UNKNOWN_SERVER_ERROR,
+                f"the answer's correlation id {header.get('correlation_id')} is not "
+                f"{result.correlation_id}",
+                started,
+                say,
+            )
+        result.delivered = True
+        result.response_status = int(answer.get("response_status") or 200)
+        result.response_data = data
+        result.elapsed_s = time.monotonic() - started
+        say(_forward_summary(result))
+        return result
+
+    def _forward_failed(
+        self,
+        result: ForwardResult,
+        error: Errors,
+        why: str,
+        started: float,
+        say: Callable[[str], None],
+    ) -> ForwardResult:
+        """The client's answer when the envelope brought none: `error` (REQUEST_TIMED_OUT, or
+        UNKNOWN_SERVER_ERROR for an envelope the controller refused)."""
+        result.envelope_error = why
+        result.response_data = {
+            "error_code": int(error),
+            "error": error.name,
+            "error_message": (
+                "The request timed out waiting for the controller."
+                if error is Errors.REQUEST_TIMED_OUT
+                else "The broker could not forward the request to the controller."
+            ),
+        }
+        result.elapsed_s = time.monotonic() - started
+        say(_forward_summary(result))
+        return result
 
     # --- log directories: the machinery ------------------------------------------------------
     def _check_dir(self, broker: _Broker, dir_index: int) -> None:
@@ -1552,7 +1801,7 @@ class BrokerSimulator:
 
     async def _follow(self) -> None:
         backoff = Backoff(initial_s=0.1, max_s=2.0)
-        while True:
+        while not self._closing:
             asked = time.monotonic()
             catching_up = self.metadata_offset < self.log_end_at_start
             try:
@@ -1620,7 +1869,13 @@ class BrokerSimulator:
         return self._client
 
     async def _post(
-        self, path: str, body: bytes, request_id: str, broker_id: int
+        self,
+        path: str,
+        body: bytes,
+        request_id: str,
+        broker_id: int,
+        *,
+        timeout_s: float | None = None,
     ) -> dict[str, Any]:
         client = self._require_client()
         headers = {
@@ -1628,13 +1883,15 @@ class BrokerSimulator:
             "X-Request-ID": request_id,
             "X-Client-ID": f"{self.client_id}-broker-{broker_id}",
         }
+        timeout = httpx.USE_CLIENT_DEFAULT if timeout_s is None else httpx.Timeout(timeout_s)
         for attempt in (0, 1):
             try:
-                response = await client.post(path, content=body, headers=headers)
+                response = await client.post(path, content=body, headers=headers, timeout=timeout)
                 break
             except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as error:
                 # A kept-alive connection the server closed meanwhile: one immediate retry on a
-                # fresh one. Safe: heartbeats are idempotent, registrations carry a request id.
+                # fresh one. Safe: heartbeats are idempotent, registrations and envelopes carry
+                # a request id.
                 if attempt == 1:
                     raise _Transient(type(error).__name__) from None
             except httpx.TransportError as error:
@@ -1665,6 +1922,130 @@ _PARTITION_RECORD_TYPES = frozenset(
     {"TopicRecord", "PartitionRecord", "PartitionChangeRecord", "RemoveTopicRecord"}
 )
 _STALE_NAMES = frozenset(error.name for error in STALE_METADATA_ERRORS)
+
+
+def forwardable_apis() -> dict[str, AdminApi]:
+    """The RPCs a broker redirects in an Envelope: `controlplane.forwarding.ADMIN_APIS`
+    (imported on first use, as it needs Django's apps loaded: the simulator itself does not)."""
+    from controlplane.forwarding import ADMIN_APIS
+
+    return {name: api for name, api in ADMIN_APIS.items() if api.forwardable}
+
+
+def admin_api(name: str | int) -> AdminApi:
+    """A forwardable RPC by its name ("IncrementalAlterConfigs", any case), its API path
+    ("incremental-alter-configs") or its apiKey (44 or "44"). ValueError for anything else."""
+    from controlplane.forwarding import ADMIN_APIS
+
+    wanted = str(name).strip()
+    found = next(
+        (
+            api
+            for api in ADMIN_APIS.values()
+            if wanted.lower() in (api.name.lower(), api.path) or wanted == str(api.api_key)
+        ),
+        None,
+    )
+    if found is not None and found.forwardable:
+        return found
+    if found is not None:
+        raise ValueError(f"{found.name} is not forwarded: a broker answers it itself.")
+    forwardable = sorted(forwardable_apis().values(), key=lambda api: api.api_key)
+    raise ValueError(
+        f"Unknown admin RPC {name!r}; forwardable: "
+        + ", ".join(f"{api.name} ({api.api_key})" for api in forwardable)
+    )
+
+
+def principal_fields(principal: str, *, token_authenticated: bool = False) -> dict[str, Any]:
+    """The Envelope's `request_principal` for a principal like "User:alice" (Kafka's principal
+    serde: type and name). ValueError for another principal type or an empty name."""
+    kind, _, name = principal.partition(":")
+    if kind != "User" or not name:
+        raise ValueError(f"principal {principal!r}: expected User:<name>.")
+    fields: dict[str, Any] = {"type": kind, "name": name}
+    if token_authenticated:
+        fields["token_authenticated"] = True
+    return fields
+
+
+def envelope_request(
+    api: AdminApi,
+    body: dict[str, Any],
+    *,
+    principal: dict[str, Any],
+    client_id: str,
+    client_host: str,
+    correlation_id: int,
+    api_version: int = 0,
+    forwarding_broker_id: int | None = None,
+) -> dict[str, Any]:
+    """The Envelope (`POST /internal/v1/envelope`) wrapping a client's request, as a broker
+    sends it (the benchmark sends the very same body)."""
+    envelope: dict[str, Any] = {
+        "request_header": {
+            "request_api_key": api.api_key,
+            "request_api_version": api_version,
+            "client_id": client_id,
+            "correlation_id": correlation_id,
+        },
+        "request_data": body,
+        "request_principal": principal,
+        "client_host_address": client_host,
+    }
+    if forwarding_broker_id is not None:
+        envelope["forwarding_broker_id"] = forwarding_broker_id
+    return envelope
+
+
+def _forward_summary(result: ForwardResult) -> str:
+    head = f"broker {result.broker_id}: {result.api} of {result.principal}"
+    took = f"{result.attempts} request(s), {result.elapsed_s * 1000:.0f} ms"
+    if not result.delivered:
+        return (
+            f"{head}: {result.response_data.get('error')} for the client ({took}; "
+            f"{result.envelope_error})"
+        )
+    return (
+        f"{head}: the controller answered HTTP {result.response_status} ({took}, request id "
+        f"{result.request_id}): {answer_summary(result.response_data)}"
+    )
+
+
+def answer_summary(data: dict[str, Any], limit: int = 10) -> str:
+    """An admin RPC's answer in a line: its top-level error, or each resource's."""
+    code = data.get("error_code")
+    if isinstance(code, int) and code != Errors.NONE:
+        return f"{_error_name(code)}: {data.get('error_message')}"
+    parts: list[str] = []
+    for key, value in data.items():
+        if not isinstance(value, list):
+            continue
+        for index, item in enumerate(value):
+            if not isinstance(item, dict) or "error_code" not in item:
+                continue
+            label = str(item.get("resource_name") or item.get("name") or f"{key}[{index}]")
+            if item.get("resource_type"):
+                label = f"{item['resource_type']} {label}"
+            text = f"{label}: {_error_name(item['error_code'])}"
+            if item["error_code"] != Errors.NONE and item.get("error_message"):
+                text += f" ({item['error_message']})"
+            parts.append(text)
+    if len(parts) > limit:
+        parts = [*parts[:limit], f"... {len(parts) - limit} more"]
+    return "; ".join(parts) or _error_name(code if code is not None else Errors.NONE)
+
+
+async def _cancel_until_done(tasks: Sequence[asyncio.Task[Any]]) -> None:
+    """Cancel the tasks and wait for them, cancelling again those still running: a cancel that
+    arrives while httpcore holds its connection lock (an anyio shielded checkpoint) can be lost,
+    and the task then goes on with its next request as if nothing happened."""
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _registered_anew(

@@ -6,13 +6,21 @@ round robin over R racks, each with --log-dirs log directories. Runs until Ctrl-
 once. With --topic NAME (and an admin token: --admin-token or $CP_ADMIN_TOKEN) it creates that
 topic once the brokers are unfenced: the load for the log-dir commands. Commands on stdin (when it
 is a TTY, or with --control stdin): stop ID, resume ID, shutdown ID, fail-dir ID [DIR],
-repair-dir ID [DIR], status, quit (quit lets running commands finish first).
+repair-dir ID [DIR], forward ID API JSON [--as User:NAME] [--client-id C] [--host H], status,
+quit (quit lets running commands finish first).
+
+`forward 0 IncrementalAlterConfigs {"resources": [...]} --as User:alice`: broker 0 redirects an
+old client's admin request to the controller in an Envelope (KIP-590), as that client (default
+User:alice, client id adminclient-1 at 127.0.0.1); retried on NOT_CONTROLLER with the same request
+id until --forward-timeout. API: a forwardable RPC's name, path (incremental-alter-configs) or
+apiKey (44). The answer is printed as the client would get it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -24,22 +32,42 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from brokers.simulator import BrokerSimulator, BrokerState, SimulatorError, SimulatorStatus
+from brokers.simulator import (
+    DEFAULT_ADMIN_CLIENT_ID,
+    BrokerSimulator,
+    BrokerState,
+    SimulatorError,
+    SimulatorStatus,
+)
 from controlplane.controller.errors import Errors
 
 HELP_TEXT = (
     "commands: stop ID (heartbeats stop; fenced when its session lapses) | resume ID | "
     "shutdown ID (controlled shutdown) | fail-dir ID [DIR] (a log dir fails: its replicas are "
     "reported offline) | repair-dir ID [DIR] (the leaders take them back into the ISR) | "
-    "status | quit"
+    "forward ID API JSON [--as User:NAME] [--client-id C] [--host H] (the broker redirects a "
+    "client's admin request to the controller in an Envelope, KIP-590) | status | quit"
 )
+FORWARD_USAGE = (
+    "usage: forward BROKER_ID API JSON_BODY [--as User:NAME] [--client-id ID] [--host ADDR], "
+    'e.g. forward 0 IncrementalAlterConfigs {"resources": [{"resource_type": "TOPIC", '
+    '"resource_name": "orders", "configs": [{"name": "retention.ms", "config_operation": '
+    '"SET", "value": "60000"}]}]} --as User:alice'
+)
+FORWARD_OPTIONS = {"--as": "principal", "--client-id": "client_id", "--host": "client_host"}
 DIR_VERBS = {"fail-dir", "repair-dir"}
 
 
 class Command(BaseCommand):
     help = (
         "Simulate Kafka brokers against the control plane's internal API: register, heartbeat, "
-        "follow the metadata log, unfence, controlled shutdown."
+        "follow the metadata log, unfence, controlled shutdown. Commands on stdin: stop ID, "
+        "resume ID, shutdown ID, fail-dir ID [DIR], repair-dir ID [DIR], status, quit, and "
+        "forward ID API JSON [--as User:NAME] [--client-id C] [--host H]: broker ID redirects a "
+        "client's admin request (API: a forwardable RPC's name, path or apiKey, e.g. "
+        "IncrementalAlterConfigs) to the controller in an Envelope (KIP-590) as that client "
+        "(default User:alice), retrying NOT_CONTROLLER with the same request id until "
+        "--forward-timeout, and prints the client's answer."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -152,6 +180,13 @@ class Command(BaseCommand):
             type=float,
             default=60.0,
             help="seconds fail-dir / repair-dir wait for the controller (default %(default)s)",
+        )
+        parser.add_argument(
+            "--forward-timeout",
+            type=float,
+            default=30.0,
+            help="seconds `forward` retries an Envelope (NOT_CONTROLLER, 5xx, connection "
+            "errors) before the client gets REQUEST_TIMED_OUT (default %(default)s)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -362,12 +397,12 @@ class _Session:
                 # Let running commands (a log-dir failure being reported...) finish first.
                 self.say(f"Waiting for {len(pending)} running command(s) to finish...")
                 await asyncio.wait(set(pending))
-            task = self._command(words)
+            task = self._command(words, line)
             if task is not None:
                 pending.add(task)
                 task.add_done_callback(pending.discard)
 
-    def _command(self, words: list[str]) -> asyncio.Task[None] | None:
+    def _command(self, words: list[str], line: str = "") -> asyncio.Task[None] | None:
         if not words:
             return None
         verb, rest = words[0].lower(), words[1:]
@@ -382,6 +417,8 @@ class _Session:
             return None
         if verb in DIR_VERBS and len(rest) in (1, 2):
             return self._dir_command(verb, rest)
+        if verb == "forward":
+            return self._forward_command(line)
         if verb not in {"stop", "resume", "shutdown"} or len(rest) != 1:
             self.say(HELP_TEXT)
             return None
@@ -434,6 +471,49 @@ class _Session:
         else:
             self.say(f"broker {broker_id}: {verb} {dir_index} incomplete: {result.error}")
 
+    def _forward_command(self, line: str) -> asyncio.Task[None] | None:
+        """`forward BROKER_ID API JSON_BODY [--as User:NAME] [--client-id ID] [--host ADDR]`."""
+        sim = self.simulator
+        try:
+            broker_id, api, body, options = _parse_forward(line)
+        except ValueError as error:
+            self.say(f"forward: {error}")
+            self.say(FORWARD_USAGE)
+            return None
+        try:
+            sim.broker(broker_id)
+        except KeyError:
+            self.say(f"No simulated broker {broker_id!r}; ids are {sim.broker_ids}.")
+            return None
+        return asyncio.create_task(self._forward_operation(broker_id, api, body, options))
+
+    async def _forward_operation(
+        self, broker_id: int, api: str, body: dict[str, Any], options: dict[str, str]
+    ) -> None:
+        try:
+            result = await self.simulator.forward_admin_request(
+                broker_id,
+                api,
+                body,
+                options.get("principal", "User:alice"),
+                client_id=options.get("client_id", DEFAULT_ADMIN_CLIENT_ID),
+                client_host=options.get("client_host", "127.0.0.1"),
+                timeout_s=self.options["forward_timeout"],
+                progress=self.say,
+            )
+        except ValueError as error:
+            self.say(f"broker {broker_id}: forward {api}: {error}")
+            return
+        except Exception as error:  # a bug must not end the session silently
+            self.say(f"broker {broker_id}: forward {api} failed: {error!r}")
+            return
+        answer = json.dumps(result.response_data, separators=(",", ":"))
+        outcome = "done" if result.ok else "answered with errors" if result.delivered else "failed"
+        self.say(
+            f"broker {broker_id}: forward {result.api} {outcome} "
+            f"(HTTP {result.response_status or '-'}): {answer}"
+        )
+
     async def _shutdown(self, broker_id: int) -> None:
         clean = await self.simulator.shutdown(broker_id, self.options["shutdown_timeout"])
         self.say(f"broker {broker_id}: shut down ({'clean' if clean else 'timed out'})")
@@ -444,9 +524,37 @@ def _broker_line(state: BrokerState) -> str:
     flags = " silent" if state.silent else ""
     if state.failed_log_dirs:
         flags += " failed-log-dirs=" + ",".join(map(str, state.failed_log_dirs))
+    if state.forwarded_requests:
+        flags += f" forwarded={state.forwarded_requests}"
     return (
         f"  broker {state.broker_id:>5} {state.pod:<13} rack={state.rack or '-':<8} "
         f"epoch={state.epoch if state.epoch is not None else '-':<6} {state.phase.value:<27} "
         f"{fenced:<8}{flags} hb={state.heartbeats_sent} errors={state.errors}"
         + (f" last_error={state.last_error}" if state.last_error else "")
     )
+
+
+def _parse_forward(line: str) -> tuple[int, str, dict[str, Any], dict[str, str]]:
+    """`forward BROKER_ID API JSON_BODY [--as User:NAME] [--client-id ID] [--host ADDR]`:
+    (broker id, API, body, options by keyword argument name). ValueError when malformed."""
+    parts = line.strip().split(None, 3)
+    if len(parts) < 4 or parts[0].lower() != "forward":
+        raise ValueError("expected a broker id, an API and a JSON body.")
+    try:
+        broker_id = int(parts[1])
+    except ValueError:
+        raise ValueError(f"broker id {parts[1]!r} is not a number.") from None
+    try:
+        body, end = json.JSONDecoder().raw_decode(parts[3])
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise ValueError("the body must be a JSON object.")
+    words = parts[3][end:].split()
+    options: dict[str, str] = {}
+    while words:
+        flag = words.pop(0)
+        if flag not in FORWARD_OPTIONS or not words:
+            raise ValueError(f"unexpected {flag!r} after the body.")
+        options[FORWARD_OPTIONS[flag]] = words.pop(0)
+    return broker_id, parts[2], body, options
