@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 from typing import Any
+
+from django.db import connection
 
 from audit.models import AuditEvent
 from audit.resources import request_outcome, request_resources
@@ -28,27 +32,29 @@ def audit_event_record(
     last_offset: int | None,
     forwarding: Forwarding | None,
     duration_ms: float,
-) -> AuditEvent:
+) -> None:
     resources = request_resources(api, body, answer, notes)
     outcome, error_code = request_outcome(http_status, answer, resources)
-    event = AuditEvent.objects.create(
-        time_ms=now_ms(),
-        principal=principal[:255],
-        client_id=client_id[:255],
-        client_host=client_host[:64],
-        forwarding_principal=forwarding.principal[:255] if forwarding else "",
-        forwarding_host=forwarding.host[:64] if forwarding else "",
-        forwarding_broker_id=forwarding.broker_id if forwarding else None,
-        api=api,
-        resources=resources,
-        outcome=outcome,
-        error_code=error_code,
-        http_status=http_status,
-        request_id=request_id[:128],
-        first_offset=first_offset,
-        last_offset=last_offset,
-        duration_ms=round(duration_ms, 3),
-    )
+    row: dict[str, Any] = {
+        "time_ms": now_ms(),
+        "principal": principal[:255],
+        "client_id": client_id[:255],
+        "client_host": client_host[:64],
+        "forwarding_principal": forwarding.principal[:255] if forwarding else "",
+        "forwarding_host": forwarding.host[:64] if forwarding else "",
+        "forwarding_broker_id": forwarding.broker_id if forwarding else None,
+        "api": api,
+        "resources": json.dumps(resources, separators=(",", ":")),
+        "outcome": outcome,
+        "error_code": error_code,
+        "http_status": http_status,
+        "request_id": request_id[:128],
+        "first_offset": first_offset,
+        "last_offset": last_offset,
+        "duration_ms": round(duration_ms, 3),
+    }
+    with connection.cursor() as cursor:  # one plain INSERT: this runs on every admin request
+        cursor.execute(_insert_sql(tuple(row)), list(row.values()))
     logger.info(
         "%s %s by %s%s from %s: %s (error %d), offsets %s-%s",
         api,
@@ -61,4 +67,10 @@ def audit_event_record(
         first_offset,
         last_offset,
     )
-    return event
+
+
+@functools.cache
+def _insert_sql(columns: tuple[str, ...]) -> str:
+    json_value = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
+    values = ", ".join(json_value if name == "resources" else "%s" for name in columns)
+    return f"INSERT INTO {AuditEvent._meta.db_table} ({', '.join(columns)}) VALUES ({values})"

@@ -54,6 +54,7 @@ def principal_create(*, name: str, super_user: bool = False, broker: bool = Fals
         )
     token = secrets.token_urlsafe(32)
     token_cache.clear()  # a re-keyed principal's old token stops working here at once
+    forwarded_cache.clear()
     Principal.objects.update_or_create(
         name=name,
         defaults={
@@ -65,10 +66,11 @@ def principal_create(*, name: str, super_user: bool = False, broker: bool = Fals
     return token
 
 
-class _TokenCache:
-    """Principals by token hash, for a few seconds: authentication is the one query every API
-    request made, and tokens change rarely. A re-keyed or removed principal's old token keeps
-    working for at most `ttl_s` in another process (as Kafka's brokers cache credentials)."""
+class _TtlCache:
+    """Principals by token hash (or by name), for a few seconds: authentication was the one query
+    every API request made, and principals change rarely. A re-keyed or removed principal's old
+    token keeps working for at most `ttl_s` in another process (as Kafka's brokers cache
+    credentials)."""
 
     def __init__(self, ttl_s: float, max_entries: int) -> None:
         self.ttl_s = ttl_s
@@ -93,7 +95,8 @@ class _TokenCache:
             self._entries.clear()
 
 
-token_cache = _TokenCache(ttl_s=5.0, max_entries=10_000)
+token_cache = _TtlCache(ttl_s=5.0, max_entries=10_000)
+forwarded_cache = _TtlCache(ttl_s=5.0, max_entries=10_000)
 
 
 def principal_by_token(token: str) -> AuthenticatedPrincipal | None:
@@ -117,10 +120,13 @@ def principal_by_id(principal_id: int) -> AuthenticatedPrincipal | None:
 def principal_forwarded(name: str, *, token_authenticated: bool = False) -> AuthenticatedPrincipal:
     """The principal a broker authenticated and forwarded (KIP-590 Envelope). ACLs decide what
     it may do; a principal known here keeps its super-user and broker flags."""
-    row = Principal.objects.filter(name=name).first()
-    if row is None:
-        return AuthenticatedPrincipal(
-            0, name, False, False, token_authenticated=token_authenticated
-        )
-    known = AuthenticatedPrincipal.of(row)
-    return dataclasses.replace(known, token_authenticated=token_authenticated)
+    known = forwarded_cache.get(name)
+    if known is None:
+        row = Principal.objects.filter(name=name).first()
+        known = AuthenticatedPrincipal(0, name, False, False)
+        if row is not None:
+            known = AuthenticatedPrincipal.of(row)
+        forwarded_cache.put(name, known)
+    if token_authenticated:
+        return dataclasses.replace(known, token_authenticated=True)
+    return known

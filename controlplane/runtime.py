@@ -29,8 +29,14 @@ from controlplane.controller.dispatch import (
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
-from controlplane.metadata_log import AppliedWrite, RequestContext, commit_started, log_commit
-from controlplane.models import AppliedRequest, Cluster
+from controlplane.metadata_log import (
+    AppliedWrite,
+    RequestContext,
+    applied_responses,
+    commit_started,
+    log_commit,
+)
+from controlplane.models import Cluster
 from controlplane.projections import load_image
 from controlplane.sessions import SessionStore, session_store
 
@@ -416,11 +422,7 @@ def _applied_responses(events: Sequence[Event]) -> dict[str, Response]:
         for e in events
         if e.get("request_id") and e.get("api") not in STATE_IDEMPOTENT_APIS
     ]
-    if not ids:
-        return {}
-    return dict(
-        AppliedRequest.objects.filter(request_id__in=ids).values_list("request_id", "response")
-    )
+    return applied_responses(ids)
 
 
 def _unavailable() -> ApiError:

@@ -35,7 +35,7 @@ def need_service(name: str, host: str, port: int) -> None:
 def _fresh_controller_state() -> Iterator[None]:
     """Each test starts with no controller, no sessions and no cached ACLs in this process."""
     from controlplane.authz import acl_cache
-    from controlplane.principals import token_cache
+    from controlplane.principals import forwarded_cache, token_cache
     from controlplane.runtime import reset_runtime
     from controlplane.sessions import local_sessions
 
@@ -43,6 +43,7 @@ def _fresh_controller_state() -> Iterator[None]:
     local_sessions().clear()
     acl_cache.clear()
     token_cache.clear()
+    forwarded_cache.clear()
     yield
     reset_runtime()
 

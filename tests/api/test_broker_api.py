@@ -74,18 +74,24 @@ def test_heartbeats_that_change_nothing_write_no_record(api, tokens, register):
     assert session_store().get(1).metadata_offset == end + 19  # type: ignore[union-attr]
 
 
-def test_heartbeat_fast_path_costs_one_query_and_falls_back_to_the_table(api, tokens, register):
+def test_heartbeat_fast_path_costs_no_query_and_falls_back_to_the_table(api, tokens, register):
+    from controlplane.principals import token_cache
+
     epoch = register(1, unfence=True)
     api.post(BEAT, heartbeat_body(1, epoch, epoch), token=tokens["broker"])  # warm ACL cache
     with CaptureQueriesContext(connection) as queries:
         _, answer = api.post(BEAT, heartbeat_body(1, epoch, epoch), token=tokens["broker"])
     assert answer["is_fenced"] is False
-    assert len(queries) == 1, [q["sql"] for q in queries]  # the token; epoch from the mirror
+    assert len(queries) == 0, [q["sql"] for q in queries]  # token cached, epoch from the mirror
+    token_cache.clear()
+    with CaptureQueriesContext(connection) as queries:
+        _, answer = api.post(BEAT, heartbeat_body(1, epoch, epoch), token=tokens["broker"])
+    assert answer["is_fenced"] is False and len(queries) == 1  # the token, once
 
     session_store().replace_mirror([])  # e.g. Redis restarted: the brokers table decides
     with CaptureQueriesContext(connection) as queries:
         _, answer = api.post(BEAT, heartbeat_body(1, epoch, epoch + 3), token=tokens["broker"])
-    assert answer["is_fenced"] is False and len(queries) == 2
+    assert answer["is_fenced"] is False and len(queries) == 1
     assert session_store().get(1).metadata_offset == epoch + 3  # type: ignore[union-attr]
 
 
@@ -360,7 +366,7 @@ def test_metadata_fetch_costs_three_queries_whatever_the_cluster_size(api, token
     few = fetch_queries()
     for broker_id in range(1, 12):
         register(broker_id, unfence=True)
-    assert fetch_queries() == few == 3  # the token, the records, the cluster row
+    assert fetch_queries() == few == 2  # the records, the cluster row (the token is cached)
 
 
 def test_metadata_log_filters_and_pagination(api, tokens, register):
@@ -379,6 +385,7 @@ def test_metadata_log_filters_and_pagination(api, tokens, register):
 
 def test_list_views_do_not_grow_queries_with_rows(api, tokens, register):
     def queries(path: str) -> int:
+        api.get(path, token=tokens["admin"])  # warm caches (the token's principal)
         with CaptureQueriesContext(connection) as captured:
             status, _ = api.get(path, token=tokens["admin"])
             assert status == 200
