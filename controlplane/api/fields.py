@@ -96,6 +96,7 @@ class _FastPlan:
 
     def __init__(self, fields: dict[str, serializers.Field]) -> None:  # type: ignore[type-arg]
         self.checks: dict[str, tuple[Any, ...]] = {}
+        self.fields: dict[str, serializers.Field] = {}  # type: ignore[type-arg]
         self.usable = True
         for name, field in fields.items():
             if field.read_only or (field.source != name and field.source is not None):
@@ -116,8 +117,22 @@ class _FastPlan:
                     field.max_length,
                     *self._optional(field),
                 )
+            elif type(field) is StrictCharField:
+                self.checks[name] = (
+                    "str",
+                    field.min_length,
+                    field.max_length,
+                    *self._optional(field),
+                )
+            elif type(field) is serializers.JSONField and not field.binary:
+                self.checks[name] = ("json", None, None, *self._optional(field))
+            elif isinstance(field, StrictSerializer):  # (many=True is a ListSerializer)
+                nested = _FastPlan(field._declared_fields)
+                self.usable = self.usable and nested.usable
+                self.checks[name] = ("nested", nested, None, *self._optional(field))
             else:
                 self.usable = False
+            self.fields[name] = field
 
     @staticmethod
     def _optional(field: serializers.Field) -> tuple[bool, Any]:  # type: ignore[type-arg]
@@ -151,6 +166,18 @@ class _FastPlan:
                 return False
         return True
 
+    @staticmethod
+    def _str_ok(field: Any, value: Any, low: int | None, high: int | None) -> bool:
+        """What CharField accepts unchanged: ASCII without NUL (no surrogates to check), within
+        the lengths, not blank unless allowed, and nothing trimming would remove."""
+        if type(value) is not str or not value.isascii() or "\x00" in value:
+            return False
+        if field.trim_whitespace and value != value.strip():
+            return False
+        if value == "" and not field.allow_blank:
+            return False
+        return (low is None or len(value) >= low) and (high is None or len(value) <= high)
+
     def validate(self, data: Any) -> dict[str, Any] | None:
         if not self.usable or not isinstance(data, dict) or not data.keys() <= self.checks.keys():
             return None
@@ -163,7 +190,21 @@ class _FastPlan:
                     out[name] = default
                 continue
             value = data[name]
-            if kind == "bool":
+            if value is None:
+                if not self.fields[name].allow_null:
+                    return None
+                out[name] = None
+                continue
+            if kind == "str":
+                if not self._str_ok(self.fields[name], value, low, high):
+                    return None
+            elif kind == "json":
+                pass  # any parsed JSON value
+            elif kind == "nested":
+                value = low.validate(value)
+                if value is None:
+                    return None
+            elif kind == "bool":
                 if type(value) is not bool:
                     return None
             elif kind == "uuids":

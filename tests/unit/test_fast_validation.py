@@ -97,3 +97,56 @@ def test_the_fast_path_is_taken_for_a_plain_heartbeat() -> None:
     plan = BrokerHeartbeatSerializer.__dict__["_fast_plan"]
     assert plan.usable and plan.validate(body) is not None
     assert plan.validate({**body, "broker_id": "1"}) is None  # left to full validation
+
+
+ENVELOPE_TEXT = st.one_of(
+    st.text(max_size=6),
+    st.sampled_from(["", " padded ", "a\x00b", "é", "x" * 70, "legacy-admin"]),
+)
+plausible_header = st.fixed_dictionaries(
+    {
+        "request_api_key": st.one_of(st.integers(-1, 40000), json_values),
+        "request_api_version": st.integers(-1, 3),
+        "correlation_id": st.one_of(st.integers(-(2**32), 2**32), st.none()),
+    },
+    optional={"client_id": st.one_of(ENVELOPE_TEXT, st.none(), json_values), "x": json_values},
+)
+envelope_bodies = st.fixed_dictionaries(
+    {
+        "request_header": st.one_of(plausible_header, json_values),
+        "request_data": json_values,
+        "request_principal": json_values,
+        "client_host_address": st.one_of(ENVELOPE_TEXT, json_values),
+    },
+    optional={
+        "forwarding_broker_id": st.one_of(st.none(), st.integers(-2, 2**32), json_values),
+        "extra": json_values,
+    },
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.one_of(envelope_bodies, json_values))
+def test_envelope_fast_path_agrees_with_full_validation(data: Any) -> None:
+    from controlplane.api.envelope import EnvelopeSerializer
+
+    assert fast(EnvelopeSerializer, data) == full(EnvelopeSerializer, data)
+
+
+def test_the_fast_path_is_taken_for_a_plain_envelope() -> None:
+    from controlplane.api.envelope import EnvelopeSerializer
+
+    body = {
+        "request_header": {
+            "request_api_key": 44,
+            "request_api_version": 1,
+            "client_id": "admin",
+            "correlation_id": 3,
+        },
+        "request_data": {"resources": []},
+        "request_principal": {"type": "User", "name": "alice"},
+        "client_host_address": "10.0.0.1",
+    }
+    EnvelopeSerializer.validated(body)
+    plan = EnvelopeSerializer.__dict__["_fast_plan"]
+    assert plan.usable and plan.validate(body) == {**body, "forwarding_broker_id": None}
