@@ -1,10 +1,11 @@
 """Benchmark: admin writes sent directly vs forwarded by a broker in an Envelope (KIP-590).
 
-The real stack: PostgreSQL, Redis, gunicorn (gthread, the same 5 workers x 2 threads as the
-heartbeat benchmark: 2 x cores + 1) and one `run_controller` process (the only consumer of the
-controller queue). Three brokers are registered and kept alive; one topic is created. The write
-is IncrementalAlterConfigs SET retention.ms on that topic, a new value on every request (so each
-one writes a ConfigRecord), sent two ways in the same run:
+The real stack: PostgreSQL, Redis, gunicorn (gthread, 3 workers x 8 threads: cores + 1 workers,
+and threads enough to cover the time each admin write waits for the controller; the heartbeat
+benchmark's 5 x 2 is `--workers 5 --threads 2`) and one `run_controller` process (the only
+consumer of the controller's request channel). Three brokers are registered and kept alive; one
+topic is created. The write is IncrementalAlterConfigs SET retention.ms on that topic, a new
+value on every request (so each one writes a ConfigRecord), sent two ways in the same run:
 
 * direct: an admin client (the super user's token) -> `POST /api/v1/incremental-alter-configs`;
 * envelope: a broker redirecting that client's request -> `POST /internal/v1/envelope` with the
@@ -1425,8 +1426,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--workers", type=int, default=5, help="gunicorn workers (2 x cores + 1)")
-    parser.add_argument("--threads", type=int, default=2, help="threads per gunicorn worker")
+    parser.add_argument("--workers", type=int, default=3, help="gunicorn workers (cores + 1)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=8,
+        help="threads per gunicorn worker (admin writes wait for the controller)",
+    )
     parser.add_argument("--brokers", type=int, default=3, help="registered brokers")
     parser.add_argument("--sequential", type=int, default=1000, help="sequential requests per way")
     parser.add_argument(
