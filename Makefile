@@ -58,7 +58,7 @@ bench-replicas: install-test services
 
 ## bench-admin: admin writes direct vs forwarded in an Envelope (KIP-590): latency, writes/s
 bench-admin: install-test services
-	$(PY) -m bench.admin_forwarding
+	$(PY) -m bench.admin_forwarding $(BENCH_ARGS)
 
 clean:
 	rm -rf var/*.sqlite3* bench/results/*.json .mypy_cache .ruff_cache
