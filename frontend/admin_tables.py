@@ -9,6 +9,7 @@ from typing import Any
 
 from audit.models import AuditEvent
 from audit.resources import is_authorization_error
+from controlplane.api.acl_views import ACL_FIELDS
 from controlplane.controller.configs import DEFAULT_CONFIG, REDACTED
 from controlplane.controller.errors import Errors
 from controlplane.controller.records import QuotaEntity
@@ -248,16 +249,7 @@ class AclGroup:
     rows: list[AclRow]
 
 
-ACL_ROW_FIELDS = (
-    "id",
-    "resource_type",
-    "resource_name",
-    "pattern_type",
-    "principal",
-    "host",
-    "operation",
-    "permission_type",
-)
+ACL_ROW_FIELDS = ACL_FIELDS  # the API's columns, in its order
 
 
 def acl_rows(values: Iterable[tuple[Any, ...]]) -> list[AclRow]:

@@ -18,7 +18,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
 from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
@@ -92,11 +91,10 @@ from frontend.views import (
     View,
     client_host,
     hidden_topics,
-    is_partial,
+    login_refusal,
     paginate,
     principal_required,
     render_page,
-    session_principal,
     topic_visibility,
 )
 from replicas.models import Topic
@@ -115,13 +113,7 @@ def login_required(view: View) -> View:
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        principal = session_principal(request)
-        if principal is None:
-            if is_partial(request):
-                return HttpResponse("Login required.", status=401, content_type="text/plain")
-            return redirect_to_login(request.get_full_path(), login_url=settings.LOGIN_URL)
-        request.principal = principal  # type: ignore[attr-defined]
-        return view(request, *args, **kwargs)
+        return login_refusal(request) or view(request, *args, **kwargs)
 
     return never_cache(wrapped)
 

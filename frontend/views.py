@@ -111,17 +111,26 @@ def render_page(
     return render(request, "frontend/page.html", full_context, status=status)
 
 
+def login_refusal(request: HttpRequest) -> HttpResponse | None:
+    """None when a principal is logged in (kept as `request.principal`); else where to log in."""
+    principal = session_principal(request)
+    if principal is None:
+        if is_partial(request):
+            return HttpResponse("Login required.", status=401, content_type="text/plain")
+        return redirect_to_login(request.get_full_path(), login_url=settings.LOGIN_URL)
+    request.principal = principal  # type: ignore[attr-defined]
+    return None
+
+
 def principal_required(view: View) -> View:
     """A logged-in principal allowed DESCRIBE on the cluster; login redirect or 403 otherwise."""
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        principal = session_principal(request)
-        if principal is None:
-            if is_partial(request):
-                return HttpResponse("Login required.", status=401, content_type="text/plain")
-            return redirect_to_login(request.get_full_path(), login_url=settings.LOGIN_URL)
-        request.principal = principal  # type: ignore[attr-defined]
+        refusal = login_refusal(request)
+        if refusal is not None:
+            return refusal
+        principal = request.principal  # type: ignore[attr-defined]
         try:
             require_cluster(principal, host=client_host(request), operation=AclOperation.DESCRIBE)
         except ApiError as error:
