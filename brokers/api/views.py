@@ -50,13 +50,8 @@ class BrokerHeartbeatView(APIView):
 
     @extend_schema(request=BrokerHeartbeatSerializer, responses=BrokerHeartbeatResponseSerializer)
     def post(self, request: Request) -> Response:
-        body = BrokerHeartbeatSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        return Response(
-            services.broker_heartbeat(
-                payload=dict(body.validated_data), context=request_context(request)
-            )
-        )
+        body = BrokerHeartbeatSerializer.validated(request.data)  # the compiled happy path
+        return Response(services.broker_heartbeat(payload=body, context=request_context(request)))
 
 
 class UnregisterBrokerView(AuditedRpcView):
