@@ -89,6 +89,21 @@ def log(message: str) -> None:
 
 
 # --- statistics ------------------------------------------------------------------------------
+def set_retention(value: int) -> dict[str, Any]:
+    """The benchmark's write: IncrementalAlterConfigs SET retention.ms on the topic."""
+    return {
+        "resources": [
+            {
+                "resource_type": "TOPIC",
+                "resource_name": TOPIC,
+                "configs": [
+                    {"name": "retention.ms", "config_operation": "SET", "value": str(value)}
+                ],
+            }
+        ]
+    }
+
+
 def percentile(values: list[float], p: float) -> float:
     """Nearest-rank percentile (p in 0..100); NaN without samples."""
     if not values:
@@ -124,18 +139,7 @@ class Way:
     acknowledged: Callable[[dict[str, Any]], bool]
 
     def request(self, host: str, sequence: int, value: int, request_id: str) -> bytes:
-        rpc = {
-            "resources": [
-                {
-                    "resource_type": "TOPIC",
-                    "resource_name": TOPIC,
-                    "configs": [
-                        {"name": "retention.ms", "config_operation": "SET", "value": str(value)}
-                    ],
-                }
-            ]
-        }
-        body = json.dumps(self.wrap(rpc, sequence), separators=(",", ":")).encode()
+        body = json.dumps(self.wrap(set_retention(value), sequence), separators=(",", ":")).encode()
         head = (
             f"POST {self.path} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {self.token}\r\n"
             f"Connection: keep-alive\r\nContent-Type: application/json\r\n"
@@ -500,16 +504,9 @@ def controller_event(
 
 def write_event(request_id: str, value: int) -> dict[str, Any]:
     """The benchmark's write as the controller receives it (what the view sends)."""
-    resources = [
-        {
-            "resource_type": "TOPIC",
-            "resource_name": TOPIC,
-            "configs": [{"name": "retention.ms", "config_operation": "SET", "value": str(value)}],
-        }
-    ]
     return controller_event(
         "IncrementalAlterConfigs",
-        {"resources": resources, "validate_only": False},
+        {**set_retention(value), "validate_only": False},
         "User:admin",
         request_id,
     )
@@ -669,21 +666,7 @@ def web_in_process(all_ways: dict[str, Way], count: int, run_id: str) -> dict[st
 
         def send(tag: str, n: int, way: Way = way, name: str = name) -> None:
             request_id = f"bench-{run_id}-webproc-{name[0]}-{tag}-{n}"
-            rpc = {
-                "resources": [
-                    {
-                        "resource_type": "TOPIC",
-                        "resource_name": TOPIC,
-                        "configs": [
-                            {
-                                "name": "retention.ms",
-                                "config_operation": "SET",
-                                "value": str(next(value)),
-                            }
-                        ],
-                    }
-                ]
-            }
+            rpc = set_retention(next(value))
             response = client.post(
                 way.path,
                 data=json.dumps(way.wrap(rpc, n)),
@@ -916,21 +899,7 @@ class SimulatorThread:
             errors: Counter[str] = Counter()
             acknowledged: list[str] = []
             for n in range(count):
-                body = {
-                    "resources": [
-                        {
-                            "resource_type": "TOPIC",
-                            "resource_name": TOPIC,
-                            "configs": [
-                                {
-                                    "name": "retention.ms",
-                                    "config_operation": "SET",
-                                    "value": str(value_base + n),
-                                }
-                            ],
-                        }
-                    ]
-                }
+                body = set_retention(value_base + n)
                 result = self.call(
                     self.sim.forward_admin_request(
                         self.first_id,

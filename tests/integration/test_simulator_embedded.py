@@ -9,6 +9,7 @@ fixture's finalizer whatever happens.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import re
@@ -100,9 +101,10 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=10)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
-    tmp = tmp_path_factory.mktemp("embedded")
+@contextlib.contextmanager
+def embedded_server(tmp: Path, **settings: str) -> Iterator[EmbeddedServer]:
+    """One embedded gunicorn process on SQLite (also the controller), migrated, with a broker
+    principal `sim` and a super user `admin`; `settings` are extra environment variables."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CP_", "DATABASE_", "CELERY_"))}
     env.update(
         {
@@ -111,6 +113,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]
             "CP_BROKER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
             "CP_BROKER_HEARTBEAT_INTERVAL_MS": str(HEARTBEAT_MS),
             "PYTHONUNBUFFERED": "1",
+            **settings,
         }
     )
     migrate = subprocess.run(
@@ -164,6 +167,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]
         tail = log.read_text(errors="replace")[-3000:]
         if "Traceback" in tail:
             print(f"--- gunicorn.log ---\n{tail}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
+    with embedded_server(tmp_path_factory.mktemp("embedded")) as built:
+        yield built
 
 
 async def eventually(

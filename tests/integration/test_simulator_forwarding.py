@@ -14,7 +14,6 @@ simulator's real one.
 from __future__ import annotations
 
 import asyncio
-import os
 import sqlite3
 import subprocess
 import time
@@ -30,9 +29,8 @@ from tests.integration.test_simulator_embedded import (
     PYTHON,
     ROOT,
     EmbeddedServer,
-    _stop,
     _token,
-    free_port,
+    embedded_server,
 )
 
 pytestmark = pytest.mark.integration
@@ -59,70 +57,14 @@ def set_retention(value: str, topic: str = TOPIC) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedServer]:
-    tmp = tmp_path_factory.mktemp("forwarding")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CP_", "DATABASE_", "CELERY_"))}
-    env.update(
-        {
-            "DJANGO_SETTINGS_MODULE": "controlplane.settings",
-            "CP_SQLITE_PATH": str(tmp / "controlplane.sqlite3"),
-            "CP_BROKER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
-            "CP_BROKER_HEARTBEAT_INTERVAL_MS": str(HEARTBEAT_MS),
-            "CP_REQUEST_TIMEOUT_MS": str(SERVER_REQUEST_TIMEOUT_MS),
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    migrate = subprocess.run(
-        [PYTHON, "manage.py", "migrate", "--noinput", "-v0"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert migrate.returncode == 0, migrate.stderr
-    broker_token = _token(env, "sim", "--broker")
-    admin_token = _token(env, "admin", "--super-user")
-    port = free_port()
-    log = tmp / "gunicorn.log"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [
-                PYTHON,
-                "-m",
-                "gunicorn",
-                "controlplane.wsgi:application",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--workers",
-                "1",
-                "--threads",
-                "8",
-                "--no-control-socket",
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    built = EmbeddedServer(f"http://127.0.0.1:{port}", env, broker_token, admin_token, log)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert proc.poll() is None, f"gunicorn exited:\n{log.read_text()[-3000:]}"
-            try:
-                built.brokers()
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, f"gunicorn never answered:\n{log.read_text()}"
-                time.sleep(0.2)
+    with embedded_server(
+        tmp_path_factory.mktemp("forwarding"),
+        CP_BROKER_SESSION_TIMEOUT_MS=str(SESSION_TIMEOUT_MS),
+        CP_BROKER_HEARTBEAT_INTERVAL_MS=str(HEARTBEAT_MS),
+        CP_REQUEST_TIMEOUT_MS=str(SERVER_REQUEST_TIMEOUT_MS),
+    ) as built:
         asyncio.run(asyncio.wait_for(_create_topic_and_grant_alice(built), timeout=60))
         yield built
-    finally:
-        _stop(proc)
-        tail = log.read_text(errors="replace")[-3000:]
-        if "Traceback" in tail:
-            print(f"--- gunicorn.log ---\n{tail}")
 
 
 async def _create_topic_and_grant_alice(server: EmbeddedServer) -> None:
