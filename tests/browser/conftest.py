@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,3 +46,21 @@ def require_chromium() -> str:
     if os.environ.get("CP_REQUIRE_SERVICES") == "1":
         pytest.fail(f"{message} and CP_REQUIRE_SERVICES=1")
     pytest.skip(message)
+
+
+TIMEOUT_MS = 10_000
+
+
+@contextlib.contextmanager
+def chromium_page(executable: str, *, height: int = 800) -> Iterator[Any]:
+    """A page in Debian's Chromium (Playwright), closed with the browser afterwards."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": height}).new_page()
+            page.set_default_timeout(TIMEOUT_MS)
+            yield page
+        finally:
+            browser.close()

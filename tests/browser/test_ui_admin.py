@@ -6,11 +6,10 @@ the projection changed (or did not) and the audit event the API wrote for it."""
 
 from __future__ import annotations
 
-import contextlib
 import html
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from audit.models import AuditEvent
 from controlplane.authz import acl_cache
 from controlplane.models import Acl, ClientQuota, ConfigEntry, DelegationToken
-from tests.browser.conftest import CHROMIUM_ARGS, require_chromium, ui_login
+from tests.browser.conftest import TIMEOUT_MS, chromium_page, require_chromium, ui_login
 from tests.conftest import Api
 
 pytestmark = pytest.mark.django_db
@@ -1001,23 +1000,6 @@ def test_list_query_counts_do_not_grow_with_rows(
 
 
 # --- a real browser -----------------------------------------------------------------------------
-TIMEOUT_MS = 10_000
-
-
-@contextlib.contextmanager
-def chromium_page(executable: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_change_a_topic_config_through_the_diff_and_see_it_audited(live_server: Any) -> None:
@@ -1055,7 +1037,7 @@ def test_change_a_topic_config_through_the_diff_and_see_it_audited(live_server: 
         assert created["topics"][0]["error_code"] == 0, created
 
     expect.set_options(timeout=TIMEOUT_MS)
-    with chromium_page(executable) as page:
+    with chromium_page(executable, height=900) as page:
         page.goto(f"{base}/ui/configs/")
         page.fill("input[name=name]", "admin")
         page.fill("input[name=token]", admin_token)

@@ -2,37 +2,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.browser.conftest import CHROMIUM_ARGS, require_chromium
+from tests.browser.conftest import chromium_page, require_chromium
 
 pytestmark = pytest.mark.browser
 
 SCREENSHOT = "/tmp/ui-brokers.png"
 DETAIL_SCREENSHOT = "/tmp/ui-broker-detail.png"
-TIMEOUT_MS = 10_000
-
-
-@contextlib.contextmanager
-def chromium_page(executable: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 800})
-            page = context.new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
 
 
 def test_brokers_appear_and_change_without_reload(live_server: Any, transactional_db: None) -> None:

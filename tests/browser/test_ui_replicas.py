@@ -3,10 +3,9 @@ incidents), and in a real Chromium: a partition going leaderless shows up withou
 
 from __future__ import annotations
 
-import contextlib
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from controlplane.authz import acl_cache
 from controlplane.runtime import get_runtime
-from tests.browser.conftest import CHROMIUM_ARGS, require_chromium, ui_login
+from tests.browser.conftest import TIMEOUT_MS, chromium_page, require_chromium, ui_login
 from tests.conftest import Api
 
 pytestmark = pytest.mark.django_db
@@ -473,23 +472,6 @@ def test_query_counts_do_not_grow_with_topics_and_partitions(
 
 
 # --- a real browser ---------------------------------------------------------------------------
-TIMEOUT_MS = 10_000
-
-
-@contextlib.contextmanager
-def chromium_page(executable: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            yield page
-        finally:
-            browser.close()
-
-
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_partition_goes_leaderless_without_reload(live_server: Any) -> None:
