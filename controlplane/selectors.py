@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Count, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from brokers.models import Broker
+from controlplane.controller.configs import BROKER, CLUSTER_DEFAULT, ConfigView
 from controlplane.lease import cluster_get_or_create, now_ms
-from controlplane.models import Cluster, MetadataRecord
+from controlplane.models import Cluster, ConfigEntry, MetadataRecord
 
 
 def controller_active(cluster: Cluster) -> bool:
@@ -91,3 +93,33 @@ def record_as_fetched(record: MetadataRecord) -> dict[str, Any]:
         "timestamp_ms": record.timestamp_ms,
         "data": record.data,
     }
+
+
+StoredConfigs = dict[tuple[str, str], dict[str, str]]
+
+
+def configs_stored(*, resources: list[tuple[str, str]]) -> StoredConfigs:
+    """The dynamic configs of the named resources and the cluster default, in one query."""
+    query = Q()
+    for resource_type, resource_name in {*resources, (BROKER, CLUSTER_DEFAULT)}:
+        query |= Q(resource_type=resource_type, resource_name=resource_name)
+    stored: StoredConfigs = {}
+    rows = ConfigEntry.objects.filter(query).values_list(
+        "resource_type", "resource_name", "name", "value"
+    )
+    for resource_type, resource_name, name, value in rows:
+        stored.setdefault((resource_type, resource_name), {})[name] = value
+    return stored
+
+
+def config_view() -> ConfigView:
+    """The configs as the controller resolves them, each key read from the projection when
+    asked (a delegation token's secret key, say)."""
+
+    def lookup(resource_type: str, resource_name: str, name: str) -> str | None:
+        row = ConfigEntry.objects.filter(
+            resource_type=resource_type, resource_name=resource_name, name=name
+        ).first()
+        return None if row is None else row.value
+
+    return ConfigView(lookup, settings.CP_STATIC_BROKER_CONFIGS)

@@ -18,7 +18,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.crypto import salted_hmac
@@ -43,7 +42,6 @@ from controlplane.controller.configs import (
     TOPIC,
     TOPIC_CONFIGS,
     ConfigDef,
-    ConfigView,
     describe_configs,
 )
 from controlplane.controller.errors import ApiError, Errors
@@ -51,8 +49,9 @@ from controlplane.controller.records import QuotaEntity
 from controlplane.controller.tokens import describe_tokens, secret_of
 from controlplane.forwarding import ADMIN_APIS, AdminAnswer, admin_request_execute
 from controlplane.lease import now_ms
-from controlplane.models import Acl, ClientQuota, ConfigEntry
+from controlplane.models import Acl, ClientQuota
 from controlplane.projections import delegation_token_rows
+from controlplane.selectors import StoredConfigs, config_view, configs_stored
 from frontend.admin_forms import (
     AUDIT_APIS,
     AUDIT_OUTCOMES,
@@ -295,19 +294,8 @@ def config_target(kind: str, name: str = "", broker_id: int | None = None) -> Co
     return ConfigTarget(DEFAULT_KIND, CLUSTER_DEFAULT)
 
 
-StoredConfigs = dict[tuple[str, str], dict[str, str]]
-
-
 def stored_configs(target: ConfigTarget) -> StoredConfigs:
-    """The target's dynamic configs and the cluster default's, in one query."""
-    rows = ConfigEntry.objects.filter(
-        Q(resource_type=target.resource_type, resource_name=target.resource_name)
-        | Q(resource_type=BROKER, resource_name=CLUSTER_DEFAULT)
-    ).values_list("resource_type", "resource_name", "name", "value")
-    stored: StoredConfigs = {}
-    for resource_type, resource_name, name, value in rows:
-        stored.setdefault((resource_type, resource_name), {})[name] = value
-    return stored
+    return configs_stored(resources=[(target.resource_type, target.resource_name)])
 
 
 def described_configs(target: ConfigTarget, stored: StoredConfigs) -> list[ConfigRow]:
@@ -843,17 +831,10 @@ quota_set_view = form_view(_quota_form, _quota_submit)
 
 
 # --- delegation tokens --------------------------------------------------------------------
-def _config_lookup(resource_type: str, resource_name: str, name: str) -> str | None:
-    row = ConfigEntry.objects.filter(
-        resource_type=resource_type, resource_name=resource_name, name=name
-    ).first()
-    return None if row is None else row.value
-
-
 def tokens_disabled() -> ApiError | None:
     """DELEGATION_TOKEN_AUTH_DISABLED while no secret key is set (as the API answers)."""
     try:
-        secret_of(ConfigView(_config_lookup, settings.CP_STATIC_BROKER_CONFIGS))
+        secret_of(config_view())
     except ApiError as error:
         return error
     return None

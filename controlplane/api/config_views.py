@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -30,7 +29,6 @@ from controlplane.authz import is_authorized, refuse_broker_on_public_write
 from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.config_rpcs import broker_id_of, duplicate_resources, resource_key
 from controlplane.controller.configs import (
-    BROKER,
     BROKER_LOGGER,
     CLUSTER_DEFAULT,
     SUPPORTED_RESOURCE_TYPES,
@@ -39,7 +37,7 @@ from controlplane.controller.configs import (
     describe_loggers,
 )
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.models import ConfigEntry
+from controlplane.selectors import configs_stored
 from controlplane.services import controller_call
 from replicas.models import Topic
 
@@ -187,21 +185,6 @@ def _check_exists(resource_type: str, resource_name: str) -> None:
         raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered.")
 
 
-def _stored_configs(resources: list[tuple[str, str]]) -> dict[tuple[str, str], dict[str, str]]:
-    """The dynamic configs of the named resources and the cluster default, in one query."""
-    wanted = {*resources, (BROKER, CLUSTER_DEFAULT)}
-    query = Q()
-    for resource_type, resource_name in wanted:
-        query |= Q(resource_type=resource_type, resource_name=resource_name)
-    stored: dict[tuple[str, str], dict[str, str]] = {}
-    rows = ConfigEntry.objects.filter(query).values_list(
-        "resource_type", "resource_name", "name", "value"
-    )
-    for resource_type, resource_name, name, value in rows:
-        stored.setdefault((resource_type, resource_name), {})[name] = value
-    return stored
-
-
 class DescribeConfigsView(AuditedRpcView):
     """Kafka's DescribeConfigs, read from the projection: each key's value and where it comes
     from (topic, broker, cluster default, static or default), sensitive values hidden."""
@@ -212,7 +195,7 @@ class DescribeConfigsView(AuditedRpcView):
     def post(self, request: Request) -> Response:
         body = DescribeConfigsSerializer.validated(request.data)
         resources = body["resources"]
-        stored = _stored_configs([resource_key(r) for r in resources])
+        stored = configs_stored(resources=[resource_key(r) for r in resources])
 
         def dynamic(resource_type: str, resource_name: str, name: str) -> str | None:
             return stored.get((resource_type, resource_name), {}).get(name)

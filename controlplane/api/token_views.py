@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,10 +23,9 @@ from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import is_authorized, refuse_broker_on_public_write
 from controlplane.controller import tokens
 from controlplane.controller.acl import AclOperation, ResourceType
-from controlplane.controller.configs import ConfigView
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.models import ConfigEntry
 from controlplane.projections import delegation_token_rows
+from controlplane.selectors import config_view
 from controlplane.services import controller_call
 
 
@@ -131,16 +129,6 @@ class ExpireDelegationTokenView(AuditedRpcView):
         return Response({**EMPTY_EXPIRY, **_call(request, "ExpireDelegationToken", payload)})
 
 
-def _configs() -> ConfigView:
-    def lookup(resource_type: str, resource_name: str, name: str) -> str | None:
-        row = ConfigEntry.objects.filter(
-            resource_type=resource_type, resource_name=resource_name, name=name
-        ).first()
-        return None if row is None else row.value
-
-    return ConfigView(lookup, settings.CP_STATIC_BROKER_CONFIGS)
-
-
 class DescribeDelegationTokenView(AuditedRpcView):
     permission_classes = [IsPrincipal]
 
@@ -149,7 +137,7 @@ class DescribeDelegationTokenView(AuditedRpcView):
         body = s.DescribeDelegationTokenSerializer.validated(request.data)
         principal = principal_of(request)
         try:
-            tokens.secret_of(_configs())
+            tokens.secret_of(config_view())
         except ApiError as error:
             return Response({**error.as_fields(), "tokens": []})
         owners = body["owners"]
