@@ -41,6 +41,16 @@ class AuditEvent(models.Model):
             models.Index(fields=["request_id"], name="cp_audit_request_id"),
             models.Index(fields=["time_ms"], name="cp_audit_time"),
         ]
+        constraints = [
+            # One row per applied write: copies of a request id that answered the same write
+            # (a concurrent retry, a resend) are audited once. Refusals wrote nothing and keep
+            # a row per attempt.
+            models.UniqueConstraint(
+                fields=["request_id"],
+                condition=models.Q(first_offset__isnull=False) & ~models.Q(request_id=""),
+                name="cp_audit_one_row_per_write",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.api} by {self.principal}: {self.outcome}"

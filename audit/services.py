@@ -55,6 +55,8 @@ def audit_event_record(
     }
     with connection.cursor() as cursor:  # one plain INSERT: this runs on every admin request
         cursor.execute(_insert_sql(tuple(row)), list(row.values()))
+        if cursor.rowcount == 0:
+            return  # another copy of this request id answered the same write: audited once
     logger.info(
         "%s %s by %s%s from %s: %s (error %d), offsets %s-%s",
         api,
@@ -73,4 +75,8 @@ def audit_event_record(
 def _insert_sql(columns: tuple[str, ...]) -> str:
     json_value = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
     values = ", ".join(json_value if name == "resources" else "%s" for name in columns)
-    return f"INSERT INTO {AuditEvent._meta.db_table} ({', '.join(columns)}) VALUES ({values})"
+    # A second copy of an applied request id (cp_audit_one_row_per_write) adds no row.
+    return (
+        f"INSERT INTO {AuditEvent._meta.db_table} ({', '.join(columns)}) VALUES ({values})"
+        " ON CONFLICT DO NOTHING"
+    )

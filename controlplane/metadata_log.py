@@ -7,6 +7,7 @@ it. Records get gap-free offsets from the row's `last_offset`.
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import dataclasses
 import json
@@ -14,9 +15,9 @@ import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 
-from controlplane.bulk import Column, prepared_upsert
+from controlplane.bulk import Column, Write, prepared_upsert
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import Record
@@ -60,11 +61,39 @@ class AppliedWrite:
     first_offset: int
     last_offset: int
     response: dict[str, Any]
+    # Kept by request id so that a retry answers it instead of applying again; not for events
+    # that are evaluated afresh each time (heartbeats, the controller's timer).
+    remembered: bool = True
+    event_index: int = -1  # its place in the controller's batch
+
+
+class DuplicateWrite(ApiError):
+    """A commit would apply a second write of a request id: refused whole, nothing written.
+
+    The controller answers a retried request id from its first write (`applied_responses`) and
+    lets only the first copy of an id in a batch run; this is the last line behind those checks,
+    so that a duplicate is never written silently (the applied-request insert ignores no key
+    conflict)."""
+
+    def __init__(self, request_ids: Sequence[str], *, in_log: bool) -> None:
+        self.request_ids = sorted(set(request_ids))
+        self.in_log = in_log  # applied by an earlier commit, else twice in this one
+        super().__init__(
+            Errors.UNKNOWN_SERVER_ERROR,
+            f"A write with request id {', '.join(self.request_ids)} was already applied; "
+            "this copy was refused and wrote nothing.",
+        )
 
 
 def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWrite]) -> None:
     if not delta.replayed:
         return
+    remembered = [
+        w
+        for w in writes
+        if w.remembered and w.context.request_id and w.last_offset >= w.first_offset
+    ]
+    _refuse_repeated_ids(remembered)
     timestamp = now_ms()
     # Encode the records and build the projections' SQL before taking the lock: the
     # transaction then only runs statements.
@@ -86,12 +115,28 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
                 w.last_offset,
                 timestamp,
             )
-            for w in writes
-            if w.context.request_id and w.last_offset >= w.first_offset
+            for w in remembered
         ],
-        conflict=["request_id"],
     )
     commit_started.set(time.perf_counter())
+    try:
+        _commit(lease, delta, timestamp, (append, *project, remember))
+    except IntegrityError:
+        already = applied_responses([w.context.request_id for w in remembered])
+        if not already:
+            raise
+        raise DuplicateWrite(list(already), in_log=True) from None
+    notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
+
+
+def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
+    counts = collections.Counter(w.context.request_id for w in writes)
+    repeated = [request_id for request_id, count in counts.items() if count > 1]
+    if repeated:
+        raise DuplicateWrite(repeated, in_log=False)
+
+
+def _commit(lease: Lease, delta: MetadataDelta, timestamp: int, writes: Sequence[Write]) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
         # Plain SQL: the ORM's own cost was most of a small commit's.
         lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
@@ -100,10 +145,8 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
             f" FROM cp_cluster WHERE id = 1{lock}"
         )
         _check_fence(ClusterFence(*cursor.fetchone()), lease, delta, timestamp)
-        append()
-        for write in project:
+        for write in writes:
             write()
-        remember()
         cursor.execute(
             "UPDATE cp_cluster SET last_offset = %s,"
             " leader_elections_total = leader_elections_total + %s,"
@@ -112,7 +155,6 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
             [delta.last_offset, delta.leader_elections, delta.unclean_leader_elections],
         )
         transaction.on_commit(lambda: notifier.publish(delta.last_offset))
-    notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
 
 
 class ClusterFence(NamedTuple):

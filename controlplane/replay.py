@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
+
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import record_from_data
 from controlplane.lease import cluster_get_or_create
@@ -33,7 +35,29 @@ def metadata_verify() -> list[str]:
     cluster = cluster_get_or_create()
     stored = load_image(cluster.cluster_id, cluster.last_offset)
     problems.extend(_differences("", replayed.as_comparable(), stored.as_comparable()))
+    problems.extend(duplicate_writes())
     return problems
+
+
+def duplicate_writes() -> list[str]:
+    """Request ids applied more than once: records of the id outside the one write the controller
+    remembered for it (a log written before copies of a request id were deduplicated)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            'SELECT r.request_id, a.first_offset, a.last_offset, r."offset"'
+            " FROM cp_metadata_record r JOIN cp_applied_request a ON a.request_id = r.request_id"
+            ' WHERE r."offset" < a.first_offset OR r."offset" > a.last_offset'
+            ' ORDER BY r.request_id, r."offset"'
+        )
+        rows = cursor.fetchall()
+    again: dict[tuple[str, int, int], list[int]] = {}
+    for request_id, first, last, offset in rows:
+        again.setdefault((request_id, first, last), []).append(offset)
+    return [
+        f"request id {request_id!r} was applied more than once: its write at offsets "
+        f"{first}-{last}, and again at offset(s) {', '.join(map(str, offsets))}"
+        for (request_id, first, last), offsets in again.items()
+    ]
 
 
 def _differences(path: str, log: Any, tables: Any) -> list[str]:

@@ -31,6 +31,7 @@ from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataI
 from controlplane.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
 from controlplane.metadata_log import (
     AppliedWrite,
+    DuplicateWrite,
     RequestContext,
     applied_responses,
     commit_started,
@@ -159,40 +160,28 @@ class ControllerRuntime:
         prior = _applied_responses(events)
         failed: dict[int, Response] = {}
         while True:
-            env = ControllerEnv(
-                now_ms=now,
-                activated_ms=self.activated_ms,
-                sessions=self.sessions.snapshot(),
-                session_timeout_ms=self.session_timeout_ms,
-                static_configs=settings.CP_STATIC_BROKER_CONFIGS,
-            )
+            delta, contacts, responses, writes = self._run(image, events, now, prior, failed)
+            handled = time.perf_counter()
+            statements = _StatementCounter()
             try:
-                delta, contacts, responses, writes = _run_events(
-                    image, events, env, now=now, prior=prior, failed=failed
-                )
+                with connection.execute_wrapper(statements):
+                    log_commit(lease=lease, delta=delta, writes=writes)
                 break
-            except ReplayFailed as failure:
-                # Never half-applied: the batch starts over from the image without that event.
-                logger.error("refused event %d of the batch: %s", failure.index, failure)
-                failed[failure.index] = error_response(
-                    ApiError(
-                        Errors.UNKNOWN_SERVER_ERROR,
-                        "The controller could not apply this request; nothing of it was written.",
-                    )
-                )
+            except DuplicateWrite as duplicate:
+                # Never a silent second write: the batch starts over without those events.
+                logger.error("refused a second write of a request id: %s", duplicate.message)
+                refused = _second_writes(writes, duplicate)
+                if not refused.keys() - failed.keys():
+                    raise  # nothing left to refuse: a bug, never a loop
+                failed.update(refused)
+            except ApiError as error:
+                self._deactivate(error.message or error.error.name)
+                return [error_response(error) for _ in events]
+            except DatabaseError:
+                logger.exception("commit failed; reloading the image on the next event")
+                self._deactivate("commit failed")
+                return [error_response(_unavailable()) for _ in events]
         responses = [{**response, HANDLED_NOTE: now} for response in responses]
-        handled = time.perf_counter()
-        statements = _StatementCounter()
-        try:
-            with connection.execute_wrapper(statements):
-                log_commit(lease=lease, delta=delta, writes=writes)
-        except ApiError as error:
-            self._deactivate(error.message or error.error.name)
-            return [error_response(error) for _ in events]
-        except DatabaseError:
-            logger.exception("commit failed; reloading the image on the next event")
-            self._deactivate("commit failed")
-            return [error_response(_unavailable()) for _ in events]
         committed = time.perf_counter()
         image.apply(delta)
         if len(delta.replayed) >= LARGE_COMMIT_RECORDS:
@@ -217,6 +206,35 @@ class ControllerRuntime:
                 {i: None if b is None else b.status for i, b in delta.changed_brokers.items()}
             )
         return responses
+
+    def _run(
+        self,
+        image: MetadataImage,
+        events: Sequence[Event],
+        now: int,
+        prior: dict[str, Response],
+        failed: dict[int, Response],
+    ) -> tuple[MetadataDelta, list[int], list[Response], list[AppliedWrite]]:
+        """The batch's records and answers, leaving out the events in `failed`."""
+        while True:
+            env = ControllerEnv(
+                now_ms=now,
+                activated_ms=self.activated_ms,
+                sessions=self.sessions.snapshot(),
+                session_timeout_ms=self.session_timeout_ms,
+                static_configs=settings.CP_STATIC_BROKER_CONFIGS,
+            )
+            try:
+                return _run_events(image, events, env, now=now, prior=prior, failed=failed)
+            except ReplayFailed as failure:
+                # Never half-applied: the batch starts over from the image without that event.
+                logger.error("refused event %d of the batch: %s", failure.index, failure)
+                failed[failure.index] = error_response(
+                    ApiError(
+                        Errors.UNKNOWN_SERVER_ERROR,
+                        "The controller could not apply this request; nothing of it was written.",
+                    )
+                )
 
     def _mirror(self, changed: dict[int, BrokerStatus | None]) -> None:
         try:
@@ -355,10 +373,17 @@ def _run_events(
     contacts: list[int] = []
     responses: list[Response] = []
     writes: list[AppliedWrite] = []
+    answered_by: dict[str, int] = {}  # request id -> the event of the batch that ran it
     for index, event in enumerate(events):
         context = RequestContext.from_event(event)
         if index in failed:
             responses.append(failed[index])
+            continue
+        deduplicated = bool(context.request_id) and event["api"] not in STATE_IDEMPOTENT_APIS
+        if deduplicated and context.request_id in answered_by:
+            # Another copy of a request earlier in this batch (a client's concurrent retry, a
+            # resend): it answers what that one answered and writes nothing.
+            responses.append(responses[answered_by[context.request_id]])
             continue
         if event.get("deadline_ms", now + 1) < now:
             responses.append(
@@ -382,10 +407,38 @@ def _run_events(
             # A note for the caller's audit trail (and for a retry's, through the stored answer).
             response = {**response, OFFSETS_NOTE: [first_offset, delta.last_offset]}
             writes.append(
-                AppliedWrite(context, event["api"], first_offset, delta.last_offset, response)
+                AppliedWrite(
+                    context,
+                    event["api"],
+                    first_offset,
+                    delta.last_offset,
+                    response,
+                    remembered=deduplicated,
+                    event_index=index,
+                )
             )
+        if deduplicated:
+            answered_by[context.request_id] = index
         responses.append(response)
     return delta, contacts, responses, writes
+
+
+def _second_writes(
+    writes: Sequence[AppliedWrite], duplicate: DuplicateWrite
+) -> dict[int, Response]:
+    """The batch's events to refuse for `duplicate`: every write of an id the log holds already,
+    else every write of the id but its first."""
+    refused: dict[int, Response] = {}
+    kept: set[str] = set()
+    for write in writes:
+        request_id = write.context.request_id
+        if request_id not in duplicate.request_ids:
+            continue
+        if not duplicate.in_log and request_id not in kept:
+            kept.add(request_id)
+            continue
+        refused[write.event_index] = error_response(duplicate)
+    return refused
 
 
 def _freeze_long_lived() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
+from django.db.backends.signals import connection_created
 
 from controlplane.celery import app
 from controlplane.lease import Lease
@@ -30,6 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--loglevel", default="INFO")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        connection_created.connect(_end_stalled_transactions)
         runtime = get_runtime()
         runtime.on_deactivate = _exit_on_lost_lease
         stop = threading.Event()
@@ -61,6 +63,19 @@ class Command(BaseCommand):
                 "--loglevel",
                 options["loglevel"],
             ]
+        )
+
+
+def _end_stalled_transactions(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """A controller stopped in the middle of a commit (SIGSTOP, a VM pause) holds the cluster
+    row lock: standbys would wait on it instead of taking the lapsed lease. PostgreSQL ends such
+    a session once it has been idle in its transaction for half a lease, releasing the lock
+    before the lease lapses; a live commit never idles that long."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SET idle_in_transaction_session_timeout = %s", [max(settings.CP_LEASE_MS // 2, 500)]
         )
 
 
