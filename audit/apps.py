@@ -6,3 +6,10 @@ class AuditConfig(AppConfig):
     label = "audit"
     verbose_name = "Audit trail"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from audit.services import audit_executed
+        from controlplane.rpc import AUDITORS
+
+        if audit_executed not in AUDITORS:
+            AUDITORS.append(audit_executed)

@@ -1,6 +1,6 @@
 """What an admin request was about, for the audit trail: its resources and their error codes.
 
-Pure functions of the API name, the request body and the answer (both as the client sent and
+Pure functions of the request body and the answer (both as the client sent and
 got them: any JSON, never trusted). They name resources only: a config value, an HMAC or a
 token never enters the trail.
 """
@@ -29,15 +29,15 @@ def _code(item: dict[str, Any], default: int = 0) -> int:
     return code if isinstance(code, int) and not isinstance(code, bool) else default
 
 
-def _topic(item: dict[str, Any]) -> tuple[str, str]:
+def topic(item: dict[str, Any]) -> tuple[str, str]:
     return "TOPIC", _text(item.get("name") or item.get("topic_id"))
 
 
-def _config_resource(item: dict[str, Any]) -> tuple[str, str]:
+def config_resource(item: dict[str, Any]) -> tuple[str, str]:
     return _text(item.get("resource_type")), _text(item.get("resource_name"))
 
 
-def _acl(item: dict[str, Any]) -> tuple[str, str]:
+def acl(item: dict[str, Any]) -> tuple[str, str]:
     suffix = "_filter" if "resource_type_filter" in item else ""
     resource_type = _text(item.get("resource_type" + suffix))
     name = _text(item.get("resource_name" + suffix)) or "*"
@@ -48,7 +48,7 @@ def _acl(item: dict[str, Any]) -> tuple[str, str]:
     return resource_type, f"{name} ({pattern}): {permission} {operation} for {principal}"
 
 
-def _quota_entity(item: dict[str, Any]) -> tuple[str, str]:
+def quota_entity(item: dict[str, Any]) -> tuple[str, str]:
     parts = []
     for component in _dicts(item.get("entity") or item.get("components")):
         name = component.get("entity_name", component.get("match"))
@@ -79,33 +79,103 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-# API -> (answer list key, body list key, how an item is named). Answers list their items in
-# request order (or name them); an answer without the list (a refused request) falls back to
-# the body's items, with the request's error code.
-ITEMS: dict[str, tuple[str, str, Namer]] = {
-    "CreateTopics": ("topics", "topics", _topic),
-    "DeleteTopics": ("responses", "topics", _topic),
-    "CreatePartitions": ("results", "topics", _topic),
-    "AlterConfigs": ("responses", "resources", _config_resource),
-    "IncrementalAlterConfigs": ("responses", "resources", _config_resource),
-    "DescribeConfigs": ("results", "resources", _config_resource),
-    "AlterClientQuotas": ("entries", "entries", _quota_entity),
-}
-# APIs whose answer codes line up with the body's list by position.
-POSITIONAL: dict[str, tuple[str, str, Namer]] = {
-    "CreateAcls": ("results", "creations", _acl),
-    "DeleteAcls": ("filter_results", "filters", _acl),
-}
+Namers = Callable[[dict[str, Any], dict[str, Any], int, dict[str, Any]], Iterable[Resource]]
+
+
+def _named(kind_name: tuple[str, str], code: int) -> Resource:
+    return {"resource_type": kind_name[0], "resource_name": kind_name[1], "error_code": code}
+
+
+def listed(answer_key: str, body_key: str, namer: Namer, *, also: str = "") -> Namers:
+    """Answers that list (or name) their items; an answer without the list (a refused request)
+    falls back to the body's items, with the request's error code. `also`: a body list of bare
+    topic names (DeleteTopics' `topic_names`)."""
+
+    def resources(
+        body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+    ) -> Iterable[Resource]:
+        if isinstance(answer.get(answer_key), list):
+            return [_named(namer(i), _code(i)) for i in _dicts(answer[answer_key])]
+        items = _dicts(body.get(body_key))
+        if also:
+            items += [{"name": n} for n in body.get(also) or [] if isinstance(n, str)]
+        return [_named(namer(i), top) for i in items]
+
+    return resources
+
+
+def positional(answer_key: str, body_key: str, namer: Namer) -> Namers:
+    """Answers whose codes line up with the body's list by position."""
+
+    def resources(
+        body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+    ) -> Iterable[Resource]:
+        codes = [_code(i) for i in _dicts(answer.get(answer_key))]
+        return [
+            _named(namer(item), codes[index] if index < len(codes) else top)
+            for index, item in enumerate(_dicts(body.get(body_key)))
+        ]
+
+    return resources
+
+
+def whole_body(namer: Namer) -> Namers:
+    """The request body names one resource (a filter, an entity)."""
+    return lambda body, answer, top, notes: [_named(namer(body), top)]
+
+
+def elected_partitions(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    elected = list(_partitions(answer))
+    return elected or [_named(p, top) for p in _requested_partitions(body)]
+
+
+def created_token(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    if answer.get("token_id"):
+        return [_named(("DELEGATION_TOKEN", _text(answer["token_id"])), top)]
+    owner = body.get("owner_principal_name")
+    return [_named(("USER", f"User:{owner}" if owner else "(requester)"), top)]
+
+
+def token_of_hmac(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    """Renew and expire name the token by its HMAC: the controller notes its id privately."""
+    return [_named(("DELEGATION_TOKEN", _text(notes.get("_token_id")) or "(unknown)"), top)]
+
+
+def token_owners(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    owners = _dicts(body.get("owners"))
+    if not owners:
+        return [_named(("DELEGATION_TOKEN", "*"), top)]
+    return [_named(("USER", f"User:{_text(o.get('principal_name'))}"), top) for o in owners]
+
+
+def broker(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    return [_named(("BROKER", _text(body.get("broker_id"))), top)]
+
+
+def envelope(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    """A refused Envelope names the API it carried."""
+    return [_named(("API", _text(notes.get("inner_api"))), top)]
 
 
 def request_resources(
-    api: str, body: Any, answer: Any, notes: dict[str, Any] | None = None
+    namers: Namers, body: Any, answer: Any, notes: dict[str, Any] | None = None
 ) -> list[Resource]:
     """The resources an admin request named, each with the error code it was answered."""
     body = body if isinstance(body, dict) else {}
     answer = answer if isinstance(answer, dict) else {}
-    top = _code(answer)
-    resources = list(_resources(api, body, answer, top, notes or {}))
+    resources = list(namers(body, answer, _code(answer), notes or {}))
     if len(resources) > MAX_RESOURCES:
         extra = len(resources) - MAX_RESOURCES
         resources = resources[:MAX_RESOURCES]
@@ -113,54 +183,6 @@ def request_resources(
             {"resource_type": "", "resource_name": f"(+{extra} more)", "error_code": 0}
         )
     return resources
-
-
-def _resources(
-    api: str, body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
-) -> Iterable[Resource]:
-    def named(kind_name: tuple[str, str], code: int) -> Resource:
-        return {"resource_type": kind_name[0], "resource_name": kind_name[1], "error_code": code}
-
-    if api in ITEMS:
-        answer_key, body_key, namer = ITEMS[api]
-        if isinstance(answer.get(answer_key), list):
-            return [named(namer(i), _code(i)) for i in _dicts(answer[answer_key])]
-        items = _dicts(body.get(body_key))
-        if api == "DeleteTopics":
-            items += [{"name": n} for n in body.get("topic_names") or [] if isinstance(n, str)]
-        return [named(namer(i), top) for i in items]
-    if api in POSITIONAL:
-        answer_key, body_key, namer = POSITIONAL[api]
-        codes = [_code(i) for i in _dicts(answer.get(answer_key))]
-        items = _dicts(body.get(body_key))
-        return [
-            named(namer(item), codes[index] if index < len(codes) else top)
-            for index, item in enumerate(items)
-        ]
-    if api == "DescribeAcls":
-        return [named(_acl(body), top)]
-    if api == "ElectLeaders":
-        elected = list(_partitions(answer))
-        return elected or [named(p, top) for p in _requested_partitions(body)]
-    if api == "DescribeClientQuotas":
-        return [named(_quota_entity(body), top)]
-    if api == "CreateDelegationToken":
-        if answer.get("token_id"):
-            return [named(("DELEGATION_TOKEN", _text(answer["token_id"])), top)]
-        owner = body.get("owner_principal_name")
-        return [named(("USER", f"User:{owner}" if owner else "(requester)"), top)]
-    if api in ("RenewDelegationToken", "ExpireDelegationToken"):
-        return [named(("DELEGATION_TOKEN", _text(notes.get("_token_id")) or "(unknown)"), top)]
-    if api == "DescribeDelegationToken":
-        owners = _dicts(body.get("owners"))
-        if not owners:
-            return [named(("DELEGATION_TOKEN", "*"), top)]
-        return [named(("USER", f"User:{_text(o.get('principal_name'))}"), top) for o in owners]
-    if api == "UnregisterBroker":
-        return [named(("BROKER", _text(body.get("broker_id"))), top)]
-    if api == "Envelope":
-        return [named(("API", _text(notes.get("inner_api"))), top)]
-    return []
 
 
 def is_authorization_error(code: int) -> bool:

@@ -7,12 +7,12 @@ import json
 import logging
 from typing import Any
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
 from audit.models import AuditEvent
-from audit.resources import request_outcome, request_resources
-from controlplane.forwarding import Forwarding
+from audit.resources import Namers, request_outcome, request_resources
 from controlplane.lease import now_ms
+from controlplane.rpc import Executed, Forwarding
 
 logger = logging.getLogger("controlplane.audit")
 
@@ -20,6 +20,7 @@ logger = logging.getLogger("controlplane.audit")
 def audit_event_record(
     *,
     api: str,
+    namers: Namers,
     principal: str,
     client_id: str,
     client_host: str,
@@ -33,7 +34,7 @@ def audit_event_record(
     forwarding: Forwarding | None,
     duration_ms: float,
 ) -> None:
-    resources = request_resources(api, body, answer, notes)
+    resources = request_resources(namers, body, answer, notes)
     outcome, error_code = request_outcome(http_status, answer, resources)
     row: dict[str, Any] = {
         "time_ms": now_ms(),
@@ -69,6 +70,30 @@ def audit_event_record(
         first_offset,
         last_offset,
     )
+
+
+def audit_executed(executed: Executed) -> None:
+    """The audit trail's part of `controlplane.rpc.execute`: every executed admin request."""
+    caller, answer, notes = executed.caller, executed.answer, executed.notes
+    try:
+        audit_event_record(
+            api=executed.spec.name,
+            namers=executed.spec.resources,
+            principal=caller.name,
+            client_id=caller.client_id,
+            client_host=caller.host,
+            request_id=caller.request_id,
+            http_status=answer.status,
+            body=executed.body,
+            answer=answer.data,
+            notes=notes.private,
+            first_offset=notes.first_offset,
+            last_offset=notes.last_offset,
+            forwarding=caller.forwarding,
+            duration_ms=executed.duration_ms,
+        )
+    except DatabaseError:
+        logger.exception("could not write the audit event of %s", executed.spec.name)
 
 
 @functools.cache

@@ -104,7 +104,7 @@ from controlplane.controller.image import PartitionRegistration
 from controlplane.controller.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
 
 if TYPE_CHECKING:
-    from controlplane.forwarding import AdminApi
+    from controlplane.controller.api_keys import ApiKey as AdminApi
 
 logger = logging.getLogger("brokers.simulator")
 
@@ -1927,7 +1927,7 @@ _STALE_NAMES = frozenset(error.name for error in STALE_METADATA_ERRORS)
 def forwardable_apis() -> dict[str, AdminApi]:
     """The RPCs a broker redirects in an Envelope: `controlplane.forwarding.ADMIN_APIS`
     (imported on first use, as it needs Django's apps loaded: the simulator itself does not)."""
-    from controlplane.forwarding import ADMIN_APIS
+    from controlplane.controller.api_keys import ADMIN_APIS
 
     return {name: api for name, api in ADMIN_APIS.items() if api.forwardable}
 
@@ -1935,7 +1935,7 @@ def forwardable_apis() -> dict[str, AdminApi]:
 def admin_api(name: str | int) -> AdminApi:
     """A forwardable RPC by its name ("IncrementalAlterConfigs", any case), its API path
     ("incremental-alter-configs") or its apiKey (44 or "44"). ValueError for anything else."""
-    from controlplane.forwarding import ADMIN_APIS
+    from controlplane.controller.api_keys import ADMIN_APIS
 
     wanted = str(name).strip()
     found = next(

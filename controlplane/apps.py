@@ -7,4 +7,8 @@ class ControlPlaneConfig(AppConfig):
     verbose_name = "Control plane"
 
     def ready(self) -> None:
+        from django.utils.module_loading import autodiscover_modules
+
         from controlplane import metrics, projections  # noqa: F401  (register collectors)
+
+        autodiscover_modules("rpcs")  # every app's admin RPCs (controlplane.rpc.REGISTRY)

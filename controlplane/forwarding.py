@@ -1,90 +1,29 @@
-"""Admin requests by name: one way in for the public API, a broker's Envelope and the UI.
+"""Admin requests run as a principal that is not the HTTP caller: the UI's writes.
 
-Every admin request is a Kafka RPC served by its public API view (parse, authenticate,
-authorize, send to the controller, audit). A request that did not arrive as that HTTP call (an
-Envelope a broker redirected, a form in the UI) is run through the very same view as its
-original principal, so it is validated, authorized, forwarded to the controller and audited
-exactly as if the client had called the API itself: Kafka's controller handles an Envelope the
-same way, by handling the inner request with the envelope's principal.
+The UI's forms name Kafka's RPC and its body; the request runs through `controlplane.rpc.execute`
+as the logged-in principal, so it is validated, authorized, sent to the controller and audited
+exactly as if the principal had called the API itself.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import io
-import json
 from typing import Any
 
-from django.core.handlers.wsgi import WSGIRequest
-from django.http import HttpRequest
-from django.urls import resolve
-
+from controlplane.controller.api_keys import ApiKey
 from controlplane.principals import AuthenticatedPrincipal
-
-API_PREFIX = "/api/v1/"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class AdminApi:
-    name: str  # Kafka's RPC name
-    api_key: int  # Kafka's apiKey
-    path: str  # under /api/v1/
-    forwardable: bool  # may travel in an Envelope (the writes KIP-590 redirects)
-
-
-ADMIN_APIS: dict[str, AdminApi] = {
-    api.name: api
-    for api in (
-        AdminApi("CreateTopics", 19, "create-topics", True),
-        AdminApi("DeleteTopics", 20, "delete-topics", True),
-        AdminApi("DescribeAcls", 29, "describe-acls", False),
-        AdminApi("CreateAcls", 30, "create-acls", True),
-        AdminApi("DeleteAcls", 31, "delete-acls", True),
-        AdminApi("DescribeConfigs", 32, "describe-configs", False),
-        AdminApi("AlterConfigs", 33, "alter-configs", True),
-        AdminApi("CreatePartitions", 37, "create-partitions", True),
-        AdminApi("CreateDelegationToken", 38, "create-delegation-token", True),
-        AdminApi("RenewDelegationToken", 39, "renew-delegation-token", True),
-        AdminApi("ExpireDelegationToken", 40, "expire-delegation-token", True),
-        AdminApi("DescribeDelegationToken", 41, "describe-delegation-token", False),
-        AdminApi("ElectLeaders", 43, "elect-leaders", True),
-        AdminApi("IncrementalAlterConfigs", 44, "incremental-alter-configs", True),
-        AdminApi("DescribeClientQuotas", 48, "describe-client-quotas", False),
-        AdminApi("AlterClientQuotas", 49, "alter-client-quotas", True),
-        AdminApi("UnregisterBroker", 64, "unregister-broker", True),
-    )
-}
-ADMIN_APIS_BY_KEY = {api.api_key: api for api in ADMIN_APIS.values()}
-ADMIN_APIS_BY_PATH = {API_PREFIX + api.path: api for api in ADMIN_APIS.values()}
-ENVELOPE_API_KEY = 58
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Forwarding:
-    """The broker that redirected a request in an Envelope."""
-
-    principal: str
-    host: str
-    broker_id: int | None = None
+from controlplane.rpc import REGISTRY, Caller, Forwarding, execute
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class AdminAnswer:
-    status: int  # the HTTP status the API answered
+    status: int  # the HTTP status the API answers
     data: dict[str, Any]
-
-
-FORWARDING_ATTRIBUTE = "cp_forwarding"
-
-
-def forwarding_of(request: HttpRequest) -> Forwarding | None:
-    found = getattr(request, FORWARDING_ATTRIBUTE, None)
-    return found if isinstance(found, Forwarding) else None
 
 
 def admin_request_execute(
     *,
-    api: AdminApi,
+    api: ApiKey,
     body: Any,
     principal: AuthenticatedPrincipal,
     client_host: str,
@@ -92,32 +31,7 @@ def admin_request_execute(
     request_id: str,
     forwarding: Forwarding | None = None,
 ) -> AdminAnswer:
-    """Run one admin RPC as `principal`, exactly as its public API view runs it."""
-    raw = json.dumps(body).encode()
-    path = API_PREFIX + api.path
-    inner = WSGIRequest(
-        {
-            "REQUEST_METHOD": "POST",
-            "PATH_INFO": path,
-            "SCRIPT_NAME": "",
-            "SERVER_NAME": "controlplane",
-            "SERVER_PORT": "0",
-            "REMOTE_ADDR": client_host,
-            "CONTENT_TYPE": "application/json",
-            "CONTENT_LENGTH": str(len(raw)),
-            "HTTP_X_CLIENT_ID": client_id,
-            "wsgi.input": io.BytesIO(raw),
-            "wsgi.url_scheme": "http",
-        }
-    )
-    inner.request_id = request_id  # type: ignore[attr-defined]
-    setattr(inner, FORWARDING_ATTRIBUTE, forwarding)
-    # DRF authenticates a request carrying these as the given principal (no token, no session).
-    inner._force_auth_user = principal  # type: ignore[attr-defined]
-    inner._force_auth_token = None  # type: ignore[attr-defined]
-    inner._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]
-    match = resolve(path)
-    inner.resolver_match = match
-    response = match.func(inner, *match.args, **match.kwargs)
-    data = getattr(response, "data", None)
-    return AdminAnswer(response.status_code, data if isinstance(data, dict) else {})
+    """Run one admin RPC as `principal`, exactly as its public API runs it."""
+    caller = Caller(principal, client_host, client_id, request_id, forwarding)
+    answer = execute(REGISTRY[api.name], body, caller)
+    return AdminAnswer(answer.status, answer.data)

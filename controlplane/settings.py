@@ -44,6 +44,8 @@ INSTALLED_APPS = [
     "controlplane.apps.ControlPlaneConfig",
     "brokers.apps.BrokersConfig",
     "replicas.apps.ReplicasConfig",
+    "security.apps.SecurityConfig",
+    "configs.apps.ConfigsConfig",
     "canary.apps.CanaryConfig",
     "audit.apps.AuditConfig",
     "frontend.apps.FrontendConfig",

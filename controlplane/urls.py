@@ -4,6 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from brokers.api import views as broker_views
 from controlplane.api import views
 from controlplane.api.envelope import EnvelopeView
+from controlplane.api.rpc_views import rpc_urlpatterns
 from replicas.api import views as replica_views
 
 internal = [
@@ -29,17 +30,6 @@ public = [
     path("brokers", broker_views.BrokerListView.as_view(), name="broker-list"),
     path("brokers/<int:broker_id>", broker_views.BrokerDetailView.as_view(), name="broker-detail"),
     path("metadata-log", views.MetadataLogView.as_view(), name="metadata-log"),
-    path(
-        "unregister-broker", broker_views.UnregisterBrokerView.as_view(), name="unregister-broker"
-    ),
-    path("create-topics", replica_views.CreateTopicsView.as_view(), name="create-topics"),
-    path("delete-topics", replica_views.DeleteTopicsView.as_view(), name="delete-topics"),
-    path(
-        "create-partitions",
-        replica_views.CreatePartitionsView.as_view(),
-        name="create-partitions",
-    ),
-    path("elect-leaders", replica_views.ElectLeadersView.as_view(), name="elect-leaders"),
     path("topics", replica_views.TopicListView.as_view(), name="topic-list"),
     path("topics/<str:name>", replica_views.TopicDetailView.as_view(), name="topic-detail"),
     path("partitions", replica_views.PartitionListView.as_view(), name="partition-list"),
@@ -53,10 +43,8 @@ public = [
 urlpatterns = [
     path("internal/v1/", include(internal)),
     path("api/v1/", include(public)),
-    path("api/v1/", include("controlplane.api.config_urls")),
-    path("api/v1/", include("controlplane.api.acl_urls")),
-    path("api/v1/", include("controlplane.api.quota_urls")),
-    path("api/v1/", include("controlplane.api.token_urls")),
+    path("api/v1/", include(rpc_urlpatterns())),  # every admin RPC of the registry
+    path("api/v1/", include("configs.api.urls")),
     path("api/v1/", include("audit.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),

@@ -12,9 +12,9 @@ from django import forms
 
 from audit.models import Outcome
 from controlplane.controller.acl import CLUSTER_NAME, WILDCARD_HOST, parse_principal
+from controlplane.controller.api_keys import ADMIN_APIS
 from controlplane.controller.configs import ConfigDef
 from controlplane.controller.errors import ApiError
-from controlplane.forwarding import ADMIN_APIS
 from frontend.admin_tables import QUOTA_KEYS, ConfigChange, ConfigRow
 
 NAME_MAX = 255  # the ACL columns; Kafka's names fit

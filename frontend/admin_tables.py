@@ -9,12 +9,12 @@ from typing import Any
 
 from audit.models import AuditEvent
 from audit.resources import is_authorization_error
-from controlplane.api.acl_views import ACL_FIELDS
 from controlplane.controller.configs import DEFAULT_CONFIG, REDACTED
 from controlplane.controller.errors import Errors
 from controlplane.controller.records import QuotaEntity
 from controlplane.forwarding import AdminAnswer
 from frontend.tables import format_ms
+from security.selectors import ACL_FIELDS
 
 NOT_SET = "(not set)"
 DELETED = "(deleted)"

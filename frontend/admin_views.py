@@ -32,6 +32,7 @@ from brokers.models import Broker
 from brokers.selectors import broker_list
 from controlplane.authz import is_authorized
 from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.api_keys import ADMIN_APIS
 from controlplane.controller.configs import (
     BROKER,
     BROKER_CONFIGS,
@@ -47,7 +48,7 @@ from controlplane.controller.configs import (
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.records import QuotaEntity
 from controlplane.controller.tokens import describe_tokens, secret_of
-from controlplane.forwarding import ADMIN_APIS, AdminAnswer, admin_request_execute
+from controlplane.forwarding import AdminAnswer, admin_request_execute
 from controlplane.lease import now_ms
 from controlplane.models import Acl, ClientQuota
 from controlplane.projections import delegation_token_rows

@@ -26,6 +26,13 @@ def topic_list() -> QuerySet[Topic]:
     ).order_by("name")
 
 
+def topic_names_by_id(*, topic_ids: list[str]) -> dict[str, str]:
+    """The names of the topics with these ids (unknown ids are left out), in one query."""
+    if not topic_ids:
+        return {}
+    return dict(Topic.objects.filter(topic_id__in=topic_ids).values_list("topic_id", "name"))
+
+
 def topic_get(*, name: str) -> Topic | None:
     return topic_list().filter(name=name).first()
 

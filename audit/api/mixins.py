@@ -1,4 +1,5 @@
-"""The audited admin RPC view: every request through it, allowed or denied, is audited."""
+"""An audited view outside the RPC registry: the Envelope, whose refusals are audited as itself
+(an Envelope that ran is audited as its inner request, by `controlplane.rpc.execute`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from django.http import HttpRequest, HttpResponseBase
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from audit.resources import Namers
 from audit.services import audit_event_record
-from controlplane.forwarding import ADMIN_APIS_BY_PATH, forwarding_of
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.services import ControllerNotes, controller_notes
 
@@ -20,10 +21,11 @@ logger = logging.getLogger("controlplane.audit")
 
 
 class AuditedRpcView(APIView):
-    """Kafka's admin RPCs. A request whose principal is unknown (401) names nobody and is not
-    audited; every other one is, with what the controller wrote for it."""
+    """A request whose principal is unknown (401) names nobody and is not audited; every other
+    one is, with what the controller wrote for it."""
 
-    audit_api: str | None = None  # Kafka's name; by default the RPC served at this path
+    audit_api: str
+    audit_namers: Namers
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         notes = ControllerNotes()
@@ -49,10 +51,10 @@ class AuditedRpcView(APIView):
         if not isinstance(principal, AuthenticatedPrincipal):
             return
         django_request = request._request
-        api = self.audit_api or ADMIN_APIS_BY_PATH[django_request.path_info].name
         try:
             audit_event_record(
-                api=api,
+                api=self.audit_api,
+                namers=type(self).audit_namers,
                 principal=principal.principal,
                 client_id=django_request.headers.get("X-Client-ID", ""),
                 client_host=str(django_request.META.get("REMOTE_ADDR") or ""),
@@ -63,11 +65,11 @@ class AuditedRpcView(APIView):
                 notes={**notes.private, **self.audit_notes()},
                 first_offset=notes.first_offset,
                 last_offset=notes.last_offset,
-                forwarding=forwarding_of(django_request),
+                forwarding=None,
                 duration_ms=ms,
             )
         except DatabaseError:
-            logger.exception("could not write the audit event of %s", api)
+            logger.exception("could not write the audit event of %s", self.audit_api)
 
 
 def _body_of(request: Request) -> Any:

@@ -11,7 +11,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from audit.api.mixins import AuditedRpcView
 from brokers import services
 from brokers.api.serializers import (
     BrokerHeartbeatResponseSerializer,
@@ -19,14 +18,12 @@ from brokers.api.serializers import (
     BrokerRegistrationResponseSerializer,
     BrokerRegistrationSerializer,
     BrokerSerializer,
-    UnregisterBrokerSerializer,
 )
 from brokers.filtersets import BrokerFilterSet
 from brokers.models import Broker
 from controlplane.api.context import request_context
 from controlplane.api.permissions import (
     ClusterActionPermission,
-    ClusterAlterPermission,
     ClusterDescribePermission,
 )
 
@@ -52,20 +49,6 @@ class BrokerHeartbeatView(APIView):
     def post(self, request: Request) -> Response:
         body = BrokerHeartbeatSerializer.validated(request.data)  # the compiled happy path
         return Response(services.broker_heartbeat(payload=body, context=request_context(request)))
-
-
-class UnregisterBrokerView(AuditedRpcView):
-    permission_classes = [ClusterAlterPermission]
-
-    @extend_schema(request=UnregisterBrokerSerializer)
-    def post(self, request: Request) -> Response:
-        body = UnregisterBrokerSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        return Response(
-            services.broker_unregister(
-                broker_id=body.validated_data["broker_id"], context=request_context(request)
-            )
-        )
 
 
 class BrokerListView(generics.ListAPIView):  # type: ignore[type-arg]

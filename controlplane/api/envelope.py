@@ -1,10 +1,11 @@
 """KIP-590's Envelope: a broker redirects a client's admin write to the controller.
 
 The sender must hold CLUSTER_ACTION on the cluster (a client pretending to be a broker is
-refused, and counted). The inner request then runs through its own public API view as the
-original principal: validated, authorized, sent to the controller and audited as that
-principal, with the forwarding broker noted. Inner errors travel inside `response_data`;
-NOT_CONTROLLER and REQUEST_TIMED_OUT are the envelope's own, so the broker retries or gives up.
+refused, and counted). The inner request then runs through `controlplane.rpc.execute` as the
+original principal, as its public API runs it: validated, authorized, sent to the controller and
+audited as that principal, with the forwarding broker noted. Inner errors travel inside
+`response_data`; NOT_CONTROLLER and REQUEST_TIMED_OUT are the envelope's own, so the broker
+retries or gives up.
 """
 
 from __future__ import annotations
@@ -18,16 +19,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.api.mixins import AuditedRpcView
+from audit.resources import envelope as envelope_resources
 from controlplane.api.context import client_host, principal_of
 from controlplane.api.errors import HTTP_STATUS, error_body
 from controlplane.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import is_authorized
 from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.api_keys import ADMIN_APIS_BY_KEY
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.forwarding import ADMIN_APIS_BY_KEY, Forwarding, admin_request_execute
 from controlplane.metrics import FORWARDING
 from controlplane.principals import AuthenticatedPrincipal, principal_forwarded
+from controlplane.rpc import REGISTRY, Caller, Forwarding, execute
 
 INT16_MAX = 32767
 INT32_MAX = 2**31 - 1
@@ -91,6 +94,7 @@ def envelope_error(error: ApiError) -> Response:
 class EnvelopeView(AuditedRpcView):
     permission_classes = [IsPrincipal]  # CLUSTER_ACTION is checked (and counted) in post
     audit_api = "Envelope"
+    audit_namers = staticmethod(envelope_resources)
     inner_ran = False
 
     @extend_schema(request=EnvelopeSerializer)
@@ -136,15 +140,14 @@ class EnvelopeView(AuditedRpcView):
         principal = principal_decode(body["request_principal"])
         FORWARDING.redirected.labels(sender.principal).inc()
         self.inner_ran = True
-        answer = admin_request_execute(
-            api=api,
-            body=body["request_data"],
-            principal=principal,
-            client_host=body["client_host_address"],
+        caller = Caller(
+            principal,
+            host=body["client_host_address"],
             client_id=header["client_id"] or "",
             request_id=getattr(request._request, "request_id", ""),
             forwarding=Forwarding(sender.principal, host, body["forwarding_broker_id"]),
         )
+        answer = execute(REGISTRY[api.name], body["request_data"], caller)
         code = answer.data.get("error_code")
         if code in RETRIED_BY_THE_SENDER:
             raise ApiError(Errors(code), answer.data.get("error_message"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import json
 import uuid
 from typing import Any
 
@@ -199,7 +200,8 @@ class _FastPlan:
                 if not self._str_ok(self.fields[name], value, low, high):
                     return None
             elif kind == "json":
-                pass  # any parsed JSON value
+                if not _strict_json(value):
+                    return None  # NaN or Infinity: the full path refuses it
             elif kind == "nested":
                 value = low.validate(value)
                 if value is None:
@@ -255,3 +257,12 @@ class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
         if unknown:
             raise serializers.ValidationError({name: ["Unknown field."] for name in unknown})
         return super().to_internal_value(data)
+
+
+def _strict_json(value: Any) -> bool:
+    """JSON as the standard has it: Python's parser also reads NaN and Infinity."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (ValueError, TypeError):
+        return False
+    return True

@@ -11,7 +11,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import AuditEvent
-from controlplane.forwarding import ADMIN_APIS
+from controlplane.controller.api_keys import ADMIN_APIS
 from controlplane.models import MetadataRecord
 
 pytestmark = pytest.mark.django_db

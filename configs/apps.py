@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class ConfigsConfig(AppConfig):
+    name = "configs"
+    label = "configs"
+    verbose_name = "Configs and client quotas"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,43 @@
+"""Kafka's admin RPCs by name and apiKey (as Kafka's `ApiKeys`): pure data, no Django.
+
+The front doors (the REST API, a broker's Envelope, the UI) and the broker simulator all name
+RPCs from this one table; `controlplane.rpc` binds each to its handler.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ApiKey:
+    name: str  # Kafka's RPC name
+    api_key: int  # Kafka's apiKey
+    path: str  # the public API's path under /api/v1/
+    forwardable: bool  # may travel in an Envelope (the writes KIP-590 redirects)
+
+
+ADMIN_APIS: dict[str, ApiKey] = {
+    api.name: api
+    for api in (
+        ApiKey("CreateTopics", 19, "create-topics", True),
+        ApiKey("DeleteTopics", 20, "delete-topics", True),
+        ApiKey("DescribeAcls", 29, "describe-acls", False),
+        ApiKey("CreateAcls", 30, "create-acls", True),
+        ApiKey("DeleteAcls", 31, "delete-acls", True),
+        ApiKey("DescribeConfigs", 32, "describe-configs", False),
+        ApiKey("AlterConfigs", 33, "alter-configs", True),
+        ApiKey("CreatePartitions", 37, "create-partitions", True),
+        ApiKey("CreateDelegationToken", 38, "create-delegation-token", True),
+        ApiKey("RenewDelegationToken", 39, "renew-delegation-token", True),
+        ApiKey("ExpireDelegationToken", 40, "expire-delegation-token", True),
+        ApiKey("DescribeDelegationToken", 41, "describe-delegation-token", False),
+        ApiKey("ElectLeaders", 43, "elect-leaders", True),
+        ApiKey("IncrementalAlterConfigs", 44, "incremental-alter-configs", True),
+        ApiKey("DescribeClientQuotas", 48, "describe-client-quotas", False),
+        ApiKey("AlterClientQuotas", 49, "alter-client-quotas", True),
+        ApiKey("UnregisterBroker", 64, "unregister-broker", True),
+    )
+}
+ADMIN_APIS_BY_KEY: dict[int, ApiKey] = {api.api_key: api for api in ADMIN_APIS.values()}
+ENVELOPE_API_KEY = 58

@@ -1,0 +1,206 @@
+"""ACL and delegation token admin RPCs, as Kafka's AclApis and DelegationTokenManager see them.
+
+ACL writes need ALTER on CLUSTER (never from a broker principal) and go to the controller;
+DescribeAcls needs DESCRIBE on CLUSTER and reads the projection. Token writes go to the
+controller with the requester in the payload; a token for another owner needs CREATE_TOKENS on
+that USER. Kafka refuses CreateDelegationToken from a principal authenticated by a delegation
+token (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED): a forwarding broker says so in the Envelope. HMACs
+are answered by create only and are never logged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import status
+
+from audit import resources as named
+from controlplane.api.errors import error_body
+from controlplane.controller import acls, tokens
+from controlplane.controller.acl import AclBindingFilter, AclOperation, ResourceType
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.projections import delegation_token_rows
+from controlplane.rpc import Caller, Reply, any_principal, cluster, public_write, register
+from controlplane.selectors import config_view
+from controlplane.services import controller_call
+from security import selectors
+from security.api import acl_serializers as acl_s
+from security.api import token_serializers as token_s
+
+Body = dict[str, Any]
+
+# --- ACLs ------------------------------------------------------------------------------------
+
+
+def create_acls(body: Body, caller: Caller) -> Body:
+    creations = [acl_s.as_names(c) for c in body["creations"]]
+    results: list[Any] = []
+    if creations:
+        response = controller_call(
+            api="CreateAcls", payload={"creations": creations}, context=caller.context
+        )
+        results = response["results"]
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def delete_acls(body: Body, caller: Caller) -> Body:
+    filters = [acl_s.as_names(f) for f in body["filters"]]
+    results: list[Any] = []
+    if filters:
+        response = controller_call(
+            api="DeleteAcls", payload={"filters": filters}, context=caller.context
+        )
+        results = response["filter_results"]
+    return {"throttle_time_ms": 0, "filter_results": results}
+
+
+def describe_acls(body: Body, caller: Caller) -> Body | Reply:
+    acl_filter = AclBindingFilter(**body)
+    problem = acls.filter_validation_error(acl_filter)
+    if problem is not None:
+        return Reply(
+            status.HTTP_400_BAD_REQUEST,
+            {"throttle_time_ms": 0, **error_body(Errors.INVALID_REQUEST, problem), "resources": []},
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "resources": selectors.acls_describe(acl_filter=acl_filter),
+    }
+
+
+# --- delegation tokens -----------------------------------------------------------------------
+
+EMPTY_CREATE: Body = {
+    "error_code": 0,
+    "error_message": None,
+    "principal_type": "",
+    "principal_name": "",
+    "token_requester_principal_type": "",
+    "token_requester_principal_name": "",
+    "issue_timestamp_ms": -1,
+    "expiry_timestamp_ms": -1,
+    "max_timestamp_ms": -1,
+    "token_id": "",
+    "hmac": None,
+}
+EMPTY_EXPIRY: Body = {"error_code": 0, "error_message": None, "expiry_timestamp_ms": -1}
+
+
+def _call(caller: Caller, api: str, payload: Body) -> Body:
+    payload["requester"] = caller.name
+    return controller_call(api=api, payload=payload, context=caller.context)
+
+
+def _authorized_owner(caller: Caller, body: Body) -> bool:
+    """Kafka: a token for another owner needs CREATE_TOKENS on that USER."""
+    owner_type, owner_name = body["owner_principal_type"], body["owner_principal_name"]
+    if owner_type is None and owner_name is None:
+        return True
+    if f"{owner_type}:{owner_name}" == caller.name:
+        return True
+    return caller.allowed(
+        AclOperation.CREATE_TOKENS, ResourceType.USER, f"{owner_type}:{owner_name}"
+    )
+
+
+def create_delegation_token(body: Body, caller: Caller) -> Body:
+    if caller.principal.token_authenticated:
+        return {
+            **EMPTY_CREATE,
+            "error_code": int(Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
+            "error_message": "Delegation tokens cannot be created by a principal "
+            "authenticated with a delegation token.",
+        }
+    if not _authorized_owner(caller, body):
+        return {
+            **EMPTY_CREATE,
+            "error_code": int(Errors.DELEGATION_TOKEN_AUTHORIZATION_FAILED),
+            "error_message": "Not authorized to create tokens for this owner.",
+        }
+    payload = {
+        "owner_principal_type": body["owner_principal_type"],
+        "owner_principal_name": body["owner_principal_name"],
+        "renewers": [dict(r) for r in body["renewers"]],
+        "max_lifetime_ms": body["max_lifetime_ms"],
+    }
+    return {**EMPTY_CREATE, **_call(caller, "CreateDelegationToken", payload)}
+
+
+def renew_delegation_token(body: Body, caller: Caller) -> Body:
+    payload = {"hmac": body["hmac"], "renew_period_ms": body["renew_period_ms"]}
+    return {**EMPTY_EXPIRY, **_call(caller, "RenewDelegationToken", payload)}
+
+
+def expire_delegation_token(body: Body, caller: Caller) -> Body:
+    payload = {"hmac": body["hmac"], "expiry_time_period_ms": body["expiry_time_period_ms"]}
+    return {**EMPTY_EXPIRY, **_call(caller, "ExpireDelegationToken", payload)}
+
+
+def describe_delegation_token(body: Body, caller: Caller) -> Body:
+    try:
+        tokens.secret_of(config_view())
+    except ApiError as error:
+        return {**error.as_fields(), "tokens": []}
+    owners = body["owners"]
+    return tokens.describe_tokens(
+        delegation_token_rows(),
+        owners=None if owners is None else [dict(o) for o in owners],
+        requester=caller.name,
+        is_super=caller.principal.is_super,
+        may_describe=lambda token_id: caller.allowed(
+            AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, token_id
+        ),
+    )
+
+
+register(
+    "CreateAcls",
+    request=acl_s.CreateAclsSerializer,
+    authorize=cluster(AclOperation.ALTER, write=True),
+    handler=create_acls,
+    resources=named.positional("results", "creations", named.acl),
+)
+register(
+    "DescribeAcls",
+    request=acl_s.DescribeAclsSerializer,
+    authorize=cluster(AclOperation.DESCRIBE),
+    handler=describe_acls,
+    resources=named.whole_body(named.acl),
+)
+register(
+    "DeleteAcls",
+    request=acl_s.DeleteAclsSerializer,
+    authorize=cluster(AclOperation.ALTER, write=True),
+    handler=delete_acls,
+    resources=named.positional("filter_results", "filters", named.acl),
+)
+register(
+    "CreateDelegationToken",
+    request=token_s.CreateDelegationTokenSerializer,
+    authorize=public_write,
+    handler=create_delegation_token,
+    resources=named.created_token,
+)
+register(
+    "RenewDelegationToken",
+    request=token_s.RenewDelegationTokenSerializer,
+    authorize=public_write,
+    handler=renew_delegation_token,
+    resources=named.token_of_hmac,
+)
+register(
+    "ExpireDelegationToken",
+    request=token_s.ExpireDelegationTokenSerializer,
+    authorize=public_write,
+    handler=expire_delegation_token,
+    resources=named.token_of_hmac,
+)
+register(
+    "DescribeDelegationToken",
+    request=token_s.DescribeDelegationTokenSerializer,
+    authorize=any_principal,
+    handler=describe_delegation_token,
+    resources=named.token_owners,
+)
