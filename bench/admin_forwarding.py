@@ -1303,7 +1303,8 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
             "controller_transport": call["transport"],
             "code": code_version(),
             "database": f"PostgreSQL {server(postgres_admin_url())} (a fresh database)",
-            "redis": f"{server(redis_url())} under a key prefix of the run's own "
+            "redis": f"{server(redis_url())}, "
+            "under a key prefix of the run's own "
             "(Celery broker, result backend, sessions, request channel)",
             "cpus": os.cpu_count(),
             "load_average_before": [round(x, 2) for x in load_before],
@@ -1385,9 +1386,10 @@ def code_version() -> dict[str, Any]:
 
 
 def server(url: str) -> str:
-    """host:port[/db] of a service URL, without user or password."""
+    """host:port of a service URL (with a Redis URL's database), without user or password."""
     parts = urllib.parse.urlsplit(url)
-    return f"{parts.hostname}:{parts.port}{parts.path if parts.path not in ('', '/') else ''}"
+    database = f" db {parts.path[1:] or 0}" if parts.scheme.startswith("redis") else ""
+    return f"{parts.hostname}:{parts.port}{database}"
 
 
 def main() -> None:
