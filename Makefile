@@ -42,7 +42,7 @@ test: install-test services lint typecheck
 	DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
 		$(VENV)/bin/pytest -p no:cacheprovider $(PYTEST_ARGS)
 
-## test-fast: the pure core and API tests only (no services, no browser)
+## test-fast: the pure core, API and server-rendered UI tests (no services, no browser)
 test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser" $(PYTEST_ARGS)
 

@@ -55,6 +55,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -63,16 +64,20 @@ from typing import Any
 import httpx
 
 from bench.replica_state import Brokers
-from devtools.stack import ROOT, Http, Stack, running_stack, wait_for
+from devtools.stack import (
+    ROOT,
+    Http,
+    Stack,
+    postgres_admin_url,
+    redis_url,
+    running_stack,
+    wait_for,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOPIC = "bench-configs"
 DIRECT_PATH = "/api/v1/incremental-alter-configs"
 ENVELOPE_PATH = "/internal/v1/envelope"
-# Redis databases the integration tests use (devtools.stack.REDIS_DB = 11, the forwarding and
-# session tests 12 and 13): they may run meanwhile, and a shared controller queue would mix
-# their events with ours. The benchmark takes the first empty one of these instead.
-REDIS_DB_CANDIDATES = (5, 6, 7, 8, 9, 10, 14, 15)
 CLIENT_HOST = "10.20.30.40"  # the address the forwarding broker saw the client at
 ADMIN_CLIENT_ID = "bench-admin"
 FORWARDING_BROKER = 0  # the lean client's envelopes name this (registered) broker
@@ -1297,8 +1302,10 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
             "controller": f"1 x manage.py run_controller (--loglevel {args.controller_loglevel})",
             "controller_transport": call["transport"],
             "code": code_version(),
-            "database": "PostgreSQL 127.0.0.1:5432 (a fresh database)",
-            "redis": f"127.0.0.1:6379 db {args.redis_db} (Celery broker, result backend, sessions)",
+            "database": f"PostgreSQL {server(postgres_admin_url())} (a fresh database)",
+            "redis": f"{server(redis_url())}, "
+            "under a key prefix of the run's own "
+            "(Celery broker, result backend, sessions, request channel)",
             "cpus": os.cpu_count(),
             "load_average_before": [round(x, 2) for x in load_before],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
@@ -1378,17 +1385,11 @@ def code_version() -> dict[str, Any]:
     return {"commit": git("rev-parse", "--short", "HEAD").strip(), "changed_files": changed}
 
 
-def empty_redis_db() -> int:
-    import redis
-
-    for db in REDIS_DB_CANDIDATES:
-        client = redis.Redis.from_url(f"redis://127.0.0.1:6379/{db}")
-        try:
-            if client.dbsize() == 0:
-                return db
-        finally:
-            client.close()
-    raise SystemExit(f"No empty Redis database among {REDIS_DB_CANDIDATES}: pass --redis-db.")
+def server(url: str) -> str:
+    """host:port of a service URL (with a Redis URL's database), without user or password."""
+    parts = urllib.parse.urlsplit(url)
+    database = f" db {parts.path[1:] or 0}" if parts.scheme.startswith("redis") else ""
+    return f"{parts.hostname}:{parts.port}{database}"
 
 
 def main() -> None:
@@ -1442,22 +1443,13 @@ def main() -> None:
         default="INFO",
         help="the controller worker's log level; INFO logs each event's run time (default INFO)",
     )
-    parser.add_argument(
-        "--redis-db",
-        type=int,
-        default=None,
-        help="the Redis database for the stack (flushed!); default: the first empty one of "
-        + ", ".join(map(str, REDIS_DB_CANDIDATES)),
-    )
     parser.add_argument("--ratio-target", type=float, default=1.5)
     parser.add_argument("--writes-target", type=float, default=300.0)
     args = parser.parse_args()
-    if args.redis_db is None:
-        args.redis_db = empty_redis_db()
     controller = "controller"
     with (
         tempfile.TemporaryDirectory() as tmp,
-        running_stack(Path(tmp) / "logs", redis_db=args.redis_db) as stack,
+        running_stack(Path(tmp) / "logs") as stack,
     ):
         stack.spawn(
             controller,

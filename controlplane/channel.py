@@ -25,8 +25,9 @@ import redis
 
 logger = logging.getLogger("controlplane.controller")
 
-REQUESTS_KEY = "cp:controller:requests"
-REPLY_PREFIX = "cp:controller:reply:"
+# Key names under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`, `cp:` by default).
+REQUESTS = "controller:requests"
+REPLY = "controller:reply:"
 REPLY_TTL_S = 60  # an answer nobody waits for any more (its sender gave up) expires
 MAX_BATCH = 500
 IDLE_WAIT_S = 1
@@ -53,15 +54,17 @@ def _decode(raw: bytes) -> Event | None:
 class ControllerChannel:
     """The web side: send one event, wait for its answer (None when none came in time)."""
 
-    def __init__(self, url: str, *, longest_wait_s: float) -> None:
+    def __init__(self, url: str, *, longest_wait_s: float, key_prefix: str) -> None:
         # BLPOP holds a connection while it waits: the pool grows with the waiting threads.
         self.redis = redis.Redis.from_url(
             url, socket_timeout=longest_wait_s + 5, health_check_interval=30
         )
+        self.requests_key = key_prefix + REQUESTS
+        self.reply_prefix = key_prefix + REPLY
 
     def request(self, event: Event, timeout_ms: int) -> Response | None:
-        reply_key = REPLY_PREFIX + uuid.uuid4().hex
-        self.redis.rpush(REQUESTS_KEY, _encode({**event, "reply_to": reply_key}))
+        reply_key = self.reply_prefix + uuid.uuid4().hex
+        self.redis.rpush(self.requests_key, _encode({**event, "reply_to": reply_key}))
         answered = self.redis.blpop([reply_key], timeout=max(timeout_ms, 1) / 1000)
         if answered is None:
             return None
@@ -77,10 +80,13 @@ class ChannelConsumer:
         url: str,
         handle_batch: Callable[[Sequence[Event]], list[Response]],
         *,
+        key_prefix: str,
         on_failure: Callable[[], None] = lambda: None,
         max_batch: int = MAX_BATCH,
     ) -> None:
         self.redis = redis.Redis.from_url(url, socket_timeout=IDLE_WAIT_S + 30)
+        self.requests_key = key_prefix + REQUESTS
+        self.reply_prefix = key_prefix + REPLY
         self.handle_batch = handle_batch
         self.on_failure = on_failure
         self.max_batch = max_batch
@@ -96,10 +102,10 @@ class ChannelConsumer:
 
     def serve_once(self, wait_s: float = IDLE_WAIT_S) -> int:
         """Handle one batch of waiting events; returns how many (0 when none came)."""
-        first = self.redis.blpop([REQUESTS_KEY], timeout=wait_s)
+        first = self.redis.blpop([self.requests_key], timeout=wait_s)
         if first is None:
             return 0
-        raw = [first[1], *(self.redis.lpop(REQUESTS_KEY, self.max_batch - 1) or [])]
+        raw = [first[1], *(self.redis.lpop(self.requests_key, self.max_batch - 1) or [])]
         events = [event for event in map(_decode, raw) if event is not None]
         try:
             responses = self.handle_batch(events)
@@ -110,7 +116,7 @@ class ChannelConsumer:
         replies = self.redis.pipeline(transaction=False)
         for event, response in zip(events, responses, strict=True):
             reply_key = event.get("reply_to")
-            if isinstance(reply_key, str) and reply_key.startswith(REPLY_PREFIX):
+            if isinstance(reply_key, str) and reply_key.startswith(self.reply_prefix):
                 replies.rpush(reply_key, _encode(response))
                 replies.expire(reply_key, REPLY_TTL_S)
         replies.execute()

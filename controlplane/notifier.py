@@ -10,9 +10,10 @@ import logging
 import threading
 import time
 
-from controlplane.redis_client import redis_client
+from controlplane.redis_client import key_prefix, redis_client
 
-CHANNEL = "cp:metadata-committed"
+# The pub/sub channel's name under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`).
+CHANNEL = "metadata-committed"
 logger = logging.getLogger(__name__)
 
 
@@ -28,7 +29,7 @@ class MetadataNotifier:
         client = redis_client()
         if client is not None:
             try:
-                client.publish(CHANNEL, str(last_offset))
+                client.publish(key_prefix() + CHANNEL, str(last_offset))
             except Exception:  # a lost wake-up only delays fetchers until their wait ends
                 logger.warning("could not publish the metadata commit notice", exc_info=True)
         self.bump()
@@ -60,7 +61,7 @@ class MetadataNotifier:
         while True:
             try:
                 pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
-                pubsub.subscribe(CHANNEL)
+                pubsub.subscribe(key_prefix() + CHANNEL)
                 for message in pubsub.listen():
                     if message.get("type") == "message":
                         self.bump()

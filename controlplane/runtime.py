@@ -260,7 +260,7 @@ class ControllerRuntime:
             if self._batcher is None:
                 self._batcher = EventBatcher(self, max_batch=max_batch)
 
-    def start_channel(self, url: str) -> threading.Thread:
+    def start_channel(self, url: str, key_prefix: str) -> threading.Thread:
         """Serve the request channel (controlplane.channel): the active controller only."""
         from controlplane.channel import ChannelConsumer
 
@@ -270,7 +270,9 @@ class ControllerRuntime:
                 _reset_connection()
             return responses
 
-        return ChannelConsumer(url, handle_batch, on_failure=_reset_connection).start()
+        return ChannelConsumer(
+            url, handle_batch, key_prefix=key_prefix, on_failure=_reset_connection
+        ).start()
 
     def stop_batching(self) -> None:
         batcher, self._batcher = self._batcher, None

@@ -157,4 +157,8 @@ def _channel() -> ControllerChannel | None:
     """The request channel to the controller, where Redis is there to carry it."""
     if not settings.CP_REDIS_URL:
         return None
-    return ControllerChannel(settings.CP_REDIS_URL, longest_wait_s=ATTEMPT_TIMEOUT_MS / 1000)
+    return ControllerChannel(
+        settings.CP_REDIS_URL,
+        longest_wait_s=ATTEMPT_TIMEOUT_MS / 1000,
+        key_prefix=settings.CP_REDIS_KEY_PREFIX,
+    )

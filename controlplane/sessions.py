@@ -19,10 +19,11 @@ from typing import Any, Protocol
 
 from controlplane.controller.brokers import BrokerSession
 from controlplane.controller.image import BrokerStatus
-from controlplane.redis_client import redis_client
+from controlplane.redis_client import key_prefix, redis_client
 
-SESSIONS_KEY = "cp:broker-sessions"
-STATUS_KEY = "cp:broker-status"
+# Hash names under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`, `cp:` by default).
+SESSIONS = "broker-sessions"
+STATUS = "broker-status"
 
 # KEYS: status hash, sessions hash. ARGV: broker id, epoch, "now:offset".
 # Touches the session only when the mirrored epoch matches; returns the mirrored status or nil.
@@ -103,13 +104,15 @@ class LocalSessionStore:
 
 
 class RedisSessionStore:
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, key_prefix: str) -> None:
         self._redis = client
+        self.sessions_key = key_prefix + SESSIONS
+        self.status_key = key_prefix + STATUS
         self._touch_if_current = client.register_script(TOUCH_IF_CURRENT)
         self._thread = threading.local()
 
     def touch(self, broker_id: int, *, now_ms: int, metadata_offset: int) -> None:
-        self._redis.hset(SESSIONS_KEY, str(broker_id), f"{now_ms}:{metadata_offset}")
+        self._redis.hset(self.sessions_key, str(broker_id), f"{now_ms}:{metadata_offset}")
 
     def touch_if_current(
         self, broker_id: int, epoch: int, *, now_ms: int, metadata_offset: int
@@ -119,7 +122,9 @@ class RedisSessionStore:
             value = self._touch_on_own_connection(*args)
         except Exception:  # lost connection, script flushed...: the full client path recovers
             self._drop_own_connection()
-            value = self._touch_if_current(keys=[STATUS_KEY, SESSIONS_KEY], args=list(args))
+            value = self._touch_if_current(
+                keys=[self.status_key, self.sessions_key], args=list(args)
+            )
         return None if value is None else BrokerStatus.decode(broker_id, value.decode())
 
     def _touch_on_own_connection(self, *args: Any) -> Any:
@@ -131,7 +136,7 @@ class RedisSessionStore:
             connection = self._redis.connection_pool.make_connection()
             self._thread.connection = connection
         connection.send_command(
-            "EVALSHA", self._touch_if_current.sha, 2, STATUS_KEY, SESSIONS_KEY, *args
+            "EVALSHA", self._touch_if_current.sha, 2, self.status_key, self.sessions_key, *args
         )
         return connection.read_response()
 
@@ -142,32 +147,32 @@ class RedisSessionStore:
             connection.disconnect()
 
     def snapshot(self) -> dict[int, BrokerSession]:
-        raw = self._redis.hgetall(SESSIONS_KEY)
+        raw = self._redis.hgetall(self.sessions_key)
         return {int(k): _decode(v) for k, v in raw.items()}
 
     def get(self, broker_id: int) -> BrokerSession | None:
-        value = self._redis.hget(SESSIONS_KEY, str(broker_id))
+        value = self._redis.hget(self.sessions_key, str(broker_id))
         return None if value is None else _decode(value)
 
     def forget(self, broker_id: int) -> None:
-        self._redis.hdel(SESSIONS_KEY, str(broker_id))
+        self._redis.hdel(self.sessions_key, str(broker_id))
 
     def mirror(self, changed: Mapping[int, BrokerStatus | None]) -> None:
         updates = {str(i): s.encode() for i, s in changed.items() if s is not None}
         removed = [str(i) for i, s in changed.items() if s is None]
         pipe = self._redis.pipeline()
         if updates:
-            pipe.hset(STATUS_KEY, mapping=updates)
+            pipe.hset(self.status_key, mapping=updates)
         if removed:
-            pipe.hdel(STATUS_KEY, *removed)
+            pipe.hdel(self.status_key, *removed)
         pipe.execute()
 
     def replace_mirror(self, statuses: Iterable[BrokerStatus]) -> None:
         pipe = self._redis.pipeline()  # MULTI/EXEC: readers never see it half-written
-        pipe.delete(STATUS_KEY)
+        pipe.delete(self.status_key)
         updates = {str(s.broker_id): s.encode() for s in statuses}
         if updates:
-            pipe.hset(STATUS_KEY, mapping=updates)
+            pipe.hset(self.status_key, mapping=updates)
         pipe.execute()
 
 
@@ -190,5 +195,5 @@ def session_store() -> SessionStore:
     if client is None:
         return _local
     if _redis_store is None:
-        _redis_store = RedisSessionStore(client)
+        _redis_store = RedisSessionStore(client, key_prefix=key_prefix())
     return _redis_store

@@ -135,6 +135,11 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_RESULT_EXPIRES = 300
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's own keys (queues, bindings, results): unprefixed unless set, as Celery names them.
+CP_CELERY_KEY_PREFIX = os.environ.get("CP_CELERY_KEY_PREFIX", "")
+if CP_CELERY_KEY_PREFIX:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"global_keyprefix": CP_CELERY_KEY_PREFIX}
+    CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"global_keyprefix": CP_CELERY_KEY_PREFIX}
 
 # --- The controller ----------------------------------------------------------------------
 CP_CLUSTER_ID = os.environ.get("CP_CLUSTER_ID", "")
@@ -178,6 +183,8 @@ CELERY_BEAT_SCHEDULE = {
 CP_REDIS_URL = os.environ.get(
     "CP_REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else ""
 )
+# Every key, list and pub/sub channel the control plane itself keeps in Redis starts with this.
+CP_REDIS_KEY_PREFIX = os.environ.get("CP_REDIS_KEY_PREFIX", "cp:")
 CP_SUPER_USERS = frozenset(
     p.strip() for p in os.environ.get("CP_SUPER_USERS", "").split(";") if p.strip()
 )

@@ -1,7 +1,11 @@
 """Run the control plane's real processes locally: for integration tests and benchmarks.
 
-A stack gets its own PostgreSQL database and Redis database number; processes are subprocesses
-started with the commands the deployment uses, so a caller can kill -9 or pause them.
+Stacks share the machine's PostgreSQL and Redis with other runs (`CP_TEST_POSTGRES_URL`,
+`CP_TEST_REDIS_URL`). A stack gets a PostgreSQL database of its own, created and dropped here,
+and a Redis key prefix of its own for every key it writes (the control plane's and Celery's), so
+two stacks never take each other's events; cleaning up deletes that prefix's keys, nothing else.
+Processes are subprocesses started with the commands the deployment uses, so a caller can kill -9
+or pause them.
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
@@ -25,7 +31,52 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 BIN = Path(PYTHON).parent
-REDIS_DB = 11
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def postgres_admin_url() -> str:
+    """Where stacks create and drop their databases (`CP_TEST_POSTGRES_URL`)."""
+    return os.environ.get("CP_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
+
+
+def redis_url() -> str:
+    """The Redis that stacks and tests share, each under a key prefix of its own."""
+    return os.environ.get("CP_TEST_REDIS_URL") or DEFAULT_REDIS_URL
+
+
+def host_and_port(url: str, default_port: int) -> tuple[str, int]:
+    parts = urllib.parse.urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or default_port
+
+
+def database_url(database: str) -> str:
+    """The admin URL (`postgres_admin_url()`) naming another database on the same server."""
+    return urllib.parse.urlsplit(postgres_admin_url())._replace(path=f"/{database}").geturl()
+
+
+def unique_key_prefix() -> str:
+    return f"cp-it-{uuid.uuid4().hex[:12]}:"
+
+
+def delete_keys(url: str, prefix: str, batch: int = 500) -> int:
+    """Delete every key that starts with `prefix` (SCAN + UNLINK); returns how many."""
+    import redis
+
+    if not prefix:
+        raise ValueError("refusing to delete every key: no prefix")
+    pattern = re.sub(r"([\\*?\[\]^])", r"\\\1", prefix) + "*"
+    deleted = 0
+    with redis.Redis.from_url(url) as client:
+        keys: list[bytes] = []
+        for key in client.scan_iter(match=pattern, count=batch):
+            keys.append(key)
+            if len(keys) >= batch:
+                deleted += int(client.unlink(*keys))
+                keys.clear()
+        if keys:
+            deleted += int(client.unlink(*keys))
+    return deleted
 
 
 def free_port() -> int:
@@ -87,6 +138,7 @@ class Stack:
     env: dict[str, str]
     logs: Path
     database: str
+    key_prefix: str
     procs: dict[str, subprocess.Popen[bytes]] = dataclasses.field(default_factory=dict)
     tokens: dict[str, str] = dataclasses.field(default_factory=dict)
     http: Http | None = None
@@ -210,35 +262,33 @@ class Stack:
 def _admin_connection() -> Any:
     import psycopg
 
-    return psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True)
+    return psycopg.connect(postgres_admin_url(), autocommit=True)
 
 
 @contextlib.contextmanager
-def running_stack(
-    logs: Path, *, redis_db: int = REDIS_DB, settings: dict[str, str] | None = None
-) -> Iterator[Stack]:
-    """A fresh database and Redis db, migrated, with `admin` and `broker` principals."""
-    import redis
-
+def running_stack(logs: Path, *, settings: dict[str, str] | None = None) -> Iterator[Stack]:
+    """A fresh database and Redis key prefix, migrated, with `admin` and `broker` principals."""
     database = f"cp_it_{uuid.uuid4().hex[:10]}"
     with _admin_connection() as conn:
         conn.execute(f'CREATE DATABASE "{database}"')
-    redis_url = f"redis://127.0.0.1:6379/{redis_db}"
-    redis.Redis.from_url(redis_url).flushdb()
+    shared_redis = redis_url()
+    key_prefix = unique_key_prefix()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CP_", "DATABASE_", "CELERY_"))}
     env.update(
         {
-            "DATABASE_URL": f"postgres://postgres@127.0.0.1:5432/{database}",
-            "CELERY_BROKER_URL": redis_url,
-            "CELERY_RESULT_BACKEND": redis_url,
-            "CP_REDIS_URL": redis_url,
+            "DATABASE_URL": database_url(database),
+            "CELERY_BROKER_URL": shared_redis,
+            "CELERY_RESULT_BACKEND": shared_redis,
+            "CP_REDIS_URL": shared_redis,
+            "CP_REDIS_KEY_PREFIX": key_prefix,
+            "CP_CELERY_KEY_PREFIX": key_prefix,
             "CP_LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
             **(settings or {}),
         }
     )
     logs.mkdir(parents=True, exist_ok=True)
-    built = Stack(env=env, logs=logs, database=database)
+    built = Stack(env=env, logs=logs, database=database, key_prefix=key_prefix)
     try:
         built.manage("migrate", "--noinput", "-v0")
         for name, flags in (("admin", ["--super-user"]), ("broker", ["--broker"])):
@@ -250,6 +300,6 @@ def running_stack(
             tail = log.read_text(errors="replace")[-2500:]
             if "Traceback" in tail:
                 print(f"--- {log.name} ---\n{tail}", file=sys.stderr)
-        redis.Redis.from_url(redis_url).flushdb()
+        delete_keys(shared_redis, key_prefix)
         with _admin_connection() as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')

@@ -1,4 +1,9 @@
-"""Shared fixtures. Services: CP_REQUIRE_SERVICES=1 (CI) turns a missing service into a failure."""
+"""Shared fixtures. Services: CP_REQUIRE_SERVICES=1 (CI) turns a missing service into a failure.
+
+Tests share the machine's PostgreSQL and Redis with other runs: their addresses come from the
+environment (`DATABASE_URL`, `CP_TEST_POSTGRES_URL`, `CP_TEST_REDIS_URL`, see devtools.stack),
+Redis keys go under a prefix of the test's own, and nothing flushes or drops what others use.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+
+from devtools.stack import host_and_port, postgres_admin_url, redis_url
 
 REQUIRE_SERVICES = os.environ.get("CP_REQUIRE_SERVICES") == "1"
 
@@ -29,6 +36,14 @@ def need_service(name: str, host: str, port: int) -> None:
     if REQUIRE_SERVICES:
         pytest.fail(f"{message} and CP_REQUIRE_SERVICES=1")
     pytest.skip(message)
+
+
+def need_postgres() -> None:
+    need_service("PostgreSQL", *host_and_port(postgres_admin_url(), 5432))
+
+
+def need_redis() -> None:
+    need_service("Redis", *host_and_port(redis_url(), 6379))
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""Fixtures for the browser UI tests (Django test client and a real Chromium)."""
+"""Fixtures for the tests that drive a real Chromium (Playwright); every test here is marked
+`browser`. The UI through Django's test client is tested in tests/ui."""
 
 from __future__ import annotations
 
@@ -24,18 +25,6 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--disable-quic",
 ]
-
-
-def ui_login(client: Any, name: str, token: str) -> None:
-    """Log a Django test client in through the UI's login form."""
-    response = client.post("/ui/login/", {"name": name, "token": token})
-    assert response.status_code == 302, response.content[:500]
-
-
-@pytest.fixture
-def admin_client(client: Any, tokens: dict[str, str]) -> Any:
-    ui_login(client, "admin", tokens["admin"])
-    return client
 
 
 def require_chromium() -> str:

@@ -1,22 +1,27 @@
-"""Integration tests run on a real stack: PostgreSQL, Redis, gunicorn and controller processes."""
+"""Integration tests run on a real stack: PostgreSQL, Redis, gunicorn and controller processes.
+
+The services are shared with other runs: each stack has its own database and Redis key prefix,
+and a test that talks to Redis itself uses `key_prefix` (its keys are deleted afterwards).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from devtools.stack import Stack, running_stack, wait_for
-from tests.conftest import need_service
+from devtools.stack import Stack, delete_keys, redis_url, running_stack, unique_key_prefix, wait_for
+from tests.conftest import need_postgres, need_redis
 
 __all__ = ["Stack", "wait_for"]
 
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
-    need_service("PostgreSQL", "127.0.0.1", 5432)
-    need_service("Redis", "127.0.0.1", 6379)
+    need_postgres()
+    need_redis()
     settings = {
         "CP_CONTROLLER_LEASE_MS": "2000",
         "CP_BROKER_SESSION_TIMEOUT_MS": "3000",
@@ -25,3 +30,22 @@ def stack(tmp_path: Path) -> Iterator[Stack]:
     }
     with running_stack(tmp_path / "logs", settings=settings) as built:
         yield built
+
+
+@pytest.fixture
+def key_prefix() -> Iterator[str]:
+    """A Redis key prefix of this test's own; its keys are deleted afterwards (no FLUSHDB)."""
+    need_redis()
+    prefix = unique_key_prefix()
+    yield prefix
+    delete_keys(redis_url(), prefix)
+
+
+@pytest.fixture
+def shared_redis(key_prefix: str) -> Iterator[Any]:
+    """A client of the shared Redis (`CP_TEST_REDIS_URL`); write only under `key_prefix`."""
+    import redis
+
+    client = redis.Redis.from_url(redis_url())
+    yield client
+    client.close()

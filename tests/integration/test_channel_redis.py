@@ -5,36 +5,20 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from controlplane.channel import (
-    REPLY_PREFIX,
-    REQUESTS_KEY,
-    ChannelConsumer,
-    ControllerChannel,
-)
+from controlplane.channel import ChannelConsumer, ControllerChannel
 from controlplane.lease import cluster_get_or_create
 from controlplane.models import MetadataRecord
 from controlplane.runtime import get_runtime
-from tests.conftest import need_service, registration_body
+from devtools.stack import redis_url
+from tests.conftest import registration_body
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-URL = "redis://127.0.0.1:6379/9"
-
-
-@pytest.fixture
-def redis_db() -> Iterator[Any]:
-    need_service("Redis", "127.0.0.1", 6379)
-    import redis
-
-    client = redis.Redis.from_url(URL)
-    client.flushdb()
-    yield client
-    client.flushdb()
+URL = redis_url()  # shared with other runs: every key goes under the test's `key_prefix`
 
 
 def registration(broker_id: int) -> dict[str, Any]:
@@ -47,11 +31,11 @@ def registration(broker_id: int) -> dict[str, Any]:
 
 
 def test_events_that_wait_together_are_one_batch_and_each_sender_gets_its_answer(
-    redis_db: Any,
+    shared_redis: Any, key_prefix: str
 ) -> None:
     runtime = get_runtime()
-    consumer = ChannelConsumer(URL, runtime.handle_batch)
-    channel = ControllerChannel(URL, longest_wait_s=10)
+    consumer = ChannelConsumer(URL, runtime.handle_batch, key_prefix=key_prefix)
+    channel = ControllerChannel(URL, longest_wait_s=10, key_prefix=key_prefix)
     events = {broker_id: registration(broker_id) for broker_id in range(1, 9)}
     answers: dict[int, Any] = {}
 
@@ -61,7 +45,7 @@ def test_events_that_wait_together_are_one_batch_and_each_sender_gets_its_answer
     threads = [threading.Thread(target=send, args=(i,)) for i in events]
     for thread in threads:
         thread.start()
-    while redis_db.llen(REQUESTS_KEY) < len(events):  # nobody serves yet: they all wait
+    while shared_redis.llen(channel.requests_key) < len(events):  # nobody serves yet: they all wait
         threading.Event().wait(0.01)
     assert consumer.serve_once(wait_s=1) == 8  # one batch, one commit
     for thread in threads:
@@ -73,30 +57,36 @@ def test_events_that_wait_together_are_one_batch_and_each_sender_gets_its_answer
     assert len(set(MetadataRecord.objects.values_list("timestamp_ms", flat=True))) == 1
 
 
-def test_no_controller_means_no_answer_in_time(redis_db: Any) -> None:
-    channel = ControllerChannel(URL, longest_wait_s=1)
+def test_no_controller_means_no_answer_in_time(shared_redis: Any, key_prefix: str) -> None:
+    channel = ControllerChannel(URL, longest_wait_s=1, key_prefix=key_prefix)
     assert channel.request(registration(1), timeout_ms=200) is None
-    assert redis_db.llen(REQUESTS_KEY) == 1  # it waits for a controller (with its deadline)
+    assert (
+        shared_redis.llen(channel.requests_key) == 1
+    )  # it waits for a controller (with its deadline)
 
 
-def test_an_answer_nobody_waits_for_expires(redis_db: Any) -> None:
-    event = {**registration(1), "reply_to": REPLY_PREFIX + "gone"}
-    redis_db.rpush(REQUESTS_KEY, json.dumps(event))
-    ChannelConsumer(URL, get_runtime().handle_batch).serve_once(wait_s=1)
-    assert 0 < redis_db.ttl(REPLY_PREFIX + "gone") <= 60
+def test_an_answer_nobody_waits_for_expires(shared_redis: Any, key_prefix: str) -> None:
+    consumer = ChannelConsumer(URL, get_runtime().handle_batch, key_prefix=key_prefix)
+    event = {**registration(1), "reply_to": consumer.reply_prefix + "gone"}
+    shared_redis.rpush(consumer.requests_key, json.dumps(event))
+    consumer.serve_once(wait_s=1)
+    assert 0 < shared_redis.ttl(consumer.reply_prefix + "gone") <= 60
 
 
-def test_an_undecodable_event_is_dropped_and_the_rest_is_served(redis_db: Any) -> None:
-    channel = ControllerChannel(URL, longest_wait_s=5)
-    redis_db.rpush(REQUESTS_KEY, b"\xff not json", b"[1, 2]")
+def test_an_undecodable_event_is_dropped_and_the_rest_is_served(
+    shared_redis: Any, key_prefix: str
+) -> None:
+    channel = ControllerChannel(URL, longest_wait_s=5, key_prefix=key_prefix)
+    shared_redis.rpush(channel.requests_key, b"\xff not json", b"[1, 2]")
     answer: dict[str, Any] = {}
     event = registration(3)
     sender = threading.Thread(
         target=lambda: answer.update(channel.request(event, timeout_ms=5000) or {})
     )
     sender.start()
-    while redis_db.llen(REQUESTS_KEY) < 3:
+    while shared_redis.llen(channel.requests_key) < 3:
         threading.Event().wait(0.01)
-    assert ChannelConsumer(URL, get_runtime().handle_batch).serve_once(wait_s=1) == 1
+    consumer = ChannelConsumer(URL, get_runtime().handle_batch, key_prefix=key_prefix)
+    assert consumer.serve_once(wait_s=1) == 1
     sender.join(timeout=10)
     assert answer["error_code"] == 0

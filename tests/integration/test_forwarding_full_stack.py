@@ -27,15 +27,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from devtools.stack import Http, Stack, running_stack, wait_for
-from tests.conftest import need_service
+from tests.conftest import need_postgres, need_redis
 from tests.integration.test_controller_full_stack import beat, log_end, register, verify
 
 pytestmark = pytest.mark.integration
 
-# Redis databases of their own (the other full-stack tests use 11): two stacks sharing one would
-# share the controller queue, and one stack's controller would take the other's events. The
-# module's shared stack and the failover test's stack are alive at the same time.
-SHARED_REDIS_DB, OWN_REDIS_DB = 12, 13
 SETTINGS = {
     "CP_CONTROLLER_LEASE_MS": "2000",  # the standby takes over ~2 s after a kill -9
     "CP_REQUEST_TIMEOUT_MS": "10000",  # long enough to wait through a failover
@@ -258,10 +254,12 @@ def create_topic(stack: Stack, http: Http) -> None:
 
 
 @contextlib.contextmanager
-def two_node_cluster(root: Path, redis_db: int) -> Iterator[Cluster]:
-    need_service("PostgreSQL", "127.0.0.1", 5432)
-    need_service("Redis", "127.0.0.1", 6379)
-    with running_stack(root / "logs", redis_db=redis_db, settings=SETTINGS) as stack:
+def two_node_cluster(root: Path) -> Iterator[Cluster]:
+    # The module's shared stack and the failover test's stack are alive at the same time: each
+    # has its own Redis key prefix, so neither controller takes the other's events.
+    need_postgres()
+    need_redis()
+    with running_stack(root / "logs", settings=SETTINGS) as stack:
         stack.start_controller("controller-a", 3000)
         epoch = stack.wait_active("controller-a")
         stack.start_controller("controller-b", 3001)  # the standby
@@ -273,13 +271,13 @@ def two_node_cluster(root: Path, redis_db: int) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Shared by the tests that kill nothing (unique request ids, metrics by difference)."""
-    with two_node_cluster(tmp_path_factory.mktemp("forwarding"), SHARED_REDIS_DB) as built:
+    with two_node_cluster(tmp_path_factory.mktemp("forwarding")) as built:
         yield built
 
 
 @pytest.fixture
 def own_cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with two_node_cluster(tmp_path, OWN_REDIS_DB) as built:
+    with two_node_cluster(tmp_path) as built:
         yield built
 
 

@@ -1,32 +1,58 @@
-"""The Redis session store: atomic epoch check + touch, its recovery paths, and the mirror."""
+"""The Redis session store: atomic epoch check + touch, its recovery paths, and the mirror.
+
+The Redis is shared with other runs: the store's keys go under the test's own prefix, a script
+Redis does not know is a variant of the store's script it has never seen (never SCRIPT FLUSH),
+and only the store's own connections are cut (never every client's).
+"""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from controlplane.controller.image import BrokerStatus
-from controlplane.sessions import RedisSessionStore
-from tests.conftest import need_service
+from controlplane.sessions import TOUCH_IF_CURRENT, RedisSessionStore
+from devtools.stack import redis_url
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def redis_client() -> Iterator[Any]:
-    need_service("Redis", "127.0.0.1", 6379)
+def redis_client(key_prefix: str) -> Iterator[Any]:
+    """The store's client, named so that its connections (and no one else's) can be cut."""
     import redis
 
-    client = redis.Redis.from_url("redis://127.0.0.1:6379/13")
-    client.flushdb()
+    client = redis.Redis.from_url(redis_url(), client_name=f"{key_prefix}store")
     yield client
-    client.flushdb()
+    client.close()
 
 
-def test_touch_only_with_the_mirrored_epoch_and_recover_from_a_script_flush(redis_client):
-    store = RedisSessionStore(redis_client)
+def forget_script(store: RedisSessionStore) -> None:
+    """Redis no longer knows the store's script (as after a restart or a SCRIPT FLUSH): the store
+    gets a variant of it, with a SHA this server has never seen. Other runs' scripts stay."""
+    variant = f"{TOUCH_IF_CURRENT}-- {uuid.uuid4().hex}\n"
+    store._touch_if_current = store._redis.register_script(variant)
+
+
+def cut_connections(client: Any) -> None:
+    """Kill the client's connections to Redis, its own per-thread one included."""
+    import redis
+
+    name = client.connection_pool.connection_kwargs["client_name"]
+    with redis.Redis.from_url(redis_url()) as admin:
+        for entry in admin.client_list(_type="normal"):
+            if entry.get("name") == name:
+                admin.client_kill_filter(_id=entry["id"])
+
+
+def test_touch_only_with_the_mirrored_epoch_and_recover_from_a_script_flush(
+    redis_client, key_prefix
+):
+    store = RedisSessionStore(redis_client, key_prefix=key_prefix)
+    forget_script(store)
     store.replace_mirror([BrokerStatus(1, 5, False, False), BrokerStatus(2, 8, True, False)])
     # First call: Redis has never seen the script (NOSCRIPT), the full client path loads it.
     assert store.touch_if_current(1, 5, now_ms=10, metadata_offset=3) == BrokerStatus(
@@ -34,7 +60,7 @@ def test_touch_only_with_the_mirrored_epoch_and_recover_from_a_script_flush(redi
     )
     assert store.touch_if_current(1, 5, now_ms=11, metadata_offset=4) is not None
     assert (store.get(1).last_contact_ms, store.get(1).metadata_offset) == (11, 4)  # type: ignore[union-attr]
-    redis_client.script_flush()
+    forget_script(store)
     assert store.touch_if_current(1, 5, now_ms=12, metadata_offset=5) is not None
     assert store.get(1).last_contact_ms == 12  # type: ignore[union-attr]
     # A stale epoch answers the mirror but touches nothing.
@@ -44,8 +70,8 @@ def test_touch_only_with_the_mirrored_epoch_and_recover_from_a_script_flush(redi
     assert store.get(3) is None
 
 
-def test_mirror_updates_and_removals(redis_client):
-    store = RedisSessionStore(redis_client)
+def test_mirror_updates_and_removals(redis_client, key_prefix):
+    store = RedisSessionStore(redis_client, key_prefix=key_prefix)
     store.replace_mirror([BrokerStatus(1, 5, False, False)])
     store.mirror({1: None, 4: BrokerStatus(4, 9, False, True, 12)})
     assert store.touch_if_current(1, 5, now_ms=1, metadata_offset=0) is None
@@ -56,11 +82,11 @@ def test_mirror_updates_and_removals(redis_client):
     assert set(store.snapshot()) == {4}
 
 
-def test_a_dropped_connection_falls_back_and_reconnects(redis_client):
-    store = RedisSessionStore(redis_client)
+def test_a_dropped_connection_falls_back_and_reconnects(redis_client, key_prefix):
+    store = RedisSessionStore(redis_client, key_prefix=key_prefix)
     store.replace_mirror([BrokerStatus(1, 5, False, False)])
     store.touch_if_current(1, 5, now_ms=1, metadata_offset=0)
     store.touch_if_current(1, 5, now_ms=2, metadata_offset=0)
-    redis_client.client_kill_filter(_type="normal", skipme=True)  # cut every other connection
+    cut_connections(redis_client)  # the store's connections only: the Redis is shared
     assert store.touch_if_current(1, 5, now_ms=3, metadata_offset=0) is not None
     assert store.get(1).last_contact_ms == 3  # type: ignore[union-attr]

@@ -43,7 +43,7 @@ class Command(BaseCommand):
         start_timer_thread(runtime)
         runtime.start_batching()
         if settings.CP_REDIS_URL:
-            runtime.start_channel(settings.CP_REDIS_URL)
+            runtime.start_channel(settings.CP_REDIS_URL, settings.CP_REDIS_KEY_PREFIX)
         app.worker_main(
             [
                 "worker",

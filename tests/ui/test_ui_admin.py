@@ -1,5 +1,5 @@
 """The admin pages (configs, ACLs, client quotas, delegation tokens, the audit trail) through
-Django's test client, and a config change in a real Chromium.
+Django's test client (a config change in a real Chromium: tests/browser).
 
 Every write goes through the public API's own view as the logged-in principal: each test checks
 the projection changed (or did not) and the audit event the API wrote for it."""
@@ -20,8 +20,8 @@ from django.test.utils import CaptureQueriesContext
 from audit.models import AuditEvent
 from controlplane.authz import acl_cache
 from controlplane.models import Acl, ClientQuota, ConfigEntry, DelegationToken
-from tests.browser.conftest import TIMEOUT_MS, chromium_page, require_chromium, ui_login
 from tests.conftest import Api
+from tests.ui.conftest import ui_login
 
 pytestmark = pytest.mark.django_db
 
@@ -997,82 +997,6 @@ def test_list_query_counts_do_not_grow_with_rows(
     assert text(admin_client.get("/ui/audit/")).count("data-audit-id=") >= 20
     assert after == before
     assert max(after.values()) <= 8, after
-
-
-# --- a real browser -----------------------------------------------------------------------------
-@pytest.mark.browser
-@pytest.mark.django_db(transaction=True)
-def test_change_a_topic_config_through_the_diff_and_see_it_audited(live_server: Any) -> None:
-    import httpx
-    from playwright.sync_api import expect
-
-    from controlplane.lease import cluster_get_or_create
-    from controlplane.principals import principal_create
-    from controlplane.runtime import reset_runtime
-    from tests.conftest import heartbeat_body, registration_body
-
-    reset_runtime()
-    executable = require_chromium()
-    base = live_server.url
-    admin_token = principal_create(name="admin", super_user=True)
-    broker_token = principal_create(name="broker-a", broker=True)
-    cluster_id = cluster_get_or_create().cluster_id
-    with httpx.Client(base_url=base, timeout=30) as http:
-        broker = {"Authorization": f"Bearer {broker_token}"}
-        answer = http.post(
-            "/internal/v1/broker-registration",
-            json=registration_body(1, cluster_id),
-            headers=broker,
-        ).json()
-        assert answer["error_code"] == 0, answer
-        epoch = answer["broker_epoch"]
-        http.post(
-            "/internal/v1/broker-heartbeat", json=heartbeat_body(1, epoch, epoch), headers=broker
-        )
-        created = http.post(
-            "/api/v1/create-topics",
-            json={"topics": [{"name": "orders", "num_partitions": 1, "replication_factor": 1}]},
-            headers={"Authorization": f"Bearer {admin_token}"},
-        ).json()
-        assert created["topics"][0]["error_code"] == 0, created
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    with chromium_page(executable, height=900) as page:
-        page.goto(f"{base}/ui/configs/")
-        page.fill("input[name=name]", "admin")
-        page.fill("input[name=token]", admin_token)
-        page.click("button[type=submit]")
-        expect(page).to_have_url(f"{base}/ui/configs/")
-        page.click("a[href='/ui/configs/topics/orders/']")
-        row = page.locator("tr[data-config='retention.ms']")
-        expect(row.get_by_test_id("config-source")).to_have_text("DEFAULT_CONFIG")
-
-        page.get_by_test_id("edit-configs").click()
-        expect(page).to_have_url(f"{base}/ui/configs/topics/orders/edit/")
-        page.fill("input[name='value__retention.ms']", "3600000")
-        page.get_by_test_id("review-changes").click()
-        diff = page.locator("tr[data-diff='retention.ms']")
-        expect(diff.get_by_test_id("diff-old")).to_have_text("(not set)")
-        expect(diff.get_by_test_id("diff-new")).to_have_text("3600000")
-        page.screenshot(path="/tmp/ui-config-diff.png", full_page=True)
-        assert not ConfigEntry.objects.filter(name="retention.ms").exists()
-
-        page.get_by_test_id("apply-changes").click()
-        expect(page).to_have_url(f"{base}/ui/configs/topics/orders/")
-        expect(page.get_by_test_id("messages")).to_contain_text("Changed 1 config of topic orders.")
-        expect(row.get_by_test_id("config-value")).to_have_text("3600000")
-        expect(row.get_by_test_id("config-source")).to_have_text("DYNAMIC_TOPIC_CONFIG")
-        assert ConfigEntry.objects.get(name="retention.ms").value == "3600000"
-
-        page.click("nav >> text=Audit")
-        expect(page).to_have_url(f"{base}/ui/audit/")
-        latest = page.locator("tr[data-audit-id]").first
-        expect(latest.get_by_test_id("audit-api")).to_have_text("IncrementalAlterConfigs")
-        expect(latest.get_by_test_id("audit-principal")).to_have_text("User:admin")
-        expect(latest.get_by_test_id("audit-outcome")).to_have_text("SUCCESS")
-        expect(latest.get_by_test_id("audit-resources")).to_have_text("TOPIC orders")
-        expect(latest.get_by_test_id("audit-client")).to_contain_text("ui")
-        page.screenshot(path="/tmp/ui-audit.png", full_page=True)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from controlplane.authentication import SESSION_KEY
 from controlplane.authz import acl_cache
 from controlplane.lease import cluster_get_or_create
-from tests.browser.conftest import ui_login
+from tests.ui.conftest import ui_login
 
 pytestmark = pytest.mark.django_db
 
