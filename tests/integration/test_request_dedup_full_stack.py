@@ -28,7 +28,6 @@ from tests.integration.test_controller_full_stack import verify
 
 pytestmark = pytest.mark.integration
 
-REDIS_DB = 14  # a database of its own: no other module's controller takes these events
 PATH = "/api/v1/incremental-alter-configs"
 VALUES = itertools.count(100_000)  # every write sets a new value, so none is a no-op
 
@@ -79,7 +78,8 @@ def audit_rows_by_request(stack: Stack, prefix: str) -> dict[str, list[tuple[Any
 def stack_with(root: Path, **settings: str) -> Iterator[Stack]:
     need_service("PostgreSQL", "127.0.0.1", 5432)
     need_service("Redis", "127.0.0.1", 6379)
-    with running_stack(root / "logs", redis_db=REDIS_DB, settings=settings) as stack:
+    # Its own Redis key prefix: no other stack's controller takes these events.
+    with running_stack(root / "logs", settings=settings) as stack:
         yield stack
 
 
