@@ -18,8 +18,8 @@ from controlplane.api import acl_serializers as s
 from controlplane.api.context import request_context
 from controlplane.api.errors import error_body
 from controlplane.api.permissions import ClusterAlterPermission, ClusterDescribePermission
-from controlplane.controller import acls
-from controlplane.controller.acl import (
+from controlplane.controller.acls import control as acls
+from controlplane.controller.acls.bindings import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

@@ -26,15 +26,14 @@ from controlplane.api.context import client_host, principal_of, request_context
 from controlplane.api.fields import StrictSerializer
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import is_authorized, refuse_broker_on_public_write
-from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
-from controlplane.controller.config_rpcs import broker_id_of, duplicate_resources, resource_key
-from controlplane.controller.configs import (
-    BROKER_LOGGER,
-    CLUSTER_DEFAULT,
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.config_schema import BROKER_LOGGER, CLUSTER_DEFAULT, TOPIC
+from controlplane.controller.configs.describe import describe_configs, describe_loggers
+from controlplane.controller.configs.resources import (
     SUPPORTED_RESOURCE_TYPES,
-    TOPIC,
-    describe_configs,
-    describe_loggers,
+    broker_id_of,
+    duplicate_resources,
+    resource_key,
 )
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.selectors import configs_stored

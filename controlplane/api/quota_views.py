@@ -14,9 +14,9 @@ from audit.api.mixins import AuditedRpcView
 from controlplane.api import quota_serializers as s
 from controlplane.api.context import request_context
 from controlplane.api.permissions import _ClusterOperation
-from controlplane.controller import quotas
-from controlplane.controller.acl import AclOperation
+from controlplane.controller.acls.bindings import AclOperation
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.quotas.describe import describe_client_quotas, effective_quotas
 from controlplane.projections import client_quota_map
 from controlplane.services import controller_call
 
@@ -69,9 +69,7 @@ class DescribeClientQuotasView(AuditedRpcView):
     def post(self, request: Request) -> Response:
         body = s.DescribeClientQuotasSerializer.validated(request.data)
         components = [dict(c) for c in body["components"]]
-        return Response(
-            quotas.describe_client_quotas(client_quota_map(), components, body["strict"])
-        )
+        return Response(describe_client_quotas(client_quota_map(), components, body["strict"]))
 
 
 class EffectiveClientQuotasView(APIView):
@@ -87,6 +85,4 @@ class EffectiveClientQuotasView(APIView):
     )
     def get(self, request: Request) -> Response:
         query = s.EffectiveQuotasQuerySerializer.validated(dict(request.query_params.items()))
-        return Response(
-            quotas.effective_quotas(client_quota_map(), query["user"], query["client_id"])
-        )
+        return Response(effective_quotas(client_quota_map(), query["user"], query["client_id"]))

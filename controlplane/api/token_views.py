@@ -21,9 +21,10 @@ from controlplane.api import token_serializers as s
 from controlplane.api.context import client_host, principal_of, request_context
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import is_authorized, refuse_broker_on_public_write
-from controlplane.controller import tokens
-from controlplane.controller.acl import AclOperation, ResourceType
+from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.tokens.control import secret_of
+from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.projections import delegation_token_rows
 from controlplane.selectors import config_view
 from controlplane.services import controller_call
@@ -137,7 +138,7 @@ class DescribeDelegationTokenView(AuditedRpcView):
         body = s.DescribeDelegationTokenSerializer.validated(request.data)
         principal = principal_of(request)
         try:
-            tokens.secret_of(config_view())
+            secret_of(config_view())
         except ApiError as error:
             return Response({**error.as_fields(), "tokens": []})
         owners = body["owners"]
@@ -152,7 +153,7 @@ class DescribeDelegationTokenView(AuditedRpcView):
             )
 
         return Response(
-            tokens.describe_tokens(
+            describe_tokens(
                 delegation_token_rows(),
                 owners=None if owners is None else [dict(o) for o in owners],
                 requester=principal.principal,

@@ -22,7 +22,7 @@ from controlplane.api.permissions import (
     IsPrincipal,
 )
 from controlplane.authz import is_authorized, refuse_broker_on_public_write
-from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
 from replicas import selectors, services
 from replicas.api import serializers as s
