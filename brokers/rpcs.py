@@ -7,7 +7,7 @@ from typing import Any
 from audit import resources as named
 from brokers import services
 from brokers.api.serializers import UnregisterBrokerSerializer
-from controlplane.controller.acl import AclOperation
+from controlplane.controller.acls.bindings import AclOperation
 from controlplane.rpc import Caller, cluster, register
 
 

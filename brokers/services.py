@@ -11,7 +11,7 @@ from typing import Any
 
 from brokers.models import Broker
 from brokers.projection import registration_from_row
-from controlplane.controller import brokers as core
+from controlplane.controller.brokers import control as core
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerControlState, BrokerStatus
 from controlplane.lease import now_ms

@@ -94,7 +94,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from controlplane.controller.brokers import (
+from controlplane.controller.brokers.control import (
     BROKER_POD,
     CANARY_BROKER_POD,
     DEFAULT_HEARTBEAT_INTERVAL_MS,

@@ -18,17 +18,16 @@ from audit import resources as named
 from configs import selectors
 from configs.api import config_serializers as config_s
 from configs.api import quota_serializers as quota_s
-from controlplane.controller import quotas
-from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
-from controlplane.controller.config_rpcs import duplicate_resources, resource_key
-from controlplane.controller.configs import (
-    BROKER_LOGGER,
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.config_schema import BROKER_LOGGER, TOPIC
+from controlplane.controller.configs.describe import describe_configs, describe_loggers
+from controlplane.controller.configs.resources import (
     SUPPORTED_RESOURCE_TYPES,
-    TOPIC,
-    describe_configs,
-    describe_loggers,
+    duplicate_resources,
+    resource_key,
 )
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.quotas import describe as quotas
 from controlplane.projections import client_quota_map
 from controlplane.rpc import Caller, any_principal, cluster, public_write, register
 from controlplane.selectors import configs_stored

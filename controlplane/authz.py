@@ -11,7 +11,14 @@ import time
 
 from django.conf import settings
 
-from controlplane.controller.acl import (
+from controlplane.controller.acls.authorizer import (
+    AclIndex,
+    Action,
+    AuthorizationResult,
+    RequestContext,
+    authorize,
+)
+from controlplane.controller.acls.bindings import (
     CLUSTER_NAME,
     WILDCARD_HOST,
     AclBinding,
@@ -19,13 +26,6 @@ from controlplane.controller.acl import (
     AclPermissionType,
     PatternType,
     ResourceType,
-)
-from controlplane.controller.authorizer import (
-    AclIndex,
-    Action,
-    AuthorizationResult,
-    RequestContext,
-    authorize,
 )
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.records import AccessControlEntryRecord

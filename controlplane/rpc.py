@@ -21,7 +21,7 @@ from typing import Any
 from rest_framework import serializers
 
 from controlplane.authz import is_authorized, refuse_broker_on_public_write, require_cluster
-from controlplane.controller.acl import AclOperation, ResourceType
+from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS, ApiKey
 from controlplane.metadata_log import RequestContext
 from controlplane.principals import AuthenticatedPrincipal

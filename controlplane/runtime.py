@@ -20,12 +20,8 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
-from controlplane.controller.dispatch import (
-    STATE_IDEMPOTENT_APIS,
-    ControllerEnv,
-    ReplayFailed,
-    run_event,
-)
+from controlplane.controller.dispatch import STATE_IDEMPOTENT_APIS, ReplayFailed, run_event
+from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms

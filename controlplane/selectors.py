@@ -9,7 +9,7 @@ from django.db.models import Count, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from brokers.models import Broker
-from controlplane.controller.configs import BROKER, CLUSTER_DEFAULT, ConfigView
+from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
 from controlplane.lease import cluster_get_or_create, now_ms
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
 

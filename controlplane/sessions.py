@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from controlplane.controller.brokers import BrokerSession
+from controlplane.controller.env import BrokerSession
 from controlplane.controller.image import BrokerStatus
 from controlplane.redis_client import key_prefix, redis_client
 

@@ -11,9 +11,9 @@ from typing import Any
 from django import forms
 
 from audit.models import Outcome
-from controlplane.controller.acl import CLUSTER_NAME, WILDCARD_HOST, parse_principal
+from controlplane.controller.acls.bindings import CLUSTER_NAME, WILDCARD_HOST, parse_principal
 from controlplane.controller.api_keys import ADMIN_APIS
-from controlplane.controller.configs import ConfigDef
+from controlplane.controller.config_schema import ConfigDef
 from controlplane.controller.errors import ApiError
 from frontend.admin_tables import QUOTA_KEYS, ConfigChange, ConfigRow
 

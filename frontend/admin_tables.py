@@ -9,7 +9,8 @@ from typing import Any
 
 from audit.models import AuditEvent
 from audit.resources import is_authorization_error
-from controlplane.controller.configs import DEFAULT_CONFIG, REDACTED
+from controlplane.controller.config_schema import REDACTED
+from controlplane.controller.configs.describe import DEFAULT_CONFIG
 from controlplane.controller.errors import Errors
 from controlplane.controller.records import QuotaEntity
 from controlplane.forwarding import AdminAnswer

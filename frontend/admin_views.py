@@ -31,23 +31,26 @@ from audit.selectors import audit_event_list
 from brokers.models import Broker
 from brokers.selectors import broker_list
 from controlplane.authz import is_authorized
-from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS
-from controlplane.controller.configs import (
+from controlplane.controller.config_schema import (
     BROKER,
     BROKER_CONFIGS,
     CLUSTER_DEFAULT,
-    DYNAMIC_BROKER_CONFIG,
-    DYNAMIC_DEFAULT_BROKER_CONFIG,
-    DYNAMIC_TOPIC_CONFIG,
     TOPIC,
     TOPIC_CONFIGS,
     ConfigDef,
+)
+from controlplane.controller.configs.describe import (
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
     describe_configs,
 )
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.records import QuotaEntity
-from controlplane.controller.tokens import describe_tokens, secret_of
+from controlplane.controller.tokens.control import secret_of
+from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.forwarding import AdminAnswer, admin_request_execute
 from controlplane.lease import now_ms
 from controlplane.models import Acl, ClientQuota

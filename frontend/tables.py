@@ -10,7 +10,7 @@ from typing import Any
 
 from brokers.models import Broker
 from brokers.selectors import broker_as_dict
-from controlplane.controller.configs import redact_record_data
+from controlplane.controller.config_schema import redact_record_data
 from controlplane.controller.records import NO_LEADER, NO_LEADER_CHANGE
 from controlplane.models import MetadataRecord
 from replicas.models import Partition, Topic

@@ -27,7 +27,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from brokers.selectors import broker_list, broker_records, broker_sessions
 from controlplane.authentication import SESSION_KEY
 from controlplane.authz import is_authorized, require_cluster
-from controlplane.controller.acl import AclOperation, ResourceType
+from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.errors import ApiError
 from controlplane.lease import now_ms
 from controlplane.principals import AuthenticatedPrincipal, principal_by_id

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from audit import resources as named
-from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import Errors
 from controlplane.rpc import Caller, cluster, public_write, register
 from replicas import selectors, services

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.controller.replication import validate_alter_replica_state
+from controlplane.controller.replication.alter_replica_state import validate_alter_replica_state
 from controlplane.lease import now_ms
 from controlplane.metadata_log import RequestContext
 from controlplane.models import Cluster

@@ -16,9 +16,11 @@ from rest_framework import status
 
 from audit import resources as named
 from controlplane.api.errors import error_body
-from controlplane.controller import acls, tokens
-from controlplane.controller.acl import AclBindingFilter, AclOperation, ResourceType
+from controlplane.controller.acls import control as acls
+from controlplane.controller.acls.bindings import AclBindingFilter, AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.tokens.control import secret_of
+from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.projections import delegation_token_rows
 from controlplane.rpc import Caller, Reply, any_principal, cluster, public_write, register
 from controlplane.selectors import config_view
@@ -140,11 +142,11 @@ def expire_delegation_token(body: Body, caller: Caller) -> Body:
 
 def describe_delegation_token(body: Body, caller: Caller) -> Body:
     try:
-        tokens.secret_of(config_view())
+        secret_of(config_view())
     except ApiError as error:
         return {**error.as_fields(), "tokens": []}
     owners = body["owners"]
-    return tokens.describe_tokens(
+    return describe_tokens(
         delegation_token_rows(),
         owners=None if owners is None else [dict(o) for o in owners],
         requester=caller.name,

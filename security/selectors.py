@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.controller import acls
-from controlplane.controller.acl import (
+from controlplane.controller.acls import control as acls
+from controlplane.controller.acls.bindings import (
     AclBinding,
     AclBindingFilter,
     AclOperation,

@@ -12,7 +12,7 @@ from controlplane.api.fields import (
     StrictSerializer,
     UuidStringField,
 )
-from controlplane.controller.brokers import BROKER_PODS, SECURITY_PROTOCOLS
+from controlplane.controller.brokers.control import BROKER_PODS, SECURITY_PROTOCOLS
 
 
 class ListenerSerializer(StrictSerializer):

@@ -18,7 +18,7 @@ from controlplane.api.fields import (
     StrictCharField,
     StrictSerializer,
 )
-from controlplane.controller.configs import KAFKA_RESOURCE_TYPES
+from controlplane.controller.configs.resources import KAFKA_RESOURCE_TYPES
 
 MAX_RESOURCES = 10_000
 MAX_CONFIGS = 1000

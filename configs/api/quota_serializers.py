@@ -17,7 +17,7 @@ from controlplane.api.fields import (
     StrictCharField,
     StrictSerializer,
 )
-from controlplane.controller.quotas import MatchType
+from controlplane.controller.quotas.describe import MatchType
 
 NAME_MAX = 1000
 MAX_ITEMS = 10_000

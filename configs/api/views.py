@@ -11,8 +11,8 @@ from rest_framework.views import APIView
 
 from configs.api import quota_serializers as s
 from controlplane.api.permissions import _ClusterOperation
-from controlplane.controller import quotas
-from controlplane.controller.acl import AclOperation
+from controlplane.controller.acls.bindings import AclOperation
+from controlplane.controller.quotas import describe as quotas
 from controlplane.projections import client_quota_map
 
 

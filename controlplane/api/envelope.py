@@ -25,7 +25,7 @@ from controlplane.api.errors import HTTP_STATUS, error_body
 from controlplane.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import is_authorized
-from controlplane.controller.acl import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS_BY_KEY
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.metrics import FORWARDING

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 
 from controlplane.api.context import client_host, principal_of
 from controlplane.authz import refuse_broker_on_public_write, require_cluster
-from controlplane.controller.acl import AclOperation
+from controlplane.controller.acls.bindings import AclOperation
 
 
 class IsPrincipal(BasePermission):

@@ -5,7 +5,7 @@ from typing import Any
 from rest_framework import serializers
 
 from controlplane.api.fields import INT64_MAX, StrictSerializer
-from controlplane.controller.configs import redact_record_data
+from controlplane.controller.config_schema import redact_record_data
 from controlplane.models import MetadataRecord
 
 

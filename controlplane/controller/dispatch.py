@@ -1,41 +1,51 @@
-"""Controller events by API name: decode the payload, run the pure handler.
+"""Controller events by API name: find the domain's handler, run it, replay its records.
 
-An event is plain JSON (it crosses the Celery queue). Each API registers a handler that turns the
-current metadata view, the payload and the controller's environment into a ControllerResult.
+An event is plain JSON (it crosses the request channel). Each domain package lists its handlers
+(`<domain>.handlers.HANDLERS`); this module, the top of the core, joins them into one table.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from controlplane.controller import acls, brokers, replication, topics
-from controlplane.controller.configs import ConfigView
+from controlplane.controller.acls import handlers as acls
+from controlplane.controller.brokers import handlers as brokers
+from controlplane.controller.configs import handlers as configs
+from controlplane.controller.env import BrokerSession, ControllerEnv, Handler
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
-from controlplane.controller.partitions import PartitionChanges
-from controlplane.controller.records import Listener
+from controlplane.controller.quotas import handlers as quotas
+from controlplane.controller.replication import handlers as replication
 from controlplane.controller.result import ControllerResult
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ControllerEnv:
-    """What a handler may know besides metadata: the clock and the heartbeat tracker."""
-
-    now_ms: int
-    activated_ms: int
-    sessions: Mapping[int, brokers.BrokerSession]
-    session_timeout_ms: int = brokers.DEFAULT_SESSION_TIMEOUT_MS
-    # Static broker configs (num.partitions, default.replication.factor, ...) from settings.
-    static_configs: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    def configs(self, view: MetadataDelta) -> ConfigView:
-        return ConfigView(view.config, self.static_configs)
-
+from controlplane.controller.tokens import handlers as tokens
 
 logger = logging.getLogger("controlplane.controller")
+
+
+def _joined(*tables: Mapping[str, Handler]) -> dict[str, Handler]:
+    joined: dict[str, Handler] = {}
+    for table in tables:
+        for api, fn in table.items():
+            if api in joined:
+                raise RuntimeError(f"Two controller handlers for {api}")
+            joined[api] = fn
+    return joined
+
+
+HANDLERS: Mapping[str, Handler] = _joined(
+    brokers.HANDLERS,
+    replication.HANDLERS,
+    acls.HANDLERS,
+    configs.HANDLERS,
+    quotas.HANDLERS,
+    tokens.HANDLERS,
+)
+# APIs whose retries are naturally idempotent (their outcome follows from state alone).
+STATE_IDEMPOTENT_APIS: frozenset[str] = (
+    brokers.STATE_IDEMPOTENT_APIS | replication.STATE_IDEMPOTENT_APIS | tokens.STATE_IDEMPOTENT_APIS
+)
 
 
 class ReplayFailed(Exception):
@@ -47,23 +57,6 @@ class ReplayFailed(Exception):
         super().__init__(f"{api}: {cause}")
         self.api = api
         self.index = -1
-
-
-Handler = Callable[[MetadataDelta, Mapping[str, Any], ControllerEnv], ControllerResult]
-
-HANDLERS: dict[str, Handler] = {}
-# APIs whose retries are naturally idempotent (their outcome follows from state alone).
-STATE_IDEMPOTENT_APIS: set[str] = set()
-
-
-def handler(api: str, *, state_idempotent: bool = False) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        HANDLERS[api] = fn
-        if state_idempotent:
-            STATE_IDEMPOTENT_APIS.add(api)
-        return fn
-
-    return register
 
 
 def dispatch(
@@ -105,157 +98,7 @@ def run_event(
         raise ReplayFailed(api, error) from error
     for broker_id in result.contacts:
         if isinstance(env.sessions, dict):
-            env.sessions[broker_id] = brokers.BrokerSession(env.now_ms, -1)
+            env.sessions[broker_id] = BrokerSession(env.now_ms, -1)
         if contacts is not None:
             contacts.append(broker_id)
     return result.response
-
-
-@handler("BrokerRegistration")
-def _broker_registration(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    request = brokers.BrokerRegistrationRequest(
-        broker_id=payload["broker_id"],
-        cluster_id=payload["cluster_id"],
-        incarnation_id=payload["incarnation_id"],
-        listeners=tuple(Listener(**item) for item in payload.get("listeners", ())),
-        rack=payload.get("rack"),
-        pod=payload.get("pod") or brokers.BROKER_POD,
-        log_dirs=tuple(payload.get("log_dirs", ())),
-    )
-    return brokers.register_broker(
-        view,
-        request,
-        sessions=env.sessions,
-        now_ms=env.now_ms,
-        session_timeout_ms=env.session_timeout_ms,
-        configs=env.configs(view),
-    )
-
-
-@handler("BrokerHeartbeat", state_idempotent=True)
-def _broker_heartbeat(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    return brokers.process_heartbeat(
-        view, heartbeat_request(payload), sessions=env.sessions, configs=env.configs(view)
-    )
-
-
-def heartbeat_request(payload: Mapping[str, Any]) -> brokers.BrokerHeartbeatRequest:
-    return brokers.BrokerHeartbeatRequest(
-        broker_id=payload["broker_id"],
-        broker_epoch=payload["broker_epoch"],
-        current_metadata_offset=payload["current_metadata_offset"],
-        want_fence=payload.get("want_fence", False),
-        want_shut_down=payload.get("want_shut_down", False),
-        offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
-    )
-
-
-@handler("FenceStaleBrokers", state_idempotent=True)
-def _fence_stale_brokers(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    return brokers.fence_stale_brokers(
-        view,
-        sessions=env.sessions,
-        now_ms=env.now_ms,
-        session_timeout_ms=env.session_timeout_ms,
-        activated_ms=env.activated_ms,
-        configs=env.configs(view),
-    )
-
-
-@handler("UnregisterBroker")
-def _unregister_broker(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    return brokers.unregister_broker(view, payload["broker_id"], env.configs(view))
-
-
-@handler("CreateAcls")
-def _create_acls(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    return acls.create_acls(view, payload["creations"])
-
-
-def _partition_changes(answer: tuple[PartitionChanges, dict[str, Any]]) -> ControllerResult:
-    changes, response = answer
-    return ControllerResult(list(changes.records), response)
-
-
-@handler("CreateTopics")
-def _create_topics(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    records, response = topics.create_topics(view, payload, configs=env.configs(view))
-    return ControllerResult(records, response)
-
-
-@handler("DeleteTopics")
-def _delete_topics(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    records, response = topics.delete_topics(view, payload)
-    return ControllerResult(records, response)
-
-
-@handler("CreatePartitions")
-def _create_partitions(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    records, response = topics.create_partitions(view, payload)
-    return ControllerResult(records, response)
-
-
-@handler("ElectLeaders")
-def _elect_leaders(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    return _partition_changes(
-        replication.elect_leaders(
-            view,
-            election_type=payload["election_type"],
-            topic_partitions=payload.get("topic_partitions"),
-            configs=env.configs(view),
-        )
-    )
-
-
-@handler("AlterPartition")
-def _alter_partition(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    return _partition_changes(
-        replication.alter_partition(
-            view,
-            broker_id=payload["broker_id"],
-            broker_epoch=payload["broker_epoch"],
-            topics=payload["topics"],
-            configs=env.configs(view),
-        )
-    )
-
-
-@handler("AlterReplicaState")
-def _alter_replica_state(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    return _partition_changes(
-        replication.alter_replica_state(view, payload, configs=env.configs(view))
-    )
-
-
-@handler("RebalanceLeaders", state_idempotent=True)
-def _rebalance_leaders(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
-    return _partition_changes(replication.rebalance_leaders(view, configs=env.configs(view)))
-
-
-# Handlers of later capabilities register themselves when imported (kept out of this file so
-# each capability owns its module).
-from controlplane.controller import acl_rpcs, config_rpcs, quota_rpcs, token_rpcs  # noqa: E402, F401

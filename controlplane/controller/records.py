@@ -107,6 +107,7 @@ def _int_list(values: tuple[int, ...] | None) -> str:
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
+NO_OFFSET = -1  # no offset yet: an empty log, a broker that is not shutting down
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from controlplane.api.permissions import (
     IsPrincipal,
 )
 from controlplane.authz import is_authorized
-from controlplane.controller.acl import AclOperation, ResourceType
+from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
 from replicas import selectors, services
 from replicas.api import serializers as s

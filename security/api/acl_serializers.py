@@ -15,7 +15,7 @@ from typing import Any
 from rest_framework import serializers
 
 from controlplane.api.fields import KafkaEnumField, StrictCharField, StrictSerializer
-from controlplane.controller.acl import (
+from controlplane.controller.acls.bindings import (
     AclOperation,
     AclPermissionType,
     PatternType,

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from controlplane.authz import is_authorized
-from controlplane.controller.acl import AclOperation, ResourceType
+from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.models import Acl, Cluster
 from controlplane.principals import AuthenticatedPrincipal
 

@@ -362,7 +362,7 @@ def test_sensitive_values_are_hidden(api, tokens, topic, caplog):
 
 
 def test_cluster_default_disables_rebalance(api, tokens, topic):
-    from controlplane.controller.dispatch import ControllerEnv
+    from controlplane.controller.env import ControllerEnv
     from controlplane.controller.image import MetadataDelta
 
     post_ok(
@@ -379,7 +379,7 @@ def test_cluster_default_disables_rebalance(api, tokens, topic):
 
 
 def test_topic_unclean_election_config_reaches_the_controller(api, tokens, topic):
-    from controlplane.controller.dispatch import ControllerEnv
+    from controlplane.controller.env import ControllerEnv
     from controlplane.controller.image import MetadataDelta
 
     post_ok(

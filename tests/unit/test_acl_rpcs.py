@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
-from controlplane.controller import acls
-from controlplane.controller.acl import AclBindingFilter, AclOperation, ResourceType
-from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.acls import control as acls
+from controlplane.controller.acls.bindings import AclBindingFilter, AclOperation, ResourceType
+from controlplane.controller.dispatch import run_event
+from controlplane.controller.env import ControllerEnv
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import (
     AccessControlEntryRecord,

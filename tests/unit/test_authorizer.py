@@ -14,7 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controlplane.controller.acl import (
+from controlplane.controller.acls.authorizer import (
+    AclIndex,
+    Action,
+    AuthorizationResult,
+    RequestContext,
+    authorize,
+)
+from controlplane.controller.acls.bindings import (
     CLUSTER_NAME,
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
@@ -26,13 +33,6 @@ from controlplane.controller.acl import (
     PatternType,
     ResourceType,
     parse_principal,
-)
-from controlplane.controller.authorizer import (
-    AclIndex,
-    Action,
-    AuthorizationResult,
-    RequestContext,
-    authorize,
 )
 
 Op = AclOperation

@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
-from controlplane.controller import brokers as core
-from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.brokers import control as core
+from controlplane.controller.dispatch import run_event
+from controlplane.controller.env import DEFAULT_SESSION_TIMEOUT_MS, BrokerSession, ControllerEnv
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
 from controlplane.controller.image import (
     BrokerControlState,
@@ -153,7 +154,7 @@ def test_other_incarnation_with_a_live_session_is_a_duplicate_registration():
     d = delta()
     first = registration(1)
     run_event(d, "BrokerRegistration", _payload(first), env())
-    live = {1: core.BrokerSession(last_contact_ms=999_000, metadata_offset=-1)}
+    live = {1: BrokerSession(last_contact_ms=999_000, metadata_offset=-1)}
     response = run_event(d, "BrokerRegistration", _payload(registration(1)), env(sessions=live))
     assert response["error_code"] == Errors.DUPLICATE_BROKER_REGISTRATION
     assert d.last_offset == 0
@@ -162,7 +163,7 @@ def test_other_incarnation_with_a_live_session_is_a_duplicate_registration():
 def test_other_incarnation_after_the_session_lapsed_registers_with_a_new_epoch():
     d = delta()
     run_event(d, "BrokerRegistration", _payload(registration(1)), env())
-    lapsed = {1: core.BrokerSession(last_contact_ms=0, metadata_offset=-1)}
+    lapsed = {1: BrokerSession(last_contact_ms=0, metadata_offset=-1)}
     response = run_event(d, "BrokerRegistration", _payload(registration(1)), env(sessions=lapsed))
     assert response["error_code"] == 0 and response["broker_epoch"] == 1
     registered = d.broker(1)
@@ -174,7 +175,7 @@ def test_same_incarnation_keeps_its_epoch_and_writes_nothing():
     d = delta()
     request = registration(1)
     first = run_event(d, "BrokerRegistration", _payload(request), env())
-    live = {1: core.BrokerSession(last_contact_ms=999_000, metadata_offset=-1)}
+    live = {1: BrokerSession(last_contact_ms=999_000, metadata_offset=-1)}
     again = run_event(d, "BrokerRegistration", _payload(request), env(sessions=live))
     assert again["broker_epoch"] == first["broker_epoch"] == 0
     assert d.last_offset == 0
@@ -235,7 +236,7 @@ def test_controlled_shutdown_waits_for_active_brokers_to_reach_its_offset():
     d = registered_delta(2)
     for broker_id in (0, 1):
         run_event(d, "BrokerHeartbeat", _beat(broker_id, broker_id, 10), env())
-    sessions = {0: core.BrokerSession(1, 3), 1: core.BrokerSession(1, 3)}
+    sessions = {0: BrokerSession(1, 3), 1: BrokerSession(1, 3)}
     # Broker 0 has no leaderships yet: Kafka goes straight to SHUTDOWN_NOW in that case.
     response = run_event(
         d, "BrokerHeartbeat", _beat(0, 0, 10, shut_down=True), env(sessions=sessions)
@@ -249,8 +250,8 @@ def test_fence_stale_brokers_fences_only_lapsed_unfenced_brokers():
     for broker_id in range(3):
         run_event(d, "BrokerHeartbeat", _beat(broker_id, broker_id, 10), env())
     sessions = {
-        0: core.BrokerSession(last_contact_ms=1_000_000, metadata_offset=5),  # fresh
-        1: core.BrokerSession(last_contact_ms=1, metadata_offset=5),  # lapsed
+        0: BrokerSession(last_contact_ms=1_000_000, metadata_offset=5),  # fresh
+        1: BrokerSession(last_contact_ms=1, metadata_offset=5),  # lapsed
     }  # broker 2 unknown to the tracker: it gets a full session from the activation
     active_since = 1_000_000
     response = run_event(
@@ -261,7 +262,7 @@ def test_fence_stale_brokers_fences_only_lapsed_unfenced_brokers():
     offset = d.last_offset
     again = run_event(d, "FenceStaleBrokers", {}, env(1_000_600, sessions, active_since))
     assert again["fenced_brokers"] == [] and d.last_offset == offset
-    later = active_since + core.DEFAULT_SESSION_TIMEOUT_MS + 1
+    later = active_since + DEFAULT_SESSION_TIMEOUT_MS + 1
     last = run_event(d, "FenceStaleBrokers", {}, env(later, sessions, active_since))
     assert last["fenced_brokers"] == [0, 2]  # silent since the activation: lapsed too
 

@@ -7,15 +7,11 @@ from typing import Any
 
 import pytest
 
-from controlplane.controller.configs import (
-    REDACTED,
-    describe_configs,
-    describe_loggers,
-    redact_record_data,
-)
+from controlplane.controller.config_schema import REDACTED, redact_record_data
+from controlplane.controller.configs.describe import describe_configs, describe_loggers
 from controlplane.controller.errors import Errors
 from controlplane.controller.records import ConfigRecord
-from controlplane.controller.replication import rebalance_leaders
+from controlplane.controller.replication.elections import rebalance_leaders
 from tests.unit.test_replication_core import Cluster
 
 ALTER = "AlterConfigs"
@@ -278,7 +274,7 @@ def test_sensitive_value_is_never_in_an_error_message(cluster: Cluster) -> None:
 
 
 def test_topic_unclean_election_enabled_through_incremental_alter(cluster: Cluster) -> None:
-    from controlplane.controller.configs import ConfigView
+    from controlplane.controller.config_schema import ConfigView
 
     view = ConfigView(lambda t, n, k: cluster.image.configs.get((t, n), {}).get(k), {})
     assert view.unclean_election_enabled("orders") is False

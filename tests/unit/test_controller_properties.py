@@ -13,8 +13,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from controlplane.controller import brokers as core
-from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.brokers import control as core
+from controlplane.controller.dispatch import run_event
+from controlplane.controller.env import DEFAULT_SESSION_TIMEOUT_MS, BrokerSession, ControllerEnv
 from controlplane.controller.image import MetadataDelta, MetadataImage, replay_log
 from controlplane.controller.records import RegisterBrokerRecord, record_from_data
 
@@ -27,7 +28,7 @@ class ControllerMachine(RuleBasedStateMachine):
         super().__init__()
         self.image = MetadataImage(cluster_id=CLUSTER)
         self.log: list[tuple[int, object]] = []
-        self.sessions: dict[int, core.BrokerSession] = {}
+        self.sessions: dict[int, BrokerSession] = {}
         self.incarnations: dict[int, str] = {}
         self.now = 1_000_000
         self.activated = self.now
@@ -72,7 +73,7 @@ class ControllerMachine(RuleBasedStateMachine):
             },
         )
         if response["error_code"] == 0:
-            self.sessions[broker_id] = core.BrokerSession(self.now, -1)
+            self.sessions[broker_id] = BrokerSession(self.now, -1)
 
     @rule(
         broker_id=BROKER_IDS,
@@ -103,7 +104,7 @@ class ControllerMachine(RuleBasedStateMachine):
             assert response["error_code"] == 77  # STALE_BROKER_EPOCH
             assert self.image.last_offset == offset_before
             return
-        self.sessions[broker_id] = core.BrokerSession(self.now, offset)
+        self.sessions[broker_id] = BrokerSession(self.now, offset)
         after = self.image.broker(broker_id)
         assert after is not None
         if after.control_state == state_before:
@@ -113,7 +114,7 @@ class ControllerMachine(RuleBasedStateMachine):
         else:
             assert response["is_fenced"] is after.fenced
 
-    @rule(ms=st.integers(0, 2 * core.DEFAULT_SESSION_TIMEOUT_MS))
+    @rule(ms=st.integers(0, 2 * DEFAULT_SESSION_TIMEOUT_MS))
     def time_passes_and_stale_brokers_are_fenced(self, ms: int) -> None:
         self.now += ms
         response = self.run("FenceStaleBrokers", {})

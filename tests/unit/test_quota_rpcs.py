@@ -7,10 +7,16 @@ from typing import Any
 
 import pytest
 
-from controlplane.controller import quotas
-from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.dispatch import run_event
+from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta, MetadataImage, replay_log
+from controlplane.controller.quotas import control as quotas
+from controlplane.controller.quotas.describe import (
+    describe_client_quotas,
+    effective_quotas,
+    precedence,
+)
 from controlplane.controller.records import ClientQuotaRecord, Record, record_from_data
 
 CLUSTER = "cluster-q"
@@ -400,7 +406,7 @@ QUOTAS = {
 
 
 def described(components: list[dict[str, Any]], strict: bool = False) -> list[Any]:
-    answer = quotas.describe_client_quotas(QUOTAS, components, strict)
+    answer = describe_client_quotas(QUOTAS, components, strict)
     assert answer["error_code"] == 0
     return [
         tuple((e["entity_type"], e["entity_name"]) for e in entry["entity"])
@@ -436,7 +442,7 @@ def test_describe_exact_default_any() -> None:
 
 
 def test_describe_values() -> None:
-    answer = quotas.describe_client_quotas(QUOTAS, [comp("user", "DEFAULT")], True)
+    answer = describe_client_quotas(QUOTAS, [comp("user", "DEFAULT")], True)
     assert answer["entries"] == [
         {
             "entity": [{"entity_type": "user", "entity_name": None}],
@@ -462,7 +468,7 @@ def test_describe_invalid_filters(
     components: list[dict[str, Any]], error: Errors, message: str
 ) -> None:
     with pytest.raises(ApiError) as raised:
-        quotas.describe_client_quotas(QUOTAS, components, False)
+        describe_client_quotas(QUOTAS, components, False)
     assert raised.value.error is error
     assert message in (raised.value.message or "")
 
@@ -471,12 +477,12 @@ def test_describe_invalid_filters(
 
 
 def _effective(table: dict[Any, dict[str, float]], user: str, client_id: str) -> dict[str, Any]:
-    answer = quotas.effective_quotas(table, user, client_id)
+    answer = effective_quotas(table, user, client_id)
     return {v["key"]: (v["value"], v["entity"]) for v in answer["values"]}
 
 
 def test_effective_precedence_order() -> None:
-    order = quotas.precedence("u", "c")
+    order = precedence("u", "c")
     assert order == [
         (("client-id", "c"), ("user", "u")),
         (("client-id", None), ("user", "u")),

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controlplane.controller import brokers as broker_core
-from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.dispatch import run_event
+from controlplane.controller.env import BrokerSession, ControllerEnv
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
 from controlplane.controller.image import (
     MetadataDelta,
@@ -25,19 +25,22 @@ from controlplane.controller.image import (
     PartitionRegistration,
     replay_log,
 )
-from controlplane.controller.partitions import (
+from controlplane.controller.partitions.changes import (
+    Election,
+    PartitionChanges,
+    acceptable_leaders,
+    change_partition,
+)
+from controlplane.controller.partitions.leadership import config_view
+from controlplane.controller.partitions.states import (
     PARTITION_CREATION_PATH,
     PARTITION_DELETION_PATH,
     PARTITION_TRANSITIONS,
     REPLICA_CREATION_PATH,
     REPLICA_DELETION_PATH,
     REPLICA_TRANSITIONS,
-    Election,
-    PartitionChanges,
     PartitionState,
     ReplicaState,
-    acceptable_leaders,
-    change_partition,
     check_partition_transition,
     check_replica_transition,
     partition_state,
@@ -45,7 +48,6 @@ from controlplane.controller.partitions import (
     walk_partition,
     walk_replica,
 )
-from controlplane.controller.placement import UsableBroker, place_replicas, rack_alternated
 from controlplane.controller.records import (
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -59,11 +61,12 @@ from controlplane.controller.records import (
     TopicRecord,
     record_from_data,
 )
-from controlplane.controller.replication import (
-    config_view,
-    elect_leaders,
-    rebalance_leaders,
-    validate_alter_replica_state,
+from controlplane.controller.replication.alter_replica_state import validate_alter_replica_state
+from controlplane.controller.replication.elections import elect_leaders, rebalance_leaders
+from controlplane.controller.replication.placement import (
+    UsableBroker,
+    place_replicas,
+    rack_alternated,
 )
 
 CLUSTER = "replication-core"
@@ -77,7 +80,7 @@ class Cluster:
     def __init__(self, **static_configs: str) -> None:
         self.image = MetadataImage(cluster_id=CLUSTER)
         self.records: list[Any] = []
-        self.sessions: dict[int, broker_core.BrokerSession] = {}
+        self.sessions: dict[int, BrokerSession] = {}
         self.static = {k.replace("_", "."): v for k, v in static_configs.items()}
         self.now = 1_000_000
 
@@ -136,7 +139,7 @@ class Cluster:
     def heartbeat(self, broker_id: int, **flags: bool) -> dict[str, Any]:
         offset = self.offset
         # The session is touched before the controller decides (as Kafka's heartbeat manager).
-        self.sessions[broker_id] = broker_core.BrokerSession(self.now, offset)
+        self.sessions[broker_id] = BrokerSession(self.now, offset)
         return self.run(
             "BrokerHeartbeat",
             {
@@ -1018,7 +1021,7 @@ def test_session_expiry_fences_and_moves_leadership():
     cluster = Cluster()
     cluster.register(1, 2)
     cluster.create_topic("foo", [[1, 2]])
-    cluster.sessions[1] = broker_core.BrokerSession(cluster.now - 60_000, 0)
+    cluster.sessions[1] = BrokerSession(cluster.now - 60_000, 0)
     response = cluster.run("FenceStaleBrokers", {})
     assert response["fenced_brokers"] == [1]
     p = cluster.partition("foo", 0)

@@ -19,8 +19,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from controlplane.controller import brokers as core
-from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.dispatch import run_event
+from controlplane.controller.env import DEFAULT_SESSION_TIMEOUT_MS, BrokerSession, ControllerEnv
 from controlplane.controller.errors import Errors
 from controlplane.controller.image import (
     MetadataDelta,
@@ -41,7 +41,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         super().__init__()
         self.image = MetadataImage(cluster_id=CLUSTER)
         self.records: list[tuple[int, Record]] = []
-        self.sessions: dict[int, core.BrokerSession] = {}
+        self.sessions: dict[int, BrokerSession] = {}
         self.incarnations: dict[int, str] = {}
         self.now = 1_000_000
         self.topic_serial = 0
@@ -117,7 +117,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         if registered is None:
             return
         offset = max(-1, self.image.last_offset - lag)
-        self.sessions[broker_id] = core.BrokerSession(self.now, offset)
+        self.sessions[broker_id] = BrokerSession(self.now, offset)
         response = self.run(
             "BrokerHeartbeat",
             {
@@ -143,13 +143,13 @@ class ReplicationMachine(RuleBasedStateMachine):
         if led:
             self.heartbeat(led[pick % len(led)], 0, True, False)
 
-    @rule(ms=st.integers(0, 2 * core.DEFAULT_SESSION_TIMEOUT_MS), lapsing=BROKER_IDS)
+    @rule(ms=st.integers(0, 2 * DEFAULT_SESSION_TIMEOUT_MS), lapsing=BROKER_IDS)
     def time_passes(self, ms: int, lapsing: int) -> None:
         """Time passes; every broker but one keeps heartbeating (its session may lapse)."""
         self.now += ms
         for broker_id, session in list(self.sessions.items()):
             if broker_id != lapsing:
-                self.sessions[broker_id] = core.BrokerSession(self.now, session.metadata_offset)
+                self.sessions[broker_id] = BrokerSession(self.now, session.metadata_offset)
         self.run("FenceStaleBrokers", {})
 
     @rule(broker_id=BROKER_IDS, rarely=st.integers(0, 3))

@@ -8,8 +8,8 @@ import hashlib
 import hmac
 from typing import Any
 
-from controlplane.controller import tokens
-from controlplane.controller.dispatch import ControllerEnv, run_event
+from controlplane.controller.dispatch import run_event
+from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import Errors
 from controlplane.controller.image import MetadataDelta, MetadataImage, replay_log
 from controlplane.controller.records import (
@@ -19,6 +19,8 @@ from controlplane.controller.records import (
     RemoveDelegationTokenRecord,
     record_from_data,
 )
+from controlplane.controller.tokens import control as tokens
+from controlplane.controller.tokens.describe import describe_tokens
 
 CLUSTER = "cluster-t"
 SECRET = "s3cret"
@@ -189,7 +191,7 @@ def test_describe_visibility():
     live = list(cluster.image.delegation_tokens.values())
 
     def ids(requester: str, owners: Any = None, is_super: bool = False) -> list[str]:
-        answer = tokens.describe_tokens(live, owners=owners, requester=requester, is_super=is_super)
+        answer = describe_tokens(live, owners=owners, requester=requester, is_super=is_super)
         assert all(t["hmac"] is None for t in answer["tokens"])
         return [t["token_id"] for t in answer["tokens"]]
 
@@ -201,7 +203,7 @@ def test_describe_visibility():
     )
     assert ids("User:admin", owners=[user("carol")], is_super=True) == [carol["token_id"]]
     assert ids("User:admin", owners=[], is_super=True) == []
-    (described,) = tokens.describe_tokens(live, owners=None, requester="User:bob", is_super=False)[
+    (described,) = describe_tokens(live, owners=None, requester="User:bob", is_super=False)[
         "tokens"
     ]
     assert described["renewers"] == [user("bob")]

@@ -7,27 +7,29 @@ commit together. Messages are Kafka's, so operators recognise them.
 from __future__ import annotations
 
 import re
-import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from controlplane.controller.configs import TOPIC_CONFIGS, ConfigView, validate_topic_configs
+from controlplane.controller.config_schema import (
+    TOPIC_CONFIGS,
+    ConfigView,
+    validate_topic_configs,
+)
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta, TopicInfo
-from controlplane.controller.partitions import (
+from controlplane.controller.partitions.changes import acceptable_leaders
+from controlplane.controller.partitions.states import (
     PARTITION_CREATION_PATH,
     PARTITION_DELETION_PATH,
     REPLICA_CREATION_PATH,
     REPLICA_DELETION_PATH,
     PartitionState,
     ReplicaState,
-    acceptable_leaders,
     partition_state,
     walk_partition,
     walk_replica,
 )
-from controlplane.controller.placement import UsableBroker, place_replicas
 from controlplane.controller.records import (
     ConfigRecord,
     PartitionRecord,
@@ -35,6 +37,7 @@ from controlplane.controller.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from controlplane.controller.replication.placement import UsableBroker, place_replicas
 
 MAX_TOPIC_NAME_LENGTH = 249
 LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -106,6 +109,7 @@ def create_topics(
     request: Mapping[str, Any],
     *,
     configs: ConfigView,
+    new_topic_id: Callable[[], str],
 ) -> tuple[list[Record], dict[str, Any]]:
     topics = request["topics"]
     duplicates = _duplicates([t["name"] for t in topics])
@@ -121,7 +125,9 @@ def create_topics(
             )
             continue
         try:
-            topic_records, answer = _create_topic(view, topic, configs=configs, budget=budget)
+            topic_records, answer = _create_topic(
+                view, topic, configs=configs, budget=budget, new_topic_id=new_topic_id
+            )
         except ApiError as error:
             answers.append(_topic_error(name, error))
             continue
@@ -133,7 +139,12 @@ def create_topics(
 
 
 def _create_topic(
-    view: MetadataDelta, topic: Mapping[str, Any], *, configs: ConfigView, budget: int
+    view: MetadataDelta,
+    topic: Mapping[str, Any],
+    *,
+    configs: ConfigView,
+    budget: int,
+    new_topic_id: Callable[[], str],
 ) -> tuple[list[Record], dict[str, Any]]:
     name = topic["name"]
     validate_topic_name(name)
@@ -150,7 +161,7 @@ def _create_topic(
     else:
         replicas = _placed(view, topic, configs=configs, budget=budget)
     _check_budget(len(replicas), budget)
-    topic_id = str(uuid.uuid4())
+    topic_id = new_topic_id()
     records: list[Record] = [TopicRecord(name=name, topic_id=topic_id)]
     acceptable = acceptable_leaders(view)
     walk_partition(PartitionState.NON_EXISTENT, PARTITION_CREATION_PATH)

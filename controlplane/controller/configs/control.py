@@ -12,21 +12,17 @@ nothing. Values of sensitive keys are never put into a response, an error messag
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.controller.configs import (
-    BROKER_LOGGER,
-    CLUSTER_DEFAULT,
+from controlplane.controller.config_schema import BROKER_LOGGER, TOPIC, ConfigDef, registry_of
+from controlplane.controller.configs.resources import (
     LOG_LEVELS,
     ROOT_LOGGER,
-    SUPPORTED_RESOURCE_TYPES,
-    TOPIC,
-    ConfigDef,
-    registry_of,
+    check_resource,
+    duplicate_resources,
+    resource_key,
 )
-from controlplane.controller.dispatch import ControllerEnv, handler
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import ConfigRecord, Record
@@ -35,49 +31,6 @@ from controlplane.controller.result import ControllerResult
 SET, DELETE, APPEND, SUBTRACT = "SET", "DELETE", "APPEND", "SUBTRACT"
 OPERATIONS = (SET, DELETE, APPEND, SUBTRACT)
 LOGGER_NAME = re.compile(r"^[A-Za-z0-9_$.\-]{1,255}$")
-
-
-def resource_key(resource: Mapping[str, Any]) -> tuple[str, str]:
-    return str(resource["resource_type"]), str(resource["resource_name"])
-
-
-def duplicate_resources(resources: list[Mapping[str, Any]]) -> set[tuple[str, str]]:
-    counts = Counter(resource_key(r) for r in resources)
-    return {key for key, count in counts.items() if count > 1}
-
-
-def check_resource(view: MetadataDelta, resource_type: str, resource_name: str) -> None:
-    """The resource must be one the controller owns and must exist (Kafka's
-    ConfigurationControlManager.checkConfigResource and ControllerConfigurationValidator)."""
-    if resource_type not in SUPPORTED_RESOURCE_TYPES:
-        raise ApiError(Errors.INVALID_REQUEST, f"Unexpected resource type {resource_type}.")
-    if resource_type == TOPIC:
-        if not resource_name:
-            raise ApiError(Errors.INVALID_REQUEST, "Default topic resources are not allowed.")
-        if view.topic_id(resource_name) is None:
-            raise ApiError(
-                Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{resource_name}' does not exist."
-            )
-        return
-    if resource_name == CLUSTER_DEFAULT:
-        if resource_type == BROKER_LOGGER:
-            raise ApiError(Errors.INVALID_REQUEST, "Broker id must not be empty.")
-        return
-    broker_id = broker_id_of(resource_name)
-    if broker_id is None:
-        raise ApiError(
-            Errors.INVALID_REQUEST,
-            f"Illegal non-integral {resource_type} resource name: {resource_name}",
-        )
-    if view.broker(broker_id) is None:
-        raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered.")
-
-
-def broker_id_of(name: str) -> int | None:
-    if not name.isascii() or not name.isdigit():
-        return None
-    value = int(name)
-    return value if value <= 2**31 - 1 else None
 
 
 def _definition(resource_type: str, name: str) -> ConfigDef:
@@ -252,17 +205,11 @@ def _answer_resources(
     return ControllerResult(records, {"throttle_time_ms": 0, "responses": responses})
 
 
-@handler("AlterConfigs")
-def alter_configs(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
+def alter_configs(view: MetadataDelta, payload: Mapping[str, Any]) -> ControllerResult:
     """Kafka's legacy AlterConfigs: the given configs replace all dynamic configs of each
     resource (keys not given are deleted)."""
     return _answer_resources(view, payload, _alter_resource)
 
 
-@handler("IncrementalAlterConfigs")
-def incremental_alter_configs(
-    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
-) -> ControllerResult:
+def incremental_alter_configs(view: MetadataDelta, payload: Mapping[str, Any]) -> ControllerResult:
     return _answer_resources(view, payload, _incremental_resource)

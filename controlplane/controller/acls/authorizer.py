@@ -21,7 +21,7 @@ import dataclasses
 import enum
 from collections.abc import Iterable, Iterator, Mapping
 
-from controlplane.controller.acl import (
+from controlplane.controller.acls.bindings import (
     WILDCARD_HOST,
     WILDCARD_PRINCIPAL,
     WILDCARD_RESOURCE,

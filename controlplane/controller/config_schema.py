@@ -1,8 +1,13 @@
-"""The config keys the control plane knows: types, ranges, defaults, documentation, synonyms.
+"""The config keys the control plane knows: types, ranges, defaults, documentation, synonyms;
+which are sensitive; and `ConfigView`, the effective value of a key.
 
 Values travel and are stored as strings, as in Kafka; `ConfigDef.parse` checks one and answers
 Kafka's INVALID_CONFIG with Kafka's ConfigException wording. A topic config falls back to its
 broker synonym (dynamic cluster default, then static, then the default), as Kafka's LogConfig does.
+
+Every domain reads configs (placement, elections, tokens), so the schema sits below them all, as
+Kafka's KafkaConfigSchema sits below its controller; the configs domain (`configs/`) owns the
+RPCs that change and describe them.
 """
 
 from __future__ import annotations
@@ -385,17 +390,7 @@ class ConfigView:
         return bool(self.topic_value(topic_name, "unclean.leader.election.enable"))
 
 
-# --- resources, sensitivity and redaction ---------------------------------------------------
-
-# Kafka's ConfigResource.Type names; the control plane serves TOPIC, BROKER and BROKER_LOGGER and
-# answers INVALID_REQUEST for the others (as Kafka's controller does for types it does not own).
-KAFKA_RESOURCE_TYPES = ("UNKNOWN", "TOPIC", "BROKER", "BROKER_LOGGER", "CLIENT_METRICS", "GROUP")
-SUPPORTED_RESOURCE_TYPES = frozenset({TOPIC, BROKER, BROKER_LOGGER})
-
-# Log4j levels a BROKER_LOGGER entry may take (Kafka's LogLevelConfig.VALID_LOG_LEVELS).
-LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
-ROOT_LOGGER = "root"
-ROOT_LOGGER_LEVEL = "INFO"
+# --- sensitivity and redaction ------------------------------------------------------------
 
 REDACTED = "(redacted)"  # Kafka's RecordRedactor writes sensitive values this way
 
@@ -434,143 +429,3 @@ def redact_record_data(record_type: str, data: Mapping[str, Any]) -> dict[str, A
     ):
         return dict(data)
     return {**data, "value": REDACTED}
-
-
-# --- DescribeConfigs ------------------------------------------------------------------------
-
-DEFAULT_CONFIG = "DEFAULT_CONFIG"
-DYNAMIC_TOPIC_CONFIG = "DYNAMIC_TOPIC_CONFIG"
-DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
-DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
-STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
-DYNAMIC_BROKER_LOGGER_CONFIG = "DYNAMIC_BROKER_LOGGER_CONFIG"
-
-
-def _entry(
-    definition: ConfigDef,
-    synonyms: list[tuple[str, str | None, str]],
-    *,
-    read_only: bool,
-    include_synonyms: bool,
-    include_documentation: bool,
-) -> dict[str, Any]:
-    """One DescribeConfigs entry; `synonyms` in precedence order, the first is the answer."""
-    sensitive = definition.sensitive
-    _, value, source = synonyms[0] if synonyms else (definition.name, None, DEFAULT_CONFIG)
-    return {
-        "name": definition.name,
-        "value": None if sensitive else value,
-        "read_only": read_only,
-        "config_source": source,
-        "is_sensitive": sensitive,
-        "synonyms": [
-            {"name": n, "value": None if sensitive else v, "source": s} for n, v, s in synonyms
-        ]
-        if include_synonyms
-        else [],
-        "config_type": definition.type.value,
-        "documentation": definition.doc if include_documentation else None,
-    }
-
-
-def _broker_synonyms(
-    name: str,
-    broker_name: str,
-    dynamic: Callable[[str, str, str], str | None],
-    static: Mapping[str, str],
-) -> list[tuple[str, str | None, str]]:
-    """A broker key's values from every level that has one, strongest first (Kafka's
-    DynamicBrokerConfig: per broker, cluster default, static, default)."""
-    found: list[tuple[str, str | None, str]] = []
-    if broker_name != CLUSTER_DEFAULT:
-        value = dynamic(BROKER, broker_name, name)
-        if value is not None:
-            found.append((name, value, DYNAMIC_BROKER_CONFIG))
-    value = dynamic(BROKER, CLUSTER_DEFAULT, name)
-    if value is not None:
-        found.append((name, value, DYNAMIC_DEFAULT_BROKER_CONFIG))
-    if name in static:
-        found.append((name, static[name], STATIC_BROKER_CONFIG))
-    definition = BROKER_CONFIGS.get(name)
-    if definition is not None and definition.default is not None:
-        found.append((name, definition.default, DEFAULT_CONFIG))
-    return found
-
-
-def describe_configs(
-    resource_type: str,
-    resource_name: str,
-    *,
-    dynamic: Callable[[str, str, str], str | None],
-    static: Mapping[str, str],
-    keys: list[str] | None = None,
-    include_synonyms: bool = False,
-    include_documentation: bool = False,
-) -> list[dict[str, Any]]:
-    """The configs of one existing resource as Kafka's DescribeConfigs answers them.
-
-    `dynamic(type, name, key)` reads a stored dynamic config; `keys` None means every key.
-    A TOPIC key is its topic value, else its broker synonym's cluster default, static or default
-    value; a BROKER id's key its own, else the cluster default, static or default value; the
-    cluster default resource (BROKER "") answers only its dynamic entries, as Kafka does.
-    """
-    flags = {"include_synonyms": include_synonyms, "include_documentation": include_documentation}
-    wanted = None if keys is None else set(keys)
-    entries = []
-    if resource_type == TOPIC:
-        for name, definition in sorted(TOPIC_CONFIGS.items()):
-            if wanted is not None and name not in wanted:
-                continue
-            synonyms: list[tuple[str, str | None, str]] = []
-            value = dynamic(TOPIC, resource_name, name)
-            if value is not None:
-                synonyms.append((name, value, DYNAMIC_TOPIC_CONFIG))
-            if definition.synonym is not None and definition.synonym in BROKER_CONFIGS:
-                synonyms += _broker_synonyms(definition.synonym, CLUSTER_DEFAULT, dynamic, static)
-            elif definition.default is not None:
-                synonyms.append((name, definition.default, DEFAULT_CONFIG))
-            entries.append(_entry(definition, synonyms, read_only=False, **flags))
-        return entries
-    if resource_type == BROKER:
-        for name, definition in sorted(BROKER_CONFIGS.items()):
-            if wanted is not None and name not in wanted:
-                continue
-            synonyms = _broker_synonyms(name, resource_name, dynamic, static)
-            if resource_name == CLUSTER_DEFAULT and (
-                not synonyms or synonyms[0][2] != DYNAMIC_DEFAULT_BROKER_CONFIG
-            ):
-                continue
-            entries.append(_entry(definition, synonyms, read_only=definition.read_only, **flags))
-        return entries
-    raise ValueError(f"describe_configs: {resource_type} is described by describe_loggers")
-
-
-def describe_loggers(
-    levels: Mapping[str, str],
-    *,
-    keys: list[str] | None = None,
-    include_synonyms: bool = False,
-    include_documentation: bool = False,
-) -> list[dict[str, Any]]:
-    """A broker's logger levels (BROKER_LOGGER): the root logger and every logger set."""
-    all_levels = {ROOT_LOGGER: ROOT_LOGGER_LEVEL, **levels}
-    entries = []
-    for name, level in sorted(all_levels.items()):
-        if keys is not None and name not in keys:
-            continue
-        source = DYNAMIC_BROKER_LOGGER_CONFIG if name in levels else DEFAULT_CONFIG
-        entries.append(
-            {
-                "name": name,
-                "value": level,
-                "read_only": False,
-                "config_source": source,
-                "is_sensitive": False,
-                "synonyms": [{"name": name, "value": level, "source": source}]
-                if include_synonyms
-                else [],
-                "config_type": ConfigType.STRING.value,
-                "documentation": "The log level of this logger." if include_documentation else None,
-            }
-        )
-    return entries

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from controlplane.controller.acl import (
+from controlplane.controller.acls.bindings import (
     AclBinding,
     AclBindingFilter,
     AclOperation,
@@ -49,7 +48,12 @@ def acl_record(binding: AclBinding, acl_id: str) -> AccessControlEntryRecord:
     )
 
 
-def create_acls(view: MetadataDelta, creations: Sequence[Mapping[str, Any]]) -> ControllerResult:
+def create_acls(
+    view: MetadataDelta,
+    creations: Sequence[Mapping[str, Any]],
+    *,
+    new_acl_id: Callable[[], str],
+) -> ControllerResult:
     existing = {_key(record) for _, record in iter_acls(view)}
     records: list[Record] = []
     results: list[dict[str, Any]] = []
@@ -63,7 +67,7 @@ def create_acls(view: MetadataDelta, creations: Sequence[Mapping[str, Any]]) -> 
         if problem is not None:
             results.append(_error(Errors.INVALID_REQUEST, problem))
             continue
-        record = acl_record(binding, str(uuid.uuid4()))
+        record = acl_record(binding, new_acl_id())
         if _key(record) not in existing:  # an identical ACL already exists: a no-op
             existing.add(_key(record))
             records.append(record)
@@ -87,14 +91,7 @@ def binding_of(record: AccessControlEntryRecord) -> AclBinding:
 def iter_acls(view: MetadataDelta) -> Iterator[tuple[str, AccessControlEntryRecord]]:
     """Every ACL the view holds now (the base image with the delta's changes), by id: the
     base's in its order, then those the delta added."""
-    changed = view.changed_acls
-    for acl_id, record in view.base.acls.items():
-        current = changed.get(acl_id, record)
-        if current is not None:
-            yield acl_id, current
-    for acl_id, added in changed.items():
-        if added is not None and acl_id not in view.base.acls:
-            yield acl_id, added
+    return view.all_acls()
 
 
 def _name_or_none(value: Any, field: str) -> str | None:

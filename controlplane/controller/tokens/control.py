@@ -1,5 +1,4 @@
-"""Delegation tokens: Kafka's DelegationTokenControlManager (create, renew, expire, sweep) and
-the visibility rule of DescribeDelegationToken.
+"""Delegation tokens: Kafka's DelegationTokenControlManager (create, renew, expire, sweep).
 
 A token's HMAC is HMAC-SHA512 of its id keyed with `delegation.token.secret.key`; it is answered
 once, by create, and never stored: renew and expire find a token by recomputing the HMACs of
@@ -13,11 +12,10 @@ import base64
 import binascii
 import hashlib
 import hmac
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from controlplane.controller.configs import ConfigView
+from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import (
@@ -71,7 +69,11 @@ def _user_principal(principal_type: Any, name: Any, what: str) -> str:
 
 
 def create_token(
-    view: MetadataDelta, payload: Mapping[str, Any], configs: ConfigView, now_ms: int
+    view: MetadataDelta,
+    payload: Mapping[str, Any],
+    configs: ConfigView,
+    now_ms: int,
+    new_token_id: Callable[[], str],
 ) -> tuple[list[Record], dict[str, Any]]:
     secret = secret_of(configs)
     requester = str(payload["requester"])
@@ -92,7 +94,7 @@ def create_token(
         max_lifetime = min(requested, max_lifetime)
     max_timestamp = now_ms + max_lifetime
     expiry = min(max_timestamp, now_ms + int(configs.broker_value(EXPIRY_TIME_KEY)))
-    token_id = str(uuid.uuid4())
+    token_id = new_token_id()
     record = DelegationTokenRecord(
         token_id=token_id,
         owner=owner,
@@ -216,52 +218,3 @@ def sweep_expired(view: MetadataDelta, now_ms: int) -> tuple[list[Record], dict[
         if token.expiration_timestamp < now_ms
     ]
     return removed, {"error_code": int(Errors.NONE), "removed": len(removed)}
-
-
-def describe_tokens(
-    tokens: Iterable[DelegationTokenRecord],
-    *,
-    owners: list[Mapping[str, Any]] | None,
-    requester: str,
-    is_super: bool,
-    may_describe: Callable[[str], bool] = lambda token_id: False,
-) -> dict[str, Any]:
-    """DescribeDelegationToken: tokens of the given owners (all when null, none when empty) the
-    requester owns, renews, may DESCRIBE, or every one for a super user. No HMAC is answered."""
-    wanted = (
-        None
-        if owners is None
-        else {join_principal(o["principal_type"], o["principal_name"]) for o in owners}
-    )
-    answered = []
-    for token in sorted(tokens, key=lambda t: (t.issue_timestamp, t.token_id)):
-        if wanted is not None and token.owner not in wanted:
-            continue
-        visible = (
-            is_super
-            or token.owner == requester
-            or requester in token.renewers
-            or may_describe(token.token_id)
-        )
-        if not visible:
-            continue
-        owner_type, owner_name = split_principal(token.owner)
-        requester_type, requester_name = split_principal(token.requester)
-        answered.append(
-            {
-                "principal_type": owner_type,
-                "principal_name": owner_name,
-                "token_requester_principal_type": requester_type,
-                "token_requester_principal_name": requester_name,
-                "issue_timestamp": token.issue_timestamp,
-                "expiry_timestamp": token.expiration_timestamp,
-                "max_timestamp": token.max_timestamp,
-                "token_id": token.token_id,
-                "hmac": None,
-                "renewers": [
-                    dict(zip(("principal_type", "principal_name"), split_principal(r), strict=True))
-                    for r in token.renewers
-                ],
-            }
-        )
-    return {"error_code": int(Errors.NONE), "error_message": None, "tokens": answered}

@@ -12,7 +12,8 @@ import dataclasses
 import uuid
 from collections.abc import Iterable, Mapping
 
-from controlplane.controller.configs import ConfigView
+from controlplane.controller.config_schema import ConfigView
+from controlplane.controller.env import DEFAULT_SESSION_TIMEOUT_MS, BrokerSession
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
 from controlplane.controller.image import (
     BrokerControlState,
@@ -20,7 +21,12 @@ from controlplane.controller.image import (
     BrokerStatus,
     MetadataDelta,
 )
-from controlplane.controller.partitions import PartitionChanges
+from controlplane.controller.partitions.changes import PartitionChanges
+from controlplane.controller.partitions.leadership import (
+    config_view,
+    elect_leaderless,
+    remove_from_isrs,
+)
 from controlplane.controller.records import (
     BrokerRegistrationChangeRecord,
     ControlledShutdownChange,
@@ -37,7 +43,6 @@ CANARY_BROKER_POD = "canary-broker"
 BROKER_PODS = frozenset({BROKER_POD, CANARY_BROKER_POD})
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 
-DEFAULT_SESSION_TIMEOUT_MS = 9000
 DEFAULT_HEARTBEAT_INTERVAL_MS = 2000
 
 S = BrokerControlState
@@ -54,14 +59,6 @@ def check_transition(current: BrokerControlState, target: BrokerControlState) ->
     """Same state is a no-op; anything the table does not list is refused."""
     if current != target and target not in BROKER_TRANSITIONS[current]:
         raise InvalidStateTransition("broker", current.value, target.value)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class BrokerSession:
-    """What the heartbeat tracker knows of a broker: not metadata, never in the log."""
-
-    last_contact_ms: int
-    metadata_offset: int
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -171,8 +168,6 @@ def _moved_off(
     *,
     clear_offline: bool = False,
 ) -> list[Record]:
-    from controlplane.controller.replication import config_view, remove_from_isrs
-
     changes = PartitionChanges(view)
     remove_from_isrs(
         changes, broker_ids, configs=configs or config_view(view), clear_offline=clear_offline
@@ -181,8 +176,6 @@ def _moved_off(
 
 
 def _led_again(view: MetadataDelta, broker_id: int, configs: ConfigView | None) -> list[Record]:
-    from controlplane.controller.replication import config_view, elect_leaderless
-
     changes = PartitionChanges(view)
     elect_leaderless(changes, configs=configs or config_view(view), unfenced=[broker_id])
     return list(changes.records)

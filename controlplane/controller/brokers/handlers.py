@@ -1,0 +1,83 @@
+"""The controller's broker RPCs: BrokerRegistration, BrokerHeartbeat, UnregisterBroker, and the
+controller's own FenceStaleBrokers (brokers whose session lapsed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.controller.brokers import control
+from controlplane.controller.env import ControllerEnv, Handler
+from controlplane.controller.image import MetadataDelta
+from controlplane.controller.records import Listener
+from controlplane.controller.result import ControllerResult
+
+
+def _broker_registration(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    request = control.BrokerRegistrationRequest(
+        broker_id=payload["broker_id"],
+        cluster_id=payload["cluster_id"],
+        incarnation_id=payload["incarnation_id"],
+        listeners=tuple(Listener(**item) for item in payload.get("listeners", ())),
+        rack=payload.get("rack"),
+        pod=payload.get("pod") or control.BROKER_POD,
+        log_dirs=tuple(payload.get("log_dirs", ())),
+    )
+    return control.register_broker(
+        view,
+        request,
+        sessions=env.sessions,
+        now_ms=env.now_ms,
+        session_timeout_ms=env.session_timeout_ms,
+        configs=env.configs(view),
+    )
+
+
+def _broker_heartbeat(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return control.process_heartbeat(
+        view, heartbeat_request(payload), sessions=env.sessions, configs=env.configs(view)
+    )
+
+
+def heartbeat_request(payload: Mapping[str, Any]) -> control.BrokerHeartbeatRequest:
+    return control.BrokerHeartbeatRequest(
+        broker_id=payload["broker_id"],
+        broker_epoch=payload["broker_epoch"],
+        current_metadata_offset=payload["current_metadata_offset"],
+        want_fence=payload.get("want_fence", False),
+        want_shut_down=payload.get("want_shut_down", False),
+        offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
+    )
+
+
+def _fence_stale_brokers(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return control.fence_stale_brokers(
+        view,
+        sessions=env.sessions,
+        now_ms=env.now_ms,
+        session_timeout_ms=env.session_timeout_ms,
+        activated_ms=env.activated_ms,
+        configs=env.configs(view),
+    )
+
+
+def _unregister_broker(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return control.unregister_broker(view, payload["broker_id"], env.configs(view))
+
+
+HANDLERS: Mapping[str, Handler] = {
+    "BrokerRegistration": _broker_registration,
+    "BrokerHeartbeat": _broker_heartbeat,
+    "FenceStaleBrokers": _fence_stale_brokers,
+    "UnregisterBroker": _unregister_broker,
+}
+# Retries of these are naturally idempotent: their outcome follows from state alone.
+STATE_IDEMPOTENT_APIS = frozenset({"BrokerHeartbeat", "FenceStaleBrokers"})

@@ -1,0 +1,55 @@
+"""What a controller handler runs with besides metadata, and the shape of a handler.
+
+`ControllerEnv` carries the clock, the heartbeat tracker's sessions, the static broker configs and
+the source of randomness for new ids. Everything random the core makes (topic, ACL and
+delegation token ids) comes from `ControllerEnv.random_bytes`, so a test that passes a seeded
+source replays the same events into the same records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from controlplane.controller.config_schema import ConfigView
+from controlplane.controller.image import MetadataDelta
+from controlplane.controller.result import ControllerResult
+
+DEFAULT_SESSION_TIMEOUT_MS = 9000  # Kafka's broker.session.timeout.ms
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerSession:
+    """What the heartbeat tracker knows of a broker: not metadata, never in the log."""
+
+    last_contact_ms: int
+    metadata_offset: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ControllerEnv:
+    """What a handler may know besides metadata: the clock and the heartbeat tracker."""
+
+    now_ms: int
+    activated_ms: int
+    sessions: Mapping[int, BrokerSession]
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    # Static broker configs (num.partitions, default.replication.factor, ...) from settings.
+    static_configs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # n random bytes; the operating system's by default, a seeded generator's in tests.
+    random_bytes: Callable[[int], bytes] = os.urandom
+
+    def configs(self, view: MetadataDelta) -> ConfigView:
+        return ConfigView(view.config, self.static_configs)
+
+    def new_uuid(self) -> str:
+        """A random (version 4) UUID, as uuid.uuid4 makes one, from `random_bytes`."""
+        return str(uuid.UUID(bytes=self.random_bytes(16), version=4))
+
+
+# A controller handler: the metadata view, the request's payload and the environment in; the
+# records to commit and the response out.
+Handler = Callable[[MetadataDelta, Mapping[str, Any], ControllerEnv], ControllerResult]

@@ -1,0 +1,321 @@
+"""The whole image and the whole delta: each made of one part per domain, as Kafka's MetadataImage
+and MetadataDelta are (ClusterImage, TopicsImage, ConfigurationsImage, ClientQuotasImage,
+AclsImage, DelegationTokenImage).
+
+`MetadataDelta.replay` is the one place records are applied: it hands each record to the part
+that owns its type (one dict lookup), so a new record type is added to its domain's part alone.
+Handlers read the state through the delta, so a batch of requests sees its own earlier changes.
+Replaying every record of the log into an empty image rebuilds the state exactly;
+`verify_metadata` depends on that.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from controlplane.controller.image.acls import AclsDelta, AclsImage
+from controlplane.controller.image.client_quotas import ClientQuotasDelta, ClientQuotasImage
+from controlplane.controller.image.cluster import BrokerRegistration, ClusterDelta, ClusterImage
+from controlplane.controller.image.configs import (
+    ConfigKey,
+    ConfigurationsDelta,
+    ConfigurationsImage,
+)
+from controlplane.controller.image.delegation_tokens import (
+    DelegationTokenDelta,
+    DelegationTokenImage,
+)
+from controlplane.controller.image.topics import (
+    PartitionRegistration,
+    TopicInfo,
+    TopicPartition,
+    TopicsDelta,
+    TopicsImage,
+)
+from controlplane.controller.records import (
+    NO_OFFSET,
+    AccessControlEntryRecord,
+    DelegationTokenRecord,
+    QuotaEntity,
+    Record,
+    RemoveTopicRecord,
+)
+
+Replayer = Callable[[Any, int], None]  # applies one record at its offset
+
+
+@dataclasses.dataclass(slots=True)
+class MetadataImage:
+    """The state after some offset of the log. Its flat attributes (brokers, partitions, ...)
+    are its parts' own collections: readers and projections change them in place."""
+
+    cluster_id: str
+    last_offset: int = NO_OFFSET
+    cluster_image: ClusterImage = dataclasses.field(default_factory=ClusterImage)
+    topics_image: TopicsImage = dataclasses.field(default_factory=TopicsImage)
+    configs_image: ConfigurationsImage = dataclasses.field(default_factory=ConfigurationsImage)
+    client_quotas_image: ClientQuotasImage = dataclasses.field(default_factory=ClientQuotasImage)
+    acls_image: AclsImage = dataclasses.field(default_factory=AclsImage)
+    delegation_tokens_image: DelegationTokenImage = dataclasses.field(
+        default_factory=DelegationTokenImage
+    )
+
+    @property
+    def brokers(self) -> dict[int, BrokerRegistration]:
+        return self.cluster_image.brokers
+
+    @property
+    def acls(self) -> dict[str, AccessControlEntryRecord]:
+        return self.acls_image.acls
+
+    @property
+    def topics(self) -> dict[str, TopicInfo]:
+        return self.topics_image.topics
+
+    @property
+    def topic_ids(self) -> dict[str, str]:
+        return self.topics_image.topic_ids
+
+    @property
+    def partitions(self) -> dict[TopicPartition, PartitionRegistration]:
+        return self.topics_image.partitions
+
+    @property
+    def replica_index(self) -> dict[int, set[TopicPartition]]:
+        return self.topics_image.replica_index
+
+    @property
+    def isr_index(self) -> dict[int, set[TopicPartition]]:
+        return self.topics_image.isr_index
+
+    @property
+    def leader_index(self) -> dict[int, set[TopicPartition]]:
+        return self.topics_image.leader_index
+
+    @property
+    def configs(self) -> dict[tuple[str, str], dict[str, str]]:
+        return self.configs_image.configs
+
+    @property
+    def client_quotas(self) -> dict[QuotaEntity, dict[str, float]]:
+        return self.client_quotas_image.client_quotas
+
+    @property
+    def delegation_tokens(self) -> dict[str, DelegationTokenRecord]:
+        return self.delegation_tokens_image.delegation_tokens
+
+    def broker(self, broker_id: int) -> BrokerRegistration | None:
+        return self.cluster_image.broker(broker_id)
+
+    def all_brokers(self) -> Iterator[BrokerRegistration]:
+        return self.cluster_image.all_brokers()
+
+    def broker_has_leaderships(self, broker_id: int) -> bool:
+        return self.topics_image.broker_has_leaderships(broker_id)
+
+    def put_partition(self, tp: TopicPartition, partition: PartitionRegistration | None) -> None:
+        self.topics_image.put_partition(tp, partition)
+
+    def put_topic(self, topic_id: str, topic: TopicInfo | None) -> None:
+        self.topics_image.put_topic(topic_id, topic)
+
+    def put_config(self, key: ConfigKey, value: str | None) -> None:
+        self.configs_image.put_config(key, value)
+
+    def put_client_quota(self, entity: QuotaEntity, key: str, value: float | None) -> None:
+        self.client_quotas_image.put_client_quota(entity, key, value)
+
+    def apply(self, delta: MetadataDelta) -> None:
+        self.cluster_image.apply(delta.cluster_delta)
+        self.acls_image.apply(delta.acls_delta)
+        self.topics_image.apply(delta.topics_delta)
+        self.configs_image.apply(delta.configs_delta)
+        self.client_quotas_image.apply(delta.client_quotas_delta)
+        self.delegation_tokens_image.apply(delta.delegation_tokens_delta)
+        self.last_offset = delta.last_offset
+
+    def as_comparable(self) -> dict[str, Any]:
+        return {
+            "cluster_id": self.cluster_id,
+            "last_offset": self.last_offset,
+            **self.cluster_image.as_comparable(),
+            **self.acls_image.as_comparable(),
+            **self.topics_image.as_comparable(),
+            **self.configs_image.as_comparable(),
+            **self.client_quotas_image.as_comparable(),
+            **self.delegation_tokens_image.as_comparable(),
+        }
+
+
+class MetadataDelta:
+    """Changes over a base image, one part per domain; reads see the changes first."""
+
+    def __init__(self, base: MetadataImage) -> None:
+        self.base = base
+        self.last_offset = base.last_offset
+        self.replayed: list[tuple[int, Record]] = []
+        self.cluster_delta = ClusterDelta(base.cluster_image)
+        self.topics_delta = TopicsDelta(base.topics_image)
+        self.configs_delta = ConfigurationsDelta(base.configs_image)
+        self.client_quotas_delta = ClientQuotasDelta(base.client_quotas_image)
+        self.acls_delta = AclsDelta(base.acls_image)
+        self.delegation_tokens_delta = DelegationTokenDelta(base.delegation_tokens_image)
+        self._replayers = self._replayers_by_type()
+
+    def _replayers_by_type(self) -> dict[type[Record], Replayer]:
+        replayers: dict[type[Record], Replayer] = {
+            # Two parts change when a topic goes (Kafka's MetadataDelta.replay does the same).
+            RemoveTopicRecord: self._replay_remove_topic,
+        }
+        for part in (
+            self.cluster_delta,
+            self.topics_delta,
+            self.configs_delta,
+            self.client_quotas_delta,
+            self.acls_delta,
+            self.delegation_tokens_delta,
+        ):
+            for record_type, replayer in part.replayers().items():
+                if record_type in replayers:
+                    raise TypeError(f"{record_type.__name__} is replayed by two parts")
+                replayers[record_type] = replayer
+        return replayers
+
+    @property
+    def cluster_id(self) -> str:
+        return self.base.cluster_id
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    def replay(self, record: Record) -> int:
+        """Apply one record at the next offset; returns that offset."""
+        offset = self.last_offset + 1
+        try:
+            replayer = self._replayers[type(record)]
+        except KeyError:
+            raise ValueError(f"No replay rule for {type(record).__name__}") from None
+        replayer(record, offset)
+        self.last_offset = offset
+        self.replayed.append((offset, record))
+        return offset
+
+    def _replay_remove_topic(self, record: RemoveTopicRecord, offset: int) -> None:
+        removed = self.topics_delta.replay_remove_topic(record, offset)
+        self.configs_delta.replay_remove_topic(removed.name)
+
+    # --- what changed, by part (the projections persist these) ------------------------------
+    @property
+    def changed_brokers(self) -> dict[int, BrokerRegistration | None]:
+        return self.cluster_delta.changed_brokers
+
+    @property
+    def changed_topics(self) -> dict[str, TopicInfo | None]:
+        return self.topics_delta.changed_topics
+
+    @property
+    def changed_partitions(self) -> dict[TopicPartition, PartitionRegistration | None]:
+        return self.topics_delta.changed_partitions
+
+    @property
+    def changed_configs(self) -> dict[ConfigKey, str | None]:
+        return self.configs_delta.changed_configs
+
+    @property
+    def changed_client_quotas(self) -> dict[tuple[QuotaEntity, str], float | None]:
+        return self.client_quotas_delta.changed_client_quotas
+
+    @property
+    def changed_acls(self) -> dict[str, AccessControlEntryRecord | None]:
+        return self.acls_delta.changed_acls
+
+    @property
+    def changed_delegation_tokens(self) -> dict[str, DelegationTokenRecord | None]:
+        return self.delegation_tokens_delta.changed_delegation_tokens
+
+    @property
+    def leader_elections(self) -> int:
+        """Partition changes that gave a partition a new leader."""
+        return self.topics_delta.leader_elections
+
+    @property
+    def unclean_leader_elections(self) -> int:
+        return self.topics_delta.unclean_leader_elections
+
+    # --- reads through the changes --------------------------------------------------------
+    def broker(self, broker_id: int) -> BrokerRegistration | None:
+        return self.cluster_delta.broker(broker_id)
+
+    def all_brokers(self) -> Iterator[BrokerRegistration]:
+        return self.cluster_delta.all_brokers()
+
+    def broker_has_leaderships(self, broker_id: int) -> bool:
+        return bool(self.topics_delta.partitions_led_by(broker_id))
+
+    def topic(self, topic_id: str) -> TopicInfo | None:
+        return self.topics_delta.topic(topic_id)
+
+    def topic_id(self, name: str) -> str | None:
+        return self.topics_delta.topic_id(name)
+
+    def topic_by_name(self, name: str) -> TopicInfo | None:
+        topic_id = self.topics_delta.topic_id(name)
+        return None if topic_id is None else self.topics_delta.topic(topic_id)
+
+    def all_topics(self) -> Iterator[TopicInfo]:
+        return self.topics_delta.all_topics()
+
+    def partition(self, tp: TopicPartition) -> PartitionRegistration | None:
+        return self.topics_delta.partition(tp)
+
+    def topic_partitions(
+        self, topic: TopicInfo
+    ) -> Iterator[tuple[TopicPartition, PartitionRegistration]]:
+        for index in range(topic.partition_count):
+            tp = (topic.topic_id, index)
+            partition = self.topics_delta.partition(tp)
+            if partition is not None:
+                yield tp, partition
+
+    def partitions_with_replica(self, broker_id: int) -> set[TopicPartition]:
+        return self.topics_delta.partitions_with_replica(broker_id)
+
+    def partitions_with_isr_member(self, broker_id: int) -> set[TopicPartition]:
+        return self.topics_delta.partitions_with_isr_member(broker_id)
+
+    def partitions_led_by(self, broker_id: int) -> set[TopicPartition]:
+        return self.topics_delta.partitions_led_by(broker_id)
+
+    def config(self, resource_type: str, resource_name: str, name: str) -> str | None:
+        return self.configs_delta.config(resource_type, resource_name, name)
+
+    def configs_of(self, resource_type: str, resource_name: str) -> dict[str, str]:
+        return self.configs_delta.configs_of(resource_type, resource_name)
+
+    def client_quotas_of(self, entity: QuotaEntity) -> dict[str, float]:
+        return self.client_quotas_delta.client_quotas_of(entity)
+
+    def acl(self, acl_id: str) -> AccessControlEntryRecord | None:
+        return self.acls_delta.acl(acl_id)
+
+    def all_acls(self) -> Iterator[tuple[str, AccessControlEntryRecord]]:
+        return self.acls_delta.all_acls()
+
+    def delegation_token(self, token_id: str) -> DelegationTokenRecord | None:
+        return self.delegation_tokens_delta.delegation_token(token_id)
+
+    def all_delegation_tokens(self) -> Iterator[DelegationTokenRecord]:
+        return self.delegation_tokens_delta.all_delegation_tokens()
+
+
+def replay_log(cluster_id: str, records: list[Record]) -> MetadataImage:
+    """Rebuild the image from the whole log, from offset 0."""
+    image = MetadataImage(cluster_id=cluster_id)
+    delta = MetadataDelta(image)
+    for record in records:
+        delta.replay(record)
+    image.apply(delta)
+    return image

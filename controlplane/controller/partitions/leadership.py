@@ -1,0 +1,119 @@
+"""Where leadership goes when brokers leave or come back: a fenced, shutting down, unregistered
+or restarted broker leaves every ISR and what it led is re-elected; an unfenced broker may lead
+leaderless partitions again (Kafka's ReplicationControlManager.handleBrokerFenced, -Unfenced,
+-InControlledShutdown and generateLeaderAndIsrUpdates).
+
+Pure: each function adds the records to a PartitionChanges. The brokers domain calls these when
+a broker changes state; the unclean-election policy is shared with the replication RPCs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from controlplane.controller.config_schema import ConfigView
+from controlplane.controller.image import MetadataDelta, PartitionRegistration, TopicPartition
+from controlplane.controller.partitions.changes import (
+    Election,
+    PartitionChanges,
+    acceptable_leaders,
+    change_partition,
+)
+from controlplane.controller.records import NO_LEADER
+
+
+def config_view(view: MetadataDelta, static: Mapping[str, str] | None = None) -> ConfigView:
+    """The effective configs of a view, with `static` broker configs (none by default)."""
+    return ConfigView(view.config, static or {})
+
+
+class UncleanPolicy:
+    """unclean.leader.election.enable per topic id, read once per handler."""
+
+    def __init__(self, view: MetadataDelta, configs: ConfigView) -> None:
+        self.view = view
+        self.configs = configs
+        self._by_topic: dict[str, bool] = {}
+
+    def election(self, topic_id: str) -> Election:
+        enabled = self._by_topic.get(topic_id)
+        if enabled is None:
+            topic = self.view.topic(topic_id)
+            enabled = topic is not None and self.configs.unclean_election_enabled(topic.name)
+            self._by_topic[topic_id] = enabled
+        return Election.UNCLEAN if enabled else Election.ONLINE
+
+
+def _sorted(tps: Iterable[TopicPartition]) -> list[TopicPartition]:
+    return sorted(tps)
+
+
+def remove_from_isrs(
+    changes: PartitionChanges,
+    broker_ids: Sequence[int],
+    *,
+    configs: ConfigView,
+    clear_offline: bool = False,
+) -> None:
+    """Take brokers out of every ISR and re-elect what they led (fencing, controlled shutdown,
+    unregistration, a new incarnation). `clear_offline` forgets their offline replicas too: a
+    restarted broker reports its log dirs afresh (KIP-589)."""
+    view = changes.view
+    acceptable = acceptable_leaders(view, excluded=broker_ids)
+    policy = UncleanPolicy(view, configs)
+    leaving = frozenset(broker_ids)
+    touched: set[TopicPartition] = set()
+    for broker_id in broker_ids:
+        touched |= view.partitions_with_isr_member(broker_id)
+        if clear_offline:
+            touched |= {
+                tp
+                for tp in view.partitions_with_replica(broker_id)
+                if broker_id in (view.partition(tp) or _EMPTY).offline_replicas
+            }
+    for tp in _sorted(touched):
+        partition = changes.get(tp)
+        if partition is None:
+            continue
+        offline = (
+            tuple(r for r in partition.offline_replicas if r not in leaving)
+            if clear_offline
+            else None
+        )
+        changes.add(
+            change_partition(
+                tp,
+                partition,
+                acceptable=acceptable,
+                target_isr=tuple(r for r in partition.isr if r not in leaving),
+                target_offline=offline,
+                election=policy.election(tp[0]),
+            )
+        )
+
+
+def elect_leaderless(
+    changes: PartitionChanges, *, configs: ConfigView, unfenced: Sequence[int] = ()
+) -> None:
+    """Partitions left without a leader get one when a replica can lead again (an unfenced
+    broker, as Kafka's handleBrokerUnfenced)."""
+    view = changes.view
+    acceptable = acceptable_leaders(view)
+    newly: set[int] = set(unfenced)
+
+    def can_lead(broker_id: int) -> bool:
+        return broker_id in newly or acceptable(broker_id)
+
+    policy = UncleanPolicy(view, configs)
+    for tp in _sorted(view.partitions_led_by(NO_LEADER)):
+        partition = changes.get(tp)
+        if partition is None or partition.has_leader():
+            continue
+        if newly and not newly.intersection(partition.replicas):
+            continue
+        changes.add(
+            change_partition(tp, partition, acceptable=can_lead, election=policy.election(tp[0]))
+        )
+
+
+_EMPTY = PartitionRegistration(replicas=(), isr=(), leader=NO_LEADER)

@@ -1,0 +1,121 @@
+"""AlterReplicaState (KIP-589): a broker reports replicas whose log dir failed; they become
+OfflineReplica, leave the ISR, and what they led gets a new leader.
+
+The API answers the synchronous checks at once (`validate_alter_replica_state`); the controller
+applies the change later (`alter_replica_state`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from controlplane.controller.brokers.control import require_broker_epoch
+from controlplane.controller.config_schema import ConfigView
+from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
+from controlplane.controller.image import MetadataDelta, TopicPartition
+from controlplane.controller.partitions.changes import (
+    PartitionChanges,
+    acceptable_leaders,
+    change_partition,
+)
+from controlplane.controller.partitions.leadership import UncleanPolicy
+from controlplane.controller.partitions.states import (
+    ReplicaState,
+    check_replica_transition,
+    replica_state,
+)
+
+logger = logging.getLogger("controlplane.controller")
+
+OFFLINE_EVENT = 1  # KIP-589: the only AlterReplicaState event type
+
+
+def validate_alter_replica_state(view: MetadataDelta, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The synchronous part: broker epoch, event type, and per partition that it exists and the
+    broker holds a replica of it. Answers the response the broker gets at once."""
+    require_broker_epoch(view, request["broker_id"], request["broker_epoch"])
+    if request["new_state"] != OFFLINE_EVENT:
+        raise ApiError(
+            Errors.UNKNOWN_EVENT_TYPE,
+            f"Unknown replica event type {request['new_state']}; only 1 (offline) is defined.",
+        )
+    topics = []
+    for topic in request["topics"]:
+        topic_id = view.topic_id(topic["name"])
+        results = []
+        for index in topic["partitions"]:
+            partition = None if topic_id is None else view.partition((topic_id, index))
+            if partition is None:
+                error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif request["broker_id"] not in partition.replicas:
+                error = Errors.NOT_LEADER_OR_FOLLOWER
+            else:
+                error = Errors.NONE
+            results.append({"partition_index": index, "error_code": int(error)})
+        topics.append({"name": topic["name"], "partitions": results})
+    return {"error_code": 0, "error_message": None, "topics": topics}
+
+
+def alter_replica_state(
+    view: MetadataDelta, request: Mapping[str, Any], *, configs: ConfigView
+) -> tuple[PartitionChanges, dict[str, Any]]:
+    """The asynchronous part: every named replica becomes OfflineReplica, leaves the ISR, and
+    what it led gets a new leader. Gated by broker epoch: a broker that re-registered since
+    sending it makes the request a no-op."""
+    changes = PartitionChanges(view)
+    broker_id = request["broker_id"]
+    broker = view.broker(broker_id)
+    if broker is None or broker.epoch != request["broker_epoch"]:
+        logger.info(
+            "AlterReplicaState from broker %s epoch %s ignored: the broker re-registered since",
+            broker_id,
+            request["broker_epoch"],
+        )
+        return changes, {
+            "error_code": int(Errors.STALE_BROKER_EPOCH),
+            "error_message": "The broker re-registered since sending the request; ignored.",
+            "offline_replicas": 0,
+        }
+    acceptable = acceptable_leaders(view)
+    policy = UncleanPolicy(view, configs)
+    marked = 0
+    for tp in _named_partitions(view, request):
+        partition = changes.get(tp)
+        try:
+            check_replica_transition(
+                replica_state(partition, broker_id, broker), ReplicaState.OFFLINE
+            )
+        except InvalidStateTransition as refused:
+            logger.warning("AlterReplicaState for %s refused: %s", tp, refused.message)
+            continue
+        assert partition is not None
+        if broker_id in partition.offline_replicas:
+            continue
+        marked += 1
+        changes.add(
+            change_partition(
+                tp,
+                partition,
+                acceptable=lambda r: r != broker_id and acceptable(r),
+                target_isr=tuple(r for r in partition.isr if r != broker_id),
+                target_offline=tuple(sorted((*partition.offline_replicas, broker_id))),
+                election=policy.election(tp[0]),
+            )
+        )
+    return changes, {
+        "error_code": 0,
+        "error_message": None,
+        "broker_id": broker_id,
+        "offline_replicas": marked,
+    }
+
+
+def _named_partitions(view: MetadataDelta, request: Mapping[str, Any]) -> list[TopicPartition]:
+    named: list[TopicPartition] = []
+    for topic in request["topics"]:
+        topic_id = view.topic_id(topic["name"])
+        if topic_id is not None:
+            named.extend((topic_id, index) for index in topic["partitions"])
+    return named
