@@ -8,3 +8,6 @@ class ControlPlaneConfig(AppConfig):
 
     def ready(self) -> None:
         from controlplane import metrics, projections  # noqa: F401  (register collectors)
+
+        # The Celery app, so that every Django process's shared tasks are sent through it.
+        from controlplane.celery import app  # noqa: F401
