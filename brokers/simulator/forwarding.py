@@ -141,6 +141,7 @@ class Forwarder:
         timeout_s: float,
         progress: Callable[[str], None] | None,
     ) -> ForwardResult:
+        """See `BrokerSimulator.forward_admin_request`. ValueError before anything is sent."""
         broker = self.lifecycle.get(broker_id)
         api = admin_api(api_name)
         request_principal = principal_fields(principal, token_authenticated=token_authenticated)
@@ -161,6 +162,21 @@ class Forwarder:
             correlation_id=broker.correlation_seq,
         )
         trip = _Trip(broker, result, say, timeout_s)
+        return await self._redirect(trip, api, body, request_principal, api_version)
+
+    async def _redirect(
+        self,
+        trip: _Trip,
+        api: AdminApi,
+        body: dict[str, Any],
+        request_principal: dict[str, Any],
+        api_version: int,
+    ) -> ForwardResult:
+        """Count the request, wait for the broker's registration, wrap the request in its
+        Envelope and deliver it."""
+        broker, result, say = trip.broker, trip.result, trip.say
+        state = broker.state
+        broker_id = state.broker_id
         self.counters.forwarded_requests += 1
         state.forwarded_requests += 1
         if not await self._registered(trip):
@@ -169,8 +185,8 @@ class Forwarder:
             api,
             body,
             principal=request_principal,
-            client_id=client_id,
-            client_host=client_host,
+            client_id=result.client_id,
+            client_host=result.client_host,
             correlation_id=result.correlation_id,
             api_version=api_version,
             forwarding_broker_id=broker_id,
@@ -179,8 +195,9 @@ class Forwarder:
         result.request_id = self.lifecycle.next_request_id(broker, "fwd")
         say(
             f"broker {broker_id}: forwarding {api.name} (apiKey {api.api_key}) of "
-            f"{result.principal} (client {client_id or '-'} at {client_host or '-'}) to the "
-            f"controller in an Envelope, request id {result.request_id}"
+            f"{result.principal} (client {result.client_id or '-'} at "
+            f"{result.client_host or '-'}) to the controller in an Envelope, request id "
+            f"{result.request_id}"
         )
         return await self._deliver(trip)
 

@@ -221,58 +221,73 @@ class LogDirs:
         result = LogDirResult("fail", state.broker_id, dir_index, state.log_dirs[dir_index])
         stale_epoch: int | None = None
         backoff = Backoff(initial_s=0.1, max_s=2.0)
-        while True:
-            if state.shut_down:
-                result.error = "the broker is shut down"
-                return result
+        while not state.shut_down:
             if state.epoch is None or state.epoch == stale_epoch:
                 if not await self._await_registration(state, stale_epoch, deadline, say):
                     result.error = "timed out waiting for the broker to register"
                     return result
                 continue
             epoch = state.epoch
-            # Name every replica the broker holds there: read the log up to now first.
-            await self.follower.sync(_sync_budget(deadline))
-            replicas = self.replicas_in(state.broker_id, dir_index)
-            result.partitions = [(v.topic, v.partition) for v in replicas]
-            result.broker_epoch = epoch
-            if not replicas:
-                say(
-                    f"broker {state.broker_id}: log dir {dir_index} holds no replica; nothing "
-                    "to report"
-                )
-                broker.reported_epochs[dir_index] = epoch
+            if await self._report_with(broker, epoch, dir_index, deadline, backoff, result, say):
                 return result
-            request = _alter_replica_state(state, epoch, dir_index, replicas)
-            request_id = self.lifecycle.next_request_id(broker, "ars")
-            try:
-                answer = await self._send_report(
-                    broker, request, request_id, deadline, backoff, result, say
-                )
-            except Transient as error:
-                result.error = f"gave up: {error.kind}"
-                return result
-            except Refused as error:
-                result.error = str(error)
-                return result
-            code = answer.get("error_code")
-            if code == Errors.STALE_BROKER_EPOCH:
-                self.lifecycle.failed(broker, "AlterReplicaState STALE_BROKER_EPOCH", answer)
-                say(
-                    f"broker {state.broker_id}: epoch {epoch} is stale; reporting again once it "
-                    "registered anew"
-                )
-                stale_epoch = epoch
-                continue
-            if code != Errors.NONE:
-                self.lifecycle.failed(broker, f"AlterReplicaState {error_name(code)}", answer)
-                result.error = f"{error_name(code)}: {answer.get('error_message')}"
-                return result
-            backoff.reset()
-            _take_report_answer(result, answer, request, request_id)
-            state.replica_reports += 1
+            stale_epoch = epoch
+        result.error = "the broker is shut down"
+        return result
+
+    async def _report_with(
+        self,
+        broker: LiveBroker,
+        epoch: int,
+        dir_index: int,
+        deadline: float,
+        backoff: Backoff,
+        result: LogDirResult,
+        say: Say,
+    ) -> bool:
+        """The report with the broker's `epoch`. False when that epoch turned out stale (report
+        again once registered anew); True when done: accepted, nothing to report, or failed
+        for good (`result.error`)."""
+        state = broker.state
+        # Name every replica the broker holds there: read the log up to now first.
+        await self.follower.sync(_sync_budget(deadline))
+        replicas = self.replicas_in(state.broker_id, dir_index)
+        result.partitions = [(v.topic, v.partition) for v in replicas]
+        result.broker_epoch = epoch
+        if not replicas:
+            say(
+                f"broker {state.broker_id}: log dir {dir_index} holds no replica; nothing to report"
+            )
             broker.reported_epochs[dir_index] = epoch
-            return result
+            return True
+        request = _alter_replica_state(state, epoch, dir_index, replicas)
+        request_id = self.lifecycle.next_request_id(broker, "ars")
+        try:
+            answer = await self._send_report(
+                broker, request, request_id, deadline, backoff, result, say
+            )
+        except Transient as error:
+            result.error = f"gave up: {error.kind}"
+            return True
+        except Refused as error:
+            result.error = str(error)
+            return True
+        code = answer.get("error_code")
+        if code == Errors.STALE_BROKER_EPOCH:
+            self.lifecycle.failed(broker, "AlterReplicaState STALE_BROKER_EPOCH", answer)
+            say(
+                f"broker {state.broker_id}: epoch {epoch} is stale; reporting again once it "
+                "registered anew"
+            )
+            return False
+        if code != Errors.NONE:
+            self.lifecycle.failed(broker, f"AlterReplicaState {error_name(code)}", answer)
+            result.error = f"{error_name(code)}: {answer.get('error_message')}"
+            return True
+        backoff.reset()
+        _take_report_answer(result, answer, request, request_id)
+        state.replica_reports += 1
+        broker.reported_epochs[dir_index] = epoch
+        return True
 
     async def _await_registration(
         self, state: BrokerState, stale_epoch: int | None, deadline: float, say: Say
