@@ -11,4 +11,7 @@ class ControlPlaneConfig(AppConfig):
 
         from controlplane import metrics, projections  # noqa: F401  (register collectors)
 
+        # The Celery app, so that every Django process's shared tasks are sent through it.
+        from controlplane.celery import app  # noqa: F401
+
         autodiscover_modules("rpcs")  # every app's admin RPCs (controlplane.rpc.REGISTRY)

@@ -1,0 +1,282 @@
+"""HTTP to the control plane: one pooled client, what its answers mean, and how to retry them.
+
+Every call answers the parsed JSON body of a 200, or raises `Transient` (may succeed later: 503
+NOT_CONTROLLER honouring `Retry-After`, 504, other 5xx, timeouts, connection trouble) or
+`Refused` (4xx: the same request will never succeed). `until_answered` retries the transient
+ones with Kafka's jittered exponential backoff until a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import httpx
+
+from brokers.simulator.state import SimulatorCounters
+from controlplane.controller.errors import Errors
+
+REGISTRATION_PATH = "/internal/v1/broker-registration"
+HEARTBEAT_PATH = "/internal/v1/broker-heartbeat"
+METADATA_PATH = "/internal/v1/metadata"
+ALTER_REPLICA_STATE_PATH = "/internal/v1/alter-replica-state"
+ALTER_PARTITION_PATH = "/internal/v1/alter-partition"
+CREATE_TOPICS_PATH = "/api/v1/create-topics"
+ENVELOPE_PATH = "/internal/v1/envelope"
+
+# HTTP statuses that mean "try again later": no controller (503), a deadline passed (504), or a
+# proxy/server hiccup. Anything else that is not 200 is the simulator's or the principal's fault.
+RETRIABLE_STATUSES = frozenset({500, 502, 503, 504})
+# Statuses that no retry will fix: the token is wrong or lacks CLUSTER_ACTION.
+AUTH_STATUSES = frozenset({401, 403})
+JSON_HEADERS = {"Content-Type": "application/json"}
+# The client id prefixes X-Request-ID, which the server only takes as [A-Za-z0-9._:-]{1,128}.
+CLIENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
+# Drop idle connections before the server does (gunicorn's keep-alive is 2 s): reusing one the
+# server just closed fails the request with a ReadError.
+KEEPALIVE_EXPIRY_S = 1.0
+# A kept-alive connection the server closed meanwhile fails a request with one of these.
+_STALE_CONNECTION_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
+T = TypeVar("T")
+
+
+class Backoff:
+    """Exponential backoff with jitter, as Kafka's ExponentialBackoff (factor 2, jitter 0.2)."""
+
+    def __init__(self, initial_s: float, max_s: float, jitter: float = 0.2) -> None:
+        self.initial_s = initial_s
+        self.max_s = max_s
+        self.jitter = jitter
+        self.attempts = 0
+
+    def next(self, at_least_s: float = 0.0) -> float:
+        # The exponent is capped: a long outage must not overflow the float.
+        delay = min(self.max_s, self.initial_s * 2.0 ** min(self.attempts, 32))
+        self.attempts += 1
+        delay *= random.uniform(1 - self.jitter, 1 + self.jitter)
+        return min(max(delay, at_least_s), self.max_s)
+
+    def reset(self) -> None:
+        self.attempts = 0
+
+
+class Transient(Exception):
+    """A call that may succeed later (503/504/5xx, timeout, connection trouble)."""
+
+    def __init__(self, kind: str, retry_after_s: float | None = None) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.retry_after_s = retry_after_s
+
+
+class Refused(Exception):
+    """A call the server refused for good (4xx): retrying the same thing will not help."""
+
+    retry_after_s: float | None = None  # never: read by code that handles both kinds alike
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+class ControllerClient:
+    """The simulator's one connection pool to the control plane, with the broker token."""
+
+    def __init__(
+        self,
+        url: str,
+        token: str,
+        client_id: str,
+        counters: SimulatorCounters,
+        *,
+        request_timeout_s: float,
+        max_connections: int,
+        trust_env: bool,
+        transport: httpx.AsyncBaseTransport | None,
+    ) -> None:
+        self.url = url
+        self.client_id = client_id
+        self.counters = counters
+        self.request_timeout_s = request_timeout_s
+        self.max_connections = max_connections
+        self.reachable = False  # the server answered at least once
+        self._token = token
+        self._trust_env = trust_env
+        self._transport = transport
+        self._http: httpx.AsyncClient | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._http is not None
+
+    def open(self) -> None:
+        if self._http is not None:
+            raise RuntimeError("The simulator is already started.")
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            headers={"Authorization": f"Bearer {self._token}", "X-Client-ID": self.client_id},
+            timeout=httpx.Timeout(self.request_timeout_s),
+            limits=httpx.Limits(
+                max_connections=self.max_connections,
+                max_keepalive_connections=self.max_connections,
+                keepalive_expiry=KEEPALIVE_EXPIRY_S,
+            ),
+            http2=False,
+            trust_env=self._trust_env,
+            transport=self._transport,
+        )
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            raise RuntimeError("The simulator is not started.")
+        return self._http
+
+    async def post(
+        self,
+        path: str,
+        body: bytes,
+        request_id: str,
+        broker_id: int,
+        *,
+        timeout_s: float | None = None,
+    ) -> dict[str, Any]:
+        """A broker's request (`broker_id` names it in X-Client-ID), with `request_id`."""
+        headers = {
+            **JSON_HEADERS,
+            "X-Request-ID": request_id,
+            "X-Client-ID": f"{self.client_id}-broker-{broker_id}",
+        }
+        timeout = httpx.USE_CLIENT_DEFAULT if timeout_s is None else httpx.Timeout(timeout_s)
+        for attempt in (0, 1):
+            try:
+                response = await self.http.post(
+                    path, content=body, headers=headers, timeout=timeout
+                )
+                break
+            except _STALE_CONNECTION_ERRORS as error:
+                # One immediate retry on a fresh connection. Safe: heartbeats are idempotent,
+                # registrations and envelopes carry a request id.
+                if attempt == 1:
+                    raise Transient(type(error).__name__) from None
+            except httpx.TransportError as error:
+                raise Transient(type(error).__name__) from None
+        answer = answer_of(response)
+        self.reachable = True
+        return answer
+
+    async def post_as(
+        self, path: str, body: bytes, *, token: str, request_id: str, timeout_s: float
+    ) -> dict[str, Any]:
+        """A request with another principal's token (an admin's: CreateTopics)."""
+        headers = {
+            **JSON_HEADERS,
+            "Authorization": f"Bearer {token}",
+            "X-Request-ID": request_id,
+            "X-Client-ID": f"{self.client_id}-admin",
+        }
+        try:
+            response = await self.http.post(path, content=body, headers=headers, timeout=timeout_s)
+        except httpx.TransportError as error:
+            raise Transient(type(error).__name__) from None
+        return answer_of(response)
+
+    async def fetch_metadata(
+        self, *, after_offset: int, max_records: int, wait_ms: int
+    ) -> dict[str, Any]:
+        """The log's head and the records after `after_offset`, long-polling `wait_ms`."""
+        params = {"after_offset": after_offset, "max_records": max_records, "wait_ms": wait_ms}
+        timeout = self.request_timeout_s + wait_ms / 1000
+        self.counters.metadata_fetches += 1
+        try:
+            response = await self.http.get(METADATA_PATH, params=params, timeout=timeout)
+        except httpx.TransportError as error:
+            raise Transient(type(error).__name__) from None
+        answer = answer_of(response)
+        self.reachable = True
+        return answer
+
+    async def post_idempotent(self, path: str, body: bytes) -> httpx.Response:
+        """The raw answer to an idempotent request (a heartbeat): when the connection dropped
+        under it (a keep-alive the server closed), it goes once more on a fresh connection, as a
+        broker would."""
+        try:
+            return await self.http.post(path, content=body, headers=JSON_HEADERS)
+        except _STALE_CONNECTION_ERRORS:
+            self.counters.retries += 1
+            return await self.http.post(path, content=body, headers=JSON_HEADERS)
+
+
+async def until_answered(
+    attempt: Callable[[], Awaitable[T]],
+    *,
+    deadline: float,
+    backoff: Backoff,
+    on_transient: Callable[[Transient], None] | None = None,
+    on_retry: Callable[[Transient, float], None] | None = None,
+) -> T:
+    """`attempt()` until it answers. A Transient failure goes to `on_transient`; then, when the
+    next try can start before `deadline` (after the backoff, at least the answer's Retry-After),
+    `on_retry` hears the delay and the try follows it; else the Transient is raised. Refused
+    propagates at once: the same request will never succeed."""
+    while True:
+        try:
+            return await attempt()
+        except Transient as error:
+            if on_transient is not None:
+                on_transient(error)
+            delay = backoff.next(error.retry_after_s or 0.0)
+            if time.monotonic() + delay > deadline:
+                raise
+            if on_retry is not None:
+                on_retry(error, delay)
+            await asyncio.sleep(delay)
+
+
+def answer_of(response: httpx.Response) -> dict[str, Any]:
+    """A 200's JSON body; else Transient or Refused, named by the status and the error name."""
+    status = response.status_code
+    if status == 200:
+        answer: dict[str, Any] = response.json()
+        return answer
+    try:
+        detail = response.json()
+    except ValueError:
+        detail = {}
+    name = detail.get("error") if isinstance(detail, dict) else None
+    message = detail.get("error_message") if isinstance(detail, dict) else None
+    kind = f"HTTP {status}" + (f" {name}" if name else "")
+    if status in RETRIABLE_STATUSES:
+        raise Transient(kind, retry_after(response))
+    raise Refused(kind, str(message or response.text[:200]))
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None  # an HTTP date: ignore it, the backoff decides
+
+
+def dumps(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def error_name(code: Any) -> str:
+    try:
+        return Errors(int(code)).name
+    except (TypeError, ValueError):
+        return f"error {code}"
