@@ -9,7 +9,7 @@ from typing import Any
 
 from audit.models import AuditEvent
 from audit.resources import is_authorization_error
-from controlplane.api.acl_views import ACL_FIELDS
+from controlplane.controller.acls import ACL_FIELDS
 from controlplane.controller.configs import DEFAULT_CONFIG, REDACTED
 from controlplane.controller.errors import Errors
 from controlplane.controller.records import QuotaEntity

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from audit.api.mixins import AuditedRpcView
-from brokers.models import Broker
+from brokers.selectors import broker_exists
 from controlplane.api.config_serializers import (
     AlterConfigsSerializer,
     DescribeConfigsSerializer,
@@ -33,13 +32,11 @@ from controlplane.controller.configs import (
     CLUSTER_DEFAULT,
     SUPPORTED_RESOURCE_TYPES,
     TOPIC,
-    describe_configs,
-    describe_loggers,
 )
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.selectors import configs_stored
+from controlplane.selectors import configs_describe, configs_stored
 from controlplane.services import controller_call
-from replicas.models import Topic
+from replicas.selectors import topic_exists
 
 
 class PublicWritePermission(IsPrincipal):
@@ -166,7 +163,7 @@ def _check_exists(resource_type: str, resource_name: str) -> None:
     if resource_type == TOPIC:
         if not resource_name:
             raise ApiError(Errors.INVALID_REQUEST, "Default topic resources are not allowed.")
-        if not Topic.objects.filter(name=resource_name).exists():
+        if not topic_exists(name=resource_name):
             raise ApiError(
                 Errors.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{resource_name}' does not exist."
             )
@@ -181,7 +178,7 @@ def _check_exists(resource_type: str, resource_name: str) -> None:
             Errors.INVALID_REQUEST,
             f"Illegal non-integral {resource_type} resource name: {resource_name}",
         )
-    if not Broker.objects.filter(broker_id=broker_id).exists():
+    if not broker_exists(broker_id=broker_id):
         raise ApiError(Errors.BROKER_ID_NOT_REGISTERED, f"Broker {broker_id} is not registered.")
 
 
@@ -196,10 +193,6 @@ class DescribeConfigsView(AuditedRpcView):
         body = DescribeConfigsSerializer.validated(request.data)
         resources = body["resources"]
         stored = configs_stored(resources=[resource_key(r) for r in resources])
-
-        def dynamic(resource_type: str, resource_name: str, name: str) -> str | None:
-            return stored.get((resource_type, resource_name), {}).get(name)
-
         results = []
         for resource in resources:
             resource_type, resource_name = resource_key(resource)
@@ -211,22 +204,14 @@ class DescribeConfigsView(AuditedRpcView):
                 if error is not None:
                     raise error
                 _check_exists(resource_type, resource_name)
-                flags = {
-                    "keys": resource.get("configuration_keys"),
-                    "include_synonyms": body["include_synonyms"],
-                    "include_documentation": body["include_documentation"],
-                }
-                if resource_type == BROKER_LOGGER:
-                    levels = stored.get((resource_type, resource_name), {})
-                    configs = describe_loggers(levels, **flags)
-                else:
-                    configs = describe_configs(
-                        resource_type,
-                        resource_name,
-                        dynamic=dynamic,
-                        static=settings.CP_STATIC_BROKER_CONFIGS,
-                        **flags,
-                    )
+                configs = configs_describe(
+                    resource_type=resource_type,
+                    resource_name=resource_name,
+                    stored=stored,
+                    keys=resource.get("configuration_keys"),
+                    include_synonyms=body["include_synonyms"],
+                    include_documentation=body["include_documentation"],
+                )
                 fields = _ok()
             except ApiError as failure:
                 fields = failure.as_fields()

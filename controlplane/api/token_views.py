@@ -21,11 +21,9 @@ from controlplane.api import token_serializers as s
 from controlplane.api.context import client_host, principal_of, request_context
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import is_authorized, refuse_broker_on_public_write
-from controlplane.controller import tokens
 from controlplane.controller.acl import AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.projections import delegation_token_rows
-from controlplane.selectors import config_view
+from controlplane.selectors import tokens_describe
 from controlplane.services import controller_call
 
 
@@ -135,28 +133,13 @@ class DescribeDelegationTokenView(AuditedRpcView):
     @extend_schema(request=s.DescribeDelegationTokenSerializer)
     def post(self, request: Request) -> Response:
         body = s.DescribeDelegationTokenSerializer.validated(request.data)
-        principal = principal_of(request)
+        owners = body["owners"]
         try:
-            tokens.secret_of(config_view())
+            described = tokens_describe(
+                principal=principal_of(request),
+                host=client_host(request),
+                owners=None if owners is None else [dict(o) for o in owners],
+            )
         except ApiError as error:
             return Response({**error.as_fields(), "tokens": []})
-        owners = body["owners"]
-
-        def may_describe(token_id: str) -> bool:
-            return is_authorized(
-                principal,
-                host=client_host(request),
-                operation=AclOperation.DESCRIBE,
-                resource_type=ResourceType.DELEGATION_TOKEN,
-                resource_name=token_id,
-            )
-
-        return Response(
-            tokens.describe_tokens(
-                delegation_token_rows(),
-                owners=None if owners is None else [dict(o) for o in owners],
-                requester=principal.principal,
-                is_super=principal.is_super,
-                may_describe=may_describe,
-            )
-        )
+        return Response(described)
