@@ -1048,7 +1048,7 @@ def audit_durations(stack: Stack, since_id: int, run_id: str, tag: str) -> dict[
 # --- the run ---------------------------------------------------------------------------------
 def django_in_this_process(stack: Stack) -> None:
     """Django set up here with the stack's settings: the Celery probe sends to the stack's
-    controller queue, and the simulator reads controlplane.forwarding's table."""
+    controller queue."""
     for key, value in stack.env.items():
         if key.startswith(("CP_", "DATABASE_", "CELERY_")):
             os.environ[key] = value

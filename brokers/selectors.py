@@ -13,6 +13,19 @@ def broker_list() -> QuerySet[Broker]:
     return Broker.objects.all().order_by("broker_id")
 
 
+def broker_get(*, broker_id: int) -> Broker | None:
+    return broker_list().filter(broker_id=broker_id).first()
+
+
+def broker_exists(*, broker_id: int) -> bool:
+    return Broker.objects.filter(broker_id=broker_id).exists()
+
+
+def broker_id_list() -> list[int]:
+    """The ids of the registered brokers, in order."""
+    return list(broker_list().values_list("broker_id", flat=True))
+
+
 def broker_sessions() -> dict[int, dict[str, int]]:
     """Last contact and metadata offset per broker, from the heartbeat tracker."""
     return {

@@ -12,15 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
-
 from audit import resources as named
 from configs import selectors
 from configs.api import config_serializers as config_s
 from configs.api import quota_serializers as quota_s
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
-from controlplane.controller.config_schema import BROKER_LOGGER, TOPIC
-from controlplane.controller.configs.describe import describe_configs, describe_loggers
+from controlplane.controller.config_schema import TOPIC
 from controlplane.controller.configs.resources import (
     SUPPORTED_RESOURCE_TYPES,
     duplicate_resources,
@@ -114,9 +111,6 @@ def describe_configs_rpc(body: Body, caller: Caller) -> Body:
     resources = body["resources"]
     stored = configs_stored(resources=[resource_key(r) for r in resources])
 
-    def dynamic(resource_type: str, resource_name: str, name: str) -> str | None:
-        return stored.get((resource_type, resource_name), {}).get(name)
-
     results = []
     for resource in resources:
         resource_type, resource_name = resource_key(resource)
@@ -130,22 +124,14 @@ def describe_configs_rpc(body: Body, caller: Caller) -> Body:
             selectors.config_resource_check(
                 resource_type=resource_type, resource_name=resource_name
             )
-            flags = {
-                "keys": resource.get("configuration_keys"),
-                "include_synonyms": body["include_synonyms"],
-                "include_documentation": body["include_documentation"],
-            }
-            if resource_type == BROKER_LOGGER:
-                levels = stored.get((resource_type, resource_name), {})
-                configs = describe_loggers(levels, **flags)
-            else:
-                configs = describe_configs(
-                    resource_type,
-                    resource_name,
-                    dynamic=dynamic,
-                    static=settings.CP_STATIC_BROKER_CONFIGS,
-                    **flags,
-                )
+            configs = selectors.configs_describe(
+                resource_type=resource_type,
+                resource_name=resource_name,
+                stored=stored,
+                keys=resource.get("configuration_keys"),
+                include_synonyms=body["include_synonyms"],
+                include_documentation=body["include_documentation"],
+            )
             fields = _ok()
         except ApiError as failure:
             fields = failure.as_fields()

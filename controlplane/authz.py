@@ -27,6 +27,7 @@ from controlplane.controller.acls.bindings import (
     PatternType,
     ResourceType,
 )
+from controlplane.controller.acls.control import ACL_FIELDS, binding_of
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.records import AccessControlEntryRecord
 from controlplane.models import Acl
@@ -34,18 +35,6 @@ from controlplane.notifier import notifier
 from controlplane.principals import AuthenticatedPrincipal
 
 CACHE_TTL_S = 5.0
-
-
-def binding_of(record: AccessControlEntryRecord) -> AclBinding:
-    return AclBinding(
-        resource_type=ResourceType.from_name(record.resource_type),
-        resource_name=record.resource_name,
-        pattern_type=PatternType.from_name(record.pattern_type),
-        principal=record.principal,
-        host=record.host,
-        operation=AclOperation.from_name(record.operation),
-        permission_type=AclPermissionType.from_name(record.permission_type),
-    )
 
 
 def broker_grant(principal: str) -> AclBinding:
@@ -74,16 +63,7 @@ class _AclCache:
         fresh = time.monotonic() - self._loaded_at < CACHE_TTL_S
         if self._index is not None and generation == self._generation and fresh:
             return self._index
-        rows = Acl.objects.values_list(
-            "id",
-            "resource_type",
-            "resource_name",
-            "pattern_type",
-            "principal",
-            "host",
-            "operation",
-            "permission_type",
-        )
+        rows = Acl.objects.values_list(*ACL_FIELDS)
         index = AclIndex.build(binding_of(AccessControlEntryRecord(*row)) for row in rows)
         with self._lock:
             self._index, self._generation = index, generation

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from controlplane.api.errors import json_error
 from controlplane.controller.errors import Errors
+from controlplane.http_errors import json_error
 from controlplane.log_context import request_id_var
 
 API_PREFIXES = ("/api/", "/internal/")

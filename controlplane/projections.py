@@ -13,6 +13,7 @@ from typing import Protocol
 
 from django.db.models import Q
 
+from controlplane.controller.acls.control import ACL_FIELDS
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import (
     AccessControlEntryRecord,
@@ -64,17 +65,6 @@ def load_image(cluster_id: str, last_offset: int) -> MetadataImage:
     return image
 
 
-ACL_FIELDS = [
-    "resource_type",
-    "resource_name",
-    "pattern_type",
-    "principal",
-    "host",
-    "operation",
-    "permission_type",
-]
-
-
 class AclProjection:
     name = "acls"
 
@@ -87,7 +77,10 @@ class AclProjection:
         removed = [acl_id for acl_id, r in delta.changed_acls.items() if r is None]
         if upserts:
             Acl.objects.bulk_create(
-                upserts, update_conflicts=True, unique_fields=["id"], update_fields=ACL_FIELDS
+                upserts,
+                update_conflicts=True,
+                unique_fields=["id"],
+                update_fields=list(ACL_FIELDS[1:]),
             )
         if removed:
             Acl.objects.filter(id__in=removed).delete()
@@ -95,7 +88,7 @@ class AclProjection:
     def load(self, image: MetadataImage) -> None:
         from controlplane.models import Acl
 
-        for row in Acl.objects.values("id", *ACL_FIELDS).iterator(chunk_size=2000):
+        for row in Acl.objects.values(*ACL_FIELDS).iterator(chunk_size=2000):
             image.acls[row["id"]] = AccessControlEntryRecord(**row)
 
 

@@ -23,6 +23,7 @@ from rest_framework import serializers
 from controlplane.authz import is_authorized, refuse_broker_on_public_write, require_cluster
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS, ApiKey
+from controlplane.http_errors import exception_handler
 from controlplane.metadata_log import RequestContext
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.services import ControllerNotes, controller_notes
@@ -223,9 +224,7 @@ def _answer(spec: ApiSpec, body: Any, caller: Caller, refusal: RpcAnswer | None)
 
 
 def error_answer(error: Exception) -> RpcAnswer:
-    """The answer the REST API gives for `error` (controlplane.api.errors), anywhere."""
-    from controlplane.api.errors import exception_handler
-
+    """The answer the REST API gives for `error` (controlplane.http_errors), anywhere."""
     response = exception_handler(error, {})
     assert response is not None
     headers = {k: v for k, v in response.items() if k in ("Retry-After", "WWW-Authenticate")}

@@ -1,4 +1,6 @@
-"""Reads of the control plane's state: cluster summary and the metadata log."""
+"""Reads of the control plane's state: cluster summary, the metadata log and stored configs.
+ACLs and tokens are read through `security.selectors`, configs and quotas through
+`configs.selectors`; the API and the UI read through these."""
 
 from __future__ import annotations
 

@@ -204,7 +204,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "controlplane.api.pagination.Pagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "controlplane.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "controlplane.http_errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "PAGE_SIZE": 50,
 }

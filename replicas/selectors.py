@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet, Sum
@@ -15,15 +16,20 @@ from controlplane.controller.image import (
     TopicInfo,
 )
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
+from replicas.filtersets import TopicFilterSet
 from replicas.models import Partition, Topic
 
 
-def topic_list() -> QuerySet[Topic]:
-    """Topics with their leaderless and offline-replica counts, in one query."""
-    return Topic.objects.annotate(
+def topic_list(*, topic_ids: Iterable[str] | None = None) -> QuerySet[Topic]:
+    """Topics (all, or those of `topic_ids`) with their leaderless and offline-replica
+    counts, in one query."""
+    topics = Topic.objects.annotate(
         leaderless_count=Count("partitions", filter=Q(partitions__leader=-1)),
         offline_replica_total=Sum("partitions__offline_replica_count", default=0),
     ).order_by("name")
+    if topic_ids is not None:
+        topics = topics.filter(topic_id__in=list(topic_ids))
+    return topics
 
 
 def topic_names_by_id(*, topic_ids: list[str]) -> dict[str, str]:
@@ -37,16 +43,77 @@ def topic_get(*, name: str) -> Topic | None:
     return topic_list().filter(name=name).first()
 
 
-def partition_list() -> QuerySet[Partition]:
-    return Partition.objects.select_related("topic").order_by("topic__name", "partition_index")
+def topic_exists(*, name: str) -> bool:
+    return Topic.objects.filter(name=name).exists()
 
 
-def partitions_on_broker(*, broker_id: int) -> QuerySet[Partition]:
-    return partition_list().filter(replica_ids__contains=f",{broker_id},")
+def _topics_by_name(exclude: Collection[str] | None) -> QuerySet[Topic]:
+    """Topics by name, without `topic_list()`'s counts (no join): cheap to filter, count and
+    slice a page of."""
+    topics = Topic.objects.order_by("name")
+    if exclude:
+        topics = topics.exclude(name__in=exclude)
+    return topics
 
 
-def offline_partitions_on_broker(*, broker_id: int) -> QuerySet[Partition]:
-    return partition_list().filter(offline_ids__contains=f",{broker_id},")
+def topic_name_list(
+    *, exclude: Collection[str] | None = None, contains: str = ""
+) -> QuerySet[Topic, str]:
+    """Topic names in order, leaving out `exclude` and keeping those containing `contains`
+    (case-insensitive) when it is given. Lazy: a page is a count and a slice."""
+    topics = _topics_by_name(exclude)
+    if contains:
+        topics = topics.filter(name__icontains=contains)
+    return topics.values_list("name", flat=True)
+
+
+def topic_id_list(
+    *, filters: Mapping[str, Any] | None = None, exclude: Collection[str] | None = None
+) -> QuerySet[Topic, str]:
+    """The ids of the topics that pass `filters` (TopicFilterSet's, None: unfiltered), by
+    name, leaving out `exclude`. Lazy: a page is a count and a slice, whose counts
+    `topic_list(topic_ids=...)` then reads for that page alone."""
+    topics: QuerySet[Topic] = TopicFilterSet(filters, queryset=_topics_by_name(exclude)).qs
+    return topics.values_list("topic_id", flat=True)
+
+
+def partition_list(*, topic_id: str | None = None) -> QuerySet[Partition]:
+    partitions = Partition.objects.select_related("topic").order_by(
+        "topic__name", "partition_index"
+    )
+    if topic_id is not None:
+        partitions = partitions.filter(topic_id=topic_id)
+    return partitions
+
+
+def partitions_on_broker(
+    *, broker_id: int, exclude_topics: Collection[str] | None = None
+) -> QuerySet[Partition]:
+    """The partitions with a replica on the broker, leaving out the `exclude_topics`."""
+    partitions = partition_list().filter(replica_ids__contains=f",{broker_id},")
+    if exclude_topics is not None:
+        partitions = partitions.exclude(topic__name__in=exclude_topics)
+    return partitions
+
+
+def offline_partitions_on_broker(
+    *, broker_id: int, exclude_topics: Collection[str] | None = None
+) -> QuerySet[Partition]:
+    """The partitions whose replica on the broker is offline, leaving out `exclude_topics`."""
+    partitions = partition_list().filter(offline_ids__contains=f",{broker_id},")
+    if exclude_topics is not None:
+        partitions = partitions.exclude(topic__name__in=exclude_topics)
+    return partitions
+
+
+def broker_replica_counts(
+    *, broker_id: int, exclude_topics: Collection[str] | None = None
+) -> dict[str, int]:
+    """How many replicas the broker has (`total`) and how many of them lead (`leaders`)."""
+    return partitions_on_broker(broker_id=broker_id, exclude_topics=exclude_topics).aggregate(
+        total=Count("id"),
+        leaders=Count("id", filter=Q(leader=broker_id)),
+    )
 
 
 def partition_as_dict(p: Partition) -> dict[str, Any]:

@@ -15,15 +15,11 @@ from typing import Any
 from rest_framework import status
 
 from audit import resources as named
-from controlplane.api.errors import error_body
 from controlplane.controller.acls import control as acls
 from controlplane.controller.acls.bindings import AclBindingFilter, AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.controller.tokens.control import secret_of
-from controlplane.controller.tokens.describe import describe_tokens
-from controlplane.projections import delegation_token_rows
+from controlplane.http_errors import error_body
 from controlplane.rpc import Caller, Reply, any_principal, cluster, public_write, register
-from controlplane.selectors import config_view
 from controlplane.services import controller_call
 from security import selectors
 from security.api import acl_serializers as acl_s
@@ -141,20 +137,15 @@ def expire_delegation_token(body: Body, caller: Caller) -> Body:
 
 
 def describe_delegation_token(body: Body, caller: Caller) -> Body:
-    try:
-        secret_of(config_view())
-    except ApiError as error:
-        return {**error.as_fields(), "tokens": []}
     owners = body["owners"]
-    return describe_tokens(
-        delegation_token_rows(),
-        owners=None if owners is None else [dict(o) for o in owners],
-        requester=caller.name,
-        is_super=caller.principal.is_super,
-        may_describe=lambda token_id: caller.allowed(
-            AclOperation.DESCRIBE, ResourceType.DELEGATION_TOKEN, token_id
-        ),
-    )
+    try:
+        return selectors.tokens_describe(
+            principal=caller.principal,
+            host=caller.host,
+            owners=None if owners is None else [dict(o) for o in owners],
+        )
+    except ApiError as error:  # no secret key: tokens are disabled
+        return {**error.as_fields(), "tokens": []}
 
 
 register(

@@ -1,38 +1,55 @@
-"""ACL reads: the ACL projection (cp_acl), filtered as Kafka's DescribeAcls filters."""
+"""ACL and delegation token reads: the projections (cp_acl, cp_delegation_token), filtered as
+Kafka's DescribeAcls and DescribeDelegationToken filter them. The API and the UI read these."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from controlplane.controller.acls import control as acls
+from django.db.models import QuerySet
+
+from controlplane.authz import is_authorized
 from controlplane.controller.acls.bindings import (
-    AclBinding,
     AclBindingFilter,
     AclOperation,
     AclPermissionType,
     PatternType,
     ResourceType,
 )
+from controlplane.controller.acls.control import ACL_FIELDS, binding_of
 from controlplane.controller.records import AccessControlEntryRecord
+from controlplane.controller.tokens.control import secret_of
+from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.models import Acl
+from controlplane.principals import AuthenticatedPrincipal
+from controlplane.projections import delegation_token_rows
+from controlplane.selectors import config_view
 
-ACL_FIELDS = (
-    "id",
-    "resource_type",
-    "resource_name",
-    "pattern_type",
-    "principal",
-    "host",
-    "operation",
-    "permission_type",
-)
+AclRow = tuple[Any, ...]  # an ACL's ACL_FIELDS values, in that order
+
+
+def acl_list(
+    *, filters: Mapping[str, str] | None = None, order_by: Sequence[str] = ()
+) -> QuerySet[Acl, AclRow]:
+    """The ACLs of the projection as rows of ACL_FIELDS, filtered by exact field values and
+    ordered by `order_by` (else by the model's order). Lazy: a page is a count and a slice."""
+    acls = Acl.objects.filter(**(filters or {}))
+    if order_by:
+        acls = acls.order_by(*order_by)
+    return acls.values_list(*ACL_FIELDS)
+
+
+def acl_get(*, acl_id: str) -> AclRow | None:
+    """One ACL as a row of ACL_FIELDS, None when there is no such ACL."""
+    return Acl.objects.filter(pk=acl_id).values_list(*ACL_FIELDS).first()
 
 
 def acls_describe(*, acl_filter: AclBindingFilter) -> list[dict[str, Any]]:
     """The ACLs of the projection that pass the filter, grouped by resource pattern (Kafka's
-    DescribeAclsResponse), in the projection's order."""
+    DescribeAclsResponse `resources`), in the projection's order."""
     resources: dict[tuple[str, str, str], list[dict[str, str]]] = {}
-    for binding in _candidates(acl_filter):
+    for row in _acl_candidates(acl_filter):
+        binding = binding_of(AccessControlEntryRecord(*row))
         if not acl_filter.matches(binding):
             continue
         key = (binding.resource_type.name, binding.resource_name, binding.pattern_type.name)
@@ -50,7 +67,7 @@ def acls_describe(*, acl_filter: AclBindingFilter) -> list[dict[str, Any]]:
     ]
 
 
-def _candidates(acl_filter: AclBindingFilter) -> list[AclBinding]:
+def _acl_candidates(acl_filter: AclBindingFilter) -> QuerySet[Acl, AclRow]:
     """The projection's ACLs, narrowed in SQL by the filter's exact fields; the filter itself
     (with its LITERAL / PREFIXED / MATCH rules) decides."""
     rows = Acl.objects.all()
@@ -70,6 +87,33 @@ def _candidates(acl_filter: AclBindingFilter) -> list[AclBinding]:
         rows = rows.filter(operation=operation.name)
     if permission_type is not None and permission_type is not AclPermissionType.ANY:
         rows = rows.filter(permission_type=permission_type.name)
-    return [
-        acls.binding_of(AccessControlEntryRecord(*row)) for row in rows.values_list(*ACL_FIELDS)
-    ]
+    return rows.values_list(*ACL_FIELDS)
+
+
+def tokens_describe(
+    *,
+    principal: AuthenticatedPrincipal,
+    host: str,
+    owners: list[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """DescribeDelegationToken's answer: the live tokens of `owners` (every owner when None)
+    that the principal owns, renews or may DESCRIBE (every one for a super user), never an
+    HMAC. Raises DELEGATION_TOKEN_AUTH_DISABLED (ApiError) while no secret key is set."""
+    secret_of(config_view())
+
+    def may_describe(token_id: str) -> bool:
+        return is_authorized(
+            principal,
+            host=host,
+            operation=AclOperation.DESCRIBE,
+            resource_type=ResourceType.DELEGATION_TOKEN,
+            resource_name=token_id,
+        )
+
+    return describe_tokens(
+        delegation_token_rows(),
+        owners=owners,
+        requester=principal.principal,
+        is_super=principal.is_super,
+        may_describe=may_describe,
+    )

@@ -21,13 +21,13 @@ from rest_framework.response import Response
 from audit.api.mixins import AuditedRpcView
 from audit.resources import envelope as envelope_resources
 from controlplane.api.context import client_host, principal_of
-from controlplane.api.errors import HTTP_STATUS, error_body
 from controlplane.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import is_authorized
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS_BY_KEY
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.http_errors import HTTP_STATUS, error_body
 from controlplane.metrics import FORWARDING
 from controlplane.principals import AuthenticatedPrincipal, principal_forwarded
 from controlplane.rpc import REGISTRY, Caller, Forwarding, execute

@@ -75,6 +75,20 @@ def create_acls(
     return ControllerResult(records, {"results": results})
 
 
+# An ACL's fields in AccessControlEntryRecord's order: the columns a cp_acl row is read and
+# written with, so that `AccessControlEntryRecord(*row)` rebuilds the record of a row.
+ACL_FIELDS = (
+    "id",
+    "resource_type",
+    "resource_name",
+    "pattern_type",
+    "principal",
+    "host",
+    "operation",
+    "permission_type",
+)
+
+
 def binding_of(record: AccessControlEntryRecord) -> AclBinding:
     """The binding an AccessControlEntryRecord (or a cp_acl row with the same fields) stores."""
     return AclBinding(

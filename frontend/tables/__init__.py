@@ -1,0 +1,2 @@
+"""Rows for the UI's pages, one module per area, built from data the selectors read: no
+queries here."""

@@ -1,0 +1,145 @@
+"""Rows of the topic pages: topics, partitions and their replicas."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from controlplane.controller.records import NO_LEADER
+from replicas.models import Partition, Topic
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TopicRow:
+    name: str
+    topic_id: str
+    partition_count: int
+    leaderless_count: int
+    offline_replica_total: int
+
+    @property
+    def leaderless(self) -> bool:
+        return self.leaderless_count > 0
+
+
+def topic_row(topic: Topic) -> TopicRow:
+    """A topic from `replicas.selectors.topic_list()` (with its annotations)."""
+    return TopicRow(
+        name=topic.name,
+        topic_id=topic.topic_id,
+        partition_count=topic.partition_count,
+        leaderless_count=int(getattr(topic, "leaderless_count", 0) or 0),
+        offline_replica_total=int(getattr(topic, "offline_replica_total", 0) or 0),
+    )
+
+
+def topic_rows(topics: Iterable[Topic]) -> list[TopicRow]:
+    return [topic_row(topic) for topic in topics]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReplicaCell:
+    """One replica of a partition: its broker and how it stands."""
+
+    broker_id: int
+    is_leader: bool
+    in_isr: bool
+    offline: bool
+
+    @property
+    def css(self) -> str:
+        classes = ["replica"]
+        if self.is_leader:
+            classes.append("replica-leader")
+        if self.offline:
+            classes.append("replica-offline")
+        elif not self.in_isr:
+            classes.append("replica-out-of-sync")
+        return " ".join(classes)
+
+    @property
+    def status(self) -> str:
+        if self.offline:
+            return "offline"
+        parts = ["leader" if self.is_leader else "follower"]
+        parts.append("in ISR" if self.in_isr else "not in ISR")
+        return ", ".join(parts)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PartitionRow:
+    topic: str
+    partition_index: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: list[ReplicaCell]
+    isr: list[int]
+    offline_replicas: list[int]
+    is_canary: bool
+
+    @property
+    def leaderless(self) -> bool:
+        return self.leader == NO_LEADER
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+
+def partition_row(partition: Partition, *, topic_name: str | None = None) -> PartitionRow:
+    isr = [int(b) for b in partition.isr or []]
+    offline = [int(b) for b in partition.offline_replicas or []]
+    return PartitionRow(
+        topic=topic_name if topic_name is not None else partition.topic.name,
+        partition_index=partition.partition_index,
+        leader=partition.leader,
+        leader_epoch=partition.leader_epoch,
+        partition_epoch=partition.partition_epoch,
+        replicas=[
+            ReplicaCell(
+                broker_id=int(b),
+                is_leader=int(b) == partition.leader,
+                in_isr=int(b) in isr,
+                offline=int(b) in offline,
+            )
+            for b in partition.replicas or []
+        ],
+        isr=isr,
+        offline_replicas=offline,
+        is_canary=partition.is_canary,
+    )
+
+
+def partition_rows(
+    partitions: Iterable[Partition], *, topic_name: str | None = None
+) -> list[PartitionRow]:
+    return [partition_row(p, topic_name=topic_name) for p in partitions]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerReplicaRow:
+    """A partition seen from one of its replicas' broker."""
+
+    partition: PartitionRow
+    replica: ReplicaCell
+
+    @property
+    def role(self) -> str:
+        return "leader" if self.replica.is_leader else "follower"
+
+
+def broker_replica_rows(partitions: Iterable[Partition], broker_id: int) -> list[BrokerReplicaRow]:
+    rows = []
+    for partition in partitions:
+        row = partition_row(partition)
+        cell = next((c for c in row.replicas if c.broker_id == broker_id), None)
+        if cell is None:  # an offline replica no longer in the assignment
+            cell = ReplicaCell(
+                broker_id=broker_id,
+                is_leader=False,
+                in_isr=broker_id in row.isr,
+                offline=broker_id in row.offline_replicas,
+            )
+        rows.append(BrokerReplicaRow(partition=row, replica=cell))
+    return rows

@@ -1,0 +1,369 @@
+"""The config pages (KIP-590's admin APIs): a topic's, a broker's and the cluster default's
+configs as DescribeConfigs answers them, their edit form, the diff, and IncrementalAlterConfigs
+through the API."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.crypto import salted_hmac
+from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.http import require_http_methods, require_POST
+
+from brokers.selectors import broker_exists, broker_id_list
+from configs.selectors import configs_describe
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.config_schema import (
+    BROKER,
+    BROKER_CONFIGS,
+    CLUSTER_DEFAULT,
+    TOPIC,
+    TOPIC_CONFIGS,
+    ConfigDef,
+)
+from controlplane.controller.configs.describe import (
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+)
+from controlplane.selectors import StoredConfigs, configs_stored
+from frontend.forms.configs import ConfigApplyForm, ConfigEditForm, encode_changes
+from frontend.tables.common import KafkaProblem
+from frontend.tables.configs import ConfigChange, ConfigRow, config_diff, config_row
+from frontend.views.base import (
+    forbidden,
+    hidden_topics,
+    login_required,
+    may,
+    paginate,
+    principal_required,
+    render_admin,
+    result_page,
+    topic_visibility,
+)
+from frontend.views.topics import TOPICS_PAGE_SIZE
+from frontend.writes import answer_problems, malformed, refusal_status, rpc_call
+from replicas.selectors import topic_exists, topic_name_list
+
+TOPIC_KIND, BROKER_KIND, DEFAULT_KIND = "topic", "broker", "default"
+OWN_SOURCES = {
+    TOPIC_KIND: DYNAMIC_TOPIC_CONFIG,
+    BROKER_KIND: DYNAMIC_BROKER_CONFIG,
+    DEFAULT_KIND: DYNAMIC_DEFAULT_BROKER_CONFIG,
+}
+# Kafka describes the cluster default (BROKER "") with only the keys set at that level. Its page
+# lists every key as a broker without overrides of its own sees it (the cluster default, then
+# static, then default): described as a broker that cannot exist.
+BROKER_WITHOUT_OVERRIDES = "-1"
+INT32_MAX = 2**31 - 1  # broker ids are Kafka's int32
+CONFIG_REQUIREMENT = (
+    "Viewing configs needs DESCRIBE_CONFIGS on the TOPIC (a topic's) or on the CLUSTER "
+    "(a broker's and the cluster default)."
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConfigTarget:
+    """A resource whose configs a page shows: a topic, a broker, or the cluster default."""
+
+    kind: str
+    resource_name: str  # the topic, the broker id, or "" for the cluster default
+
+    @property
+    def resource_type(self) -> str:
+        return TOPIC if self.kind == TOPIC_KIND else BROKER
+
+    @property
+    def own_source(self) -> str:
+        return OWN_SOURCES[self.kind]
+
+    @property
+    def definitions(self) -> dict[str, ConfigDef]:
+        return TOPIC_CONFIGS if self.kind == TOPIC_KIND else BROKER_CONFIGS
+
+    @property
+    def label(self) -> str:
+        if self.kind == DEFAULT_KIND:
+            return "the cluster default"
+        return f"{self.kind} {self.resource_name}"
+
+    @property
+    def acl_resource(self) -> tuple[ResourceType, str]:
+        if self.kind == TOPIC_KIND:
+            return ResourceType.TOPIC, self.resource_name
+        return ResourceType.CLUSTER, CLUSTER_NAME
+
+    def url(self, step: str = "") -> str:
+        kwargs: dict[str, Any] = {}
+        if self.kind == TOPIC_KIND:
+            kwargs = {"name": self.resource_name}
+        elif self.kind == BROKER_KIND:
+            kwargs = {"broker_id": int(self.resource_name)}
+        name = f"frontend:{self.kind}-config" + (f"-{step}" if step else "")
+        return reverse(name, kwargs=kwargs)
+
+    @property
+    def edit_url(self) -> str:
+        return self.url("edit")
+
+    @property
+    def apply_url(self) -> str:
+        return self.url("apply")
+
+
+def config_target(kind: str, name: str = "", broker_id: int | None = None) -> ConfigTarget:
+    if kind == TOPIC_KIND:
+        return ConfigTarget(kind, name)
+    if kind == BROKER_KIND:
+        return ConfigTarget(kind, str(broker_id))
+    return ConfigTarget(DEFAULT_KIND, CLUSTER_DEFAULT)
+
+
+def stored_configs(target: ConfigTarget) -> StoredConfigs:
+    return configs_stored(resources=[(target.resource_type, target.resource_name)])
+
+
+def described_configs(target: ConfigTarget, stored: StoredConfigs) -> list[ConfigRow]:
+    """Every key of the target as DescribeConfigs answers it (the API's own selector)."""
+    name = BROKER_WITHOUT_OVERRIDES if target.kind == DEFAULT_KIND else target.resource_name
+    entries = configs_describe(
+        resource_type=target.resource_type,
+        resource_name=name,
+        stored=stored,
+        include_synonyms=True,
+        include_documentation=True,
+    )
+    return [
+        config_row(
+            entry,
+            own_source=target.own_source,
+            default=target.definitions[entry["name"]].default,
+        )
+        for entry in entries
+    ]
+
+
+def config_fingerprint(target: ConfigTarget, stored: StoredConfigs) -> str:
+    """A keyed digest of the target's own dynamic configs: the diff was computed from them.
+    Keyed, because a secret's digest goes into the page."""
+    own = sorted(stored.get((target.resource_type, target.resource_name), {}).items())
+    return salted_hmac("frontend.config-diff", json.dumps(own)).hexdigest()
+
+
+def config_target_exists(target: ConfigTarget) -> bool:
+    if target.kind == TOPIC_KIND:
+        return topic_exists(name=target.resource_name)
+    if target.kind == BROKER_KIND:
+        broker_id = int(target.resource_name)
+        return 0 <= broker_id <= INT32_MAX and broker_exists(broker_id=broker_id)
+    return True
+
+
+def config_read_refusal(request: HttpRequest, target: ConfigTarget) -> HttpResponse | None:
+    """403 unless the principal may DESCRIBE_CONFIGS the target (checked before existence: an
+    unauthorized principal is not told whether a topic exists, as in Kafka)."""
+    if may(request, AclOperation.DESCRIBE_CONFIGS, *target.acl_resource):
+        return None
+    return forbidden(
+        request,
+        section="configs",
+        message=f"Not authorized to describe the configs of {target.label}.",
+        requirement=CONFIG_REQUIREMENT,
+    )
+
+
+def config_missing(request: HttpRequest, target: ConfigTarget) -> HttpResponse:
+    return render_admin(
+        request,
+        title=f"{target.kind.capitalize()} not found",
+        section="configs",
+        fragment="frontend/partials/not_found.html",
+        context={"kind": target.kind, "key": target.resource_name},
+        status=404,
+    )
+
+
+@principal_required
+def config_index_view(request: HttpRequest) -> HttpResponse:
+    hidden = hidden_topics(topic_visibility(request))
+    query = request.GET.get("q", "")[:249]
+    names = topic_name_list(exclude=hidden, contains=query)
+    page = paginate(request, names, TOPICS_PAGE_SIZE)
+    cluster_readable = may(
+        request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME
+    )
+    brokers = broker_id_list() if cluster_readable else []
+    return render_admin(
+        request,
+        title="Configs",
+        section="configs",
+        fragment="frontend/partials/config_index.html",
+        context={
+            "cluster_readable": cluster_readable,
+            "broker_ids": brokers,
+            "topics": list(page.object_list),
+            "page_obj": page,
+            "query": query,
+        },
+    )
+
+
+@principal_required
+def config_detail_view(
+    request: HttpRequest, kind: str, name: str = "", broker_id: int | None = None
+) -> HttpResponse:
+    target = config_target(kind, name, broker_id)
+    refusal = config_read_refusal(request, target)
+    if refusal is not None:
+        return refusal
+    if not config_target_exists(target):
+        return config_missing(request, target)
+    return render_admin(
+        request,
+        title=f"Configs of {target.label}",
+        section="configs",
+        fragment="frontend/partials/config_detail.html",
+        context={"target": target, "rows": described_configs(target, stored_configs(target))},
+    )
+
+
+@sensitive_post_parameters()
+@principal_required
+@require_http_methods(["GET", "POST"])
+def config_edit_view(
+    request: HttpRequest, kind: str, name: str = "", broker_id: int | None = None
+) -> HttpResponse:
+    """The edit form (GET), and its diff (POST): what would change, before anything does."""
+    target = config_target(kind, name, broker_id)
+    refusal = config_read_refusal(request, target)
+    if refusal is not None:
+        return refusal
+    if not config_target_exists(target):
+        return config_missing(request, target)
+    stored = stored_configs(target)
+    rows = described_configs(target, stored)
+    data = request.POST if request.method == "POST" else None
+    form = ConfigEditForm(rows, target.definitions, data)
+    if data is not None and form.is_valid():
+        return config_confirm_page(request, target, form.changes, rows, stored)
+    return render_admin(
+        request,
+        title=f"Edit the configs of {target.label}",
+        section="configs",
+        fragment="frontend/partials/config_edit.html",
+        context={"target": target, "form": form, "edit_rows": form.edit_rows()},
+        refresh=False,
+    )
+
+
+def config_confirm_page(
+    request: HttpRequest,
+    target: ConfigTarget,
+    changes: list[ConfigChange],
+    rows: list[ConfigRow],
+    stored: StoredConfigs,
+    *,
+    problems: list[KafkaProblem] | None = None,
+    warning: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    """The diff and the button that applies exactly it."""
+    form = ConfigApplyForm(
+        initial={
+            "changes": encode_changes(changes),
+            "fingerprint": config_fingerprint(target, stored),
+        }
+    )
+    return render_admin(
+        request,
+        title=f"Confirm the config changes of {target.label}",
+        section="configs",
+        fragment="frontend/partials/config_confirm.html",
+        context={
+            "target": target,
+            "diff": config_diff(changes, {row.name: row for row in rows}),
+            "form": form,
+            "problems": problems or [],
+            "warning": warning,
+        },
+        status=status,
+    )
+
+
+@sensitive_post_parameters()
+@require_POST
+@login_required
+def config_apply_view(
+    request: HttpRequest, kind: str, name: str = "", broker_id: int | None = None
+) -> HttpResponse:
+    """IncrementalAlterConfigs with the confirmed changes, through the API."""
+    target = config_target(kind, name, broker_id)
+    form = ConfigApplyForm(request.POST)
+    if not form.is_valid():
+        return result_page(
+            request,
+            title="Configs not changed",
+            section="configs",
+            problems=malformed("The confirmed changes are malformed; edit the configs again."),
+            back_url=target.edit_url,
+            status=400,
+        )
+    changes: list[ConfigChange] = form.cleaned_data["changes"]
+    # Only a principal that may read the configs is shown them again (a stale diff, errors);
+    # any other one's request still goes to the API, which refuses and audits it.
+    readable = may(request, AclOperation.DESCRIBE_CONFIGS, *target.acl_resource)
+    if readable:
+        stored = stored_configs(target)
+        if form.cleaned_data["fingerprint"] != config_fingerprint(target, stored):
+            return config_confirm_page(
+                request,
+                target,
+                changes,
+                described_configs(target, stored),
+                stored,
+                warning="The configs changed since this diff was made: check it again.",
+                status=409,
+            )
+    body = {
+        "resources": [
+            {
+                "resource_type": target.resource_type,
+                "resource_name": target.resource_name,
+                "configs": [change.as_body() for change in changes],
+            }
+        ],
+        "validate_only": False,
+    }
+    answer = rpc_call(request, "IncrementalAlterConfigs", body)
+    problems = answer_problems(answer, "responses", lambda index, item: target.label)
+    if not problems:
+        count = len(changes)
+        messages.success(
+            request, f"Changed {count} config{'s' if count != 1 else ''} of {target.label}."
+        )
+        return HttpResponseRedirect(target.url())
+    status = refusal_status(answer, problems)
+    if not readable:
+        return result_page(
+            request,
+            title="Configs not changed",
+            section="configs",
+            problems=problems,
+            back_url=target.url(),
+            status=status,
+        )
+    stored = stored_configs(target)
+    return config_confirm_page(
+        request,
+        target,
+        changes,
+        described_configs(target, stored),
+        stored,
+        problems=problems,
+        status=status,
+    )

@@ -1,0 +1,124 @@
+"""The client quota pages (KIP-590's admin APIs): the quotas, one row per entity, and setting
+or removing one value through the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+
+from configs.selectors import client_quota_entity_list, client_quota_list
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from frontend.forms.quotas import QuotaFilterForm, QuotaForm
+from frontend.tables.common import KafkaProblem
+from frontend.tables.quotas import quota_rows
+from frontend.views.base import (
+    forbidden,
+    form_view,
+    login_required,
+    may,
+    paginate,
+    principal_required,
+    render_admin,
+)
+from frontend.writes import answer_problems, refusal_status, rpc_call
+
+QUOTAS_PAGE_SIZE = 50
+QUOTA_REQUIREMENT = "Client quotas need DESCRIBE_CONFIGS on the CLUSTER resource."
+
+
+def quota_read_refusal(request: HttpRequest) -> HttpResponse | None:
+    if may(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+        return None
+    return forbidden(
+        request,
+        section="quotas",
+        message="Not authorized to describe client quotas.",
+        requirement=QUOTA_REQUIREMENT,
+    )
+
+
+@principal_required
+def quota_list_view(request: HttpRequest) -> HttpResponse:
+    """Every quota (DescribeClientQuotas' projection), one row per entity; entities are paged
+    (a count and a slice), then their values read in one query."""
+    refusal = quota_read_refusal(request)
+    if refusal is not None:
+        return refusal
+    form = QuotaFilterForm(request.GET)
+    entity_type = form.chosen_entity_type()
+    page = paginate(request, client_quota_entity_list(entity_type=entity_type), QUOTAS_PAGE_SIZE)
+    rows = quota_rows(client_quota_list(entity_keys=page.object_list))
+    return render_admin(
+        request,
+        title="Client quotas",
+        section="quotas",
+        fragment="frontend/partials/quota_list.html",
+        context={"form": form, "rows": rows, "page_obj": page, "entity_type": entity_type},
+    )
+
+
+def quota_form_page(
+    request: HttpRequest,
+    form: QuotaForm,
+    *,
+    problems: list[KafkaProblem] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    return render_admin(
+        request,
+        title="Set or remove a client quota",
+        section="quotas",
+        fragment="frontend/partials/quota_form.html",
+        context={"form": form, "problems": problems or []},
+        status=status,
+        refresh=False,
+    )
+
+
+@principal_required
+def _quota_form(request: HttpRequest) -> HttpResponse:
+    # Prefilled from the list's "edit" links: the entity, and maybe the key.
+    initial: dict[str, Any] = {
+        name: request.GET[name][:1000]
+        for name in ("user", "client_id", "ip", "key")
+        if name in request.GET
+    }
+    for name in ("user_default", "client_id_default", "ip_default"):
+        if request.GET.get(name):
+            initial[name] = True
+    return quota_form_page(request, QuotaForm(initial=initial))
+
+
+def describe_entity(entity: list[dict[str, Any]]) -> str:
+    def name(part: dict[str, Any]) -> str:
+        return "<default>" if part["entity_name"] is None else str(part["entity_name"])
+
+    return ", ".join(f"{part['entity_type']}={name(part)}" for part in entity)
+
+
+@login_required
+def _quota_submit(request: HttpRequest) -> HttpResponse:
+    form = QuotaForm(request.POST)
+    if not form.is_valid():
+        return quota_form_page(request, form)
+    entry = form.entry()
+    body = {"entries": [entry], "validate_only": False}
+    answer = rpc_call(request, "AlterClientQuotas", body)
+    entity = describe_entity(entry["entity"])
+    problems = answer_problems(answer, "entries", lambda index, item: entity)
+    if problems:
+        return quota_form_page(
+            request, form, problems=problems, status=refusal_status(answer, problems)
+        )
+    (op,) = entry["ops"]
+    if op["remove"]:
+        messages.success(request, f"Removed {op['key']} of {entity}.")
+    else:
+        messages.success(request, f"Set {op['key']} = {op['value']:g} for {entity}.")
+    return HttpResponseRedirect(reverse("frontend:quota-list"))
+
+
+quota_set_view = form_view(_quota_form, _quota_submit)
