@@ -14,8 +14,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from controlplane.authz import acl_cache
-from tests.ui.conftest import ui_login
 from tests.conftest import Api
+from tests.ui.conftest import ui_login
 
 pytestmark = pytest.mark.django_db
 
