@@ -35,6 +35,13 @@ class Lease:
     expires_ms: int
 
 
+def cluster_read() -> Cluster:
+    """The cluster row for a read, never written: before any controller has run (it creates the
+    row with the lease), an unsaved row with the configured cluster id and an empty log."""
+    cluster = Cluster.objects.filter(pk=1).first()
+    return cluster if cluster is not None else Cluster(pk=1, cluster_id=settings.CP_CLUSTER_ID)
+
+
 def cluster_get_or_create() -> Cluster:
     cluster = Cluster.objects.filter(pk=1).first()
     if cluster is not None:

@@ -24,6 +24,7 @@ from controlplane.controller.records import Record
 from controlplane.lease import Lease, now_ms
 from controlplane.notifier import notifier
 from controlplane.projections import prepare_delta
+from controlplane.single_writer import commit_scope
 
 CONTROLLER_PRINCIPAL = "User:controller"
 # When the last commit's transaction began (after its records were encoded), for the timings
@@ -137,7 +138,7 @@ def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
 
 
 def _commit(lease: Lease, delta: MetadataDelta, timestamp: int, writes: Sequence[Write]) -> None:
-    with transaction.atomic(), connection.cursor() as cursor:
+    with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
         # Plain SQL: the ORM's own cost was most of a small commit's.
         lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
         cursor.execute(

@@ -26,6 +26,7 @@ Write = Callable[[], None]
 
 class Projection(Protocol):
     name: str
+    tables: tuple[str, ...]  # the state tables it writes (only in the commit: single_writer)
 
     def persist(self, delta: MetadataDelta) -> None: ...
 
@@ -53,11 +54,6 @@ def prepare_delta(delta: MetadataDelta) -> list[Callable[[], None]]:
     return writes
 
 
-def persist_delta(delta: MetadataDelta) -> None:
-    for write in prepare_delta(delta):
-        write()
-
-
 def load_image(cluster_id: str, last_offset: int) -> MetadataImage:
     image = MetadataImage(cluster_id=cluster_id, last_offset=last_offset)
     for projection in PROJECTIONS.values():
@@ -67,6 +63,7 @@ def load_image(cluster_id: str, last_offset: int) -> MetadataImage:
 
 class AclProjection:
     name = "acls"
+    tables = ("cp_acl",)
 
     def persist(self, delta: MetadataDelta) -> None:
         from controlplane.models import Acl
@@ -97,6 +94,7 @@ register_projection(AclProjection())
 
 class ConfigProjection:
     name = "configs"
+    tables = ("cp_config",)
 
     def persist(self, delta: MetadataDelta) -> None:
         from controlplane.bulk import Column, bulk_upsert
@@ -150,6 +148,7 @@ class QuotaProjection:
     """cp_client_quota: one row per (entity, quota key); one upsert and one delete statement."""
 
     name = "client_quotas"
+    tables = ("cp_client_quota",)
 
     def persist(self, delta: MetadataDelta) -> None:
         for write in self.prepare(delta):
@@ -232,6 +231,7 @@ class TokenProjection:
     """cp_delegation_token: one row per live delegation token (no HMAC)."""
 
     name = "delegation_tokens"
+    tables = ("cp_delegation_token",)
 
     def persist(self, delta: MetadataDelta) -> None:
         from controlplane.models import DelegationToken

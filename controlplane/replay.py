@@ -8,14 +8,14 @@ from django.db import connection
 
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import record_from_data
-from controlplane.lease import cluster_get_or_create
+from controlplane.lease import cluster_read
 from controlplane.models import MetadataRecord
 from controlplane.projections import load_image
 
 
 def image_from_log() -> tuple[MetadataImage, list[str]]:
     """The image the log describes, and any gaps in its offsets."""
-    cluster = cluster_get_or_create()
+    cluster = cluster_read()
     image = MetadataImage(cluster_id=cluster.cluster_id)
     delta = MetadataDelta(image)
     problems: list[str] = []
@@ -32,7 +32,7 @@ def image_from_log() -> tuple[MetadataImage, list[str]]:
 def metadata_verify() -> list[str]:
     """Differences between the replayed log and the state tables; empty when they agree."""
     replayed, problems = image_from_log()
-    cluster = cluster_get_or_create()
+    cluster = cluster_read()
     stored = load_image(cluster.cluster_id, cluster.last_offset)
     problems.extend(_differences("", replayed.as_comparable(), stored.as_comparable()))
     problems.extend(duplicate_writes())

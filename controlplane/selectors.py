@@ -12,7 +12,7 @@ from django.db.models.functions import Cast
 
 from brokers.models import Broker
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
-from controlplane.lease import cluster_get_or_create, now_ms
+from controlplane.lease import cluster_read, now_ms
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
 
 
@@ -21,7 +21,7 @@ def controller_active(cluster: Cluster) -> bool:
 
 
 def cluster_summary() -> dict[str, Any]:
-    cluster = cluster_get_or_create()
+    cluster = cluster_read()
     counts = Broker.objects.aggregate(
         n_fenced=Count("broker_id", filter=Q(fenced=True)),
         n_shutting_down=Count("broker_id", filter=Q(fenced=False, in_controlled_shutdown=True)),
@@ -50,7 +50,7 @@ def cluster_summary() -> dict[str, Any]:
 
 def metadata_head() -> dict[str, Any]:
     """What a metadata fetch answers besides records: one read of the cluster row."""
-    cluster = cluster_get_or_create()
+    cluster = cluster_read()
     return {
         "cluster_id": cluster.cluster_id,
         "controller_id": cluster.controller_id if controller_active(cluster) else None,

@@ -46,6 +46,15 @@ def need_redis() -> None:
     need_service("Redis", *host_and_port(redis_url(), 6379))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _single_writer() -> None:
+    """The log and the projection tables are written only by the controller's commit: any other
+    write in any test fails (controlplane.single_writer)."""
+    from controlplane.single_writer import guard_connections
+
+    guard_connections()
+
+
 @pytest.fixture(autouse=True)
 def _fresh_controller_state() -> Iterator[None]:
     """Each test starts with no controller, no sessions and no cached ACLs in this process."""

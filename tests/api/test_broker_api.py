@@ -16,6 +16,7 @@ from controlplane.lease import now_ms
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
 from controlplane.runtime import get_runtime
 from controlplane.sessions import session_store
+from controlplane.single_writer import projection_writes_allowed
 from tests.conftest import heartbeat_body, registration_body
 
 pytestmark = pytest.mark.django_db
@@ -444,7 +445,8 @@ def test_verify_metadata_is_clean_and_catches_tampering(register, api, tokens):
     out = StringIO()
     call_command("verify_metadata", stdout=out)
     assert "replays to exactly" in out.getvalue()
-    Broker.objects.filter(pk=2).update(rack="tampered")
+    with projection_writes_allowed():  # tampering on purpose
+        Broker.objects.filter(pk=2).update(rack="tampered")
     err = StringIO()
     with pytest.raises(SystemExit) as exited:
         call_command("verify_metadata", stderr=err)

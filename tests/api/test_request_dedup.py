@@ -25,6 +25,7 @@ from controlplane.models import AppliedRequest, Cluster, MetadataRecord
 from controlplane.replay import duplicate_writes, metadata_verify
 from controlplane.runtime import HANDLED_NOTE, ControllerRuntime, get_runtime
 from controlplane.sessions import session_store
+from controlplane.single_writer import projection_writes_allowed
 from tests.conftest import registration_body
 
 pytestmark = pytest.mark.django_db
@@ -184,15 +185,16 @@ def test_verify_reports_request_ids_applied_more_than_once() -> None:
     original = MetadataRecord.objects.get(offset=offset)
     last = MetadataRecord.objects.order_by("-offset").first()
     assert last is not None
-    MetadataRecord.objects.create(
-        offset=last.offset + 1,
-        record_type=original.record_type,
-        controller_epoch=original.controller_epoch,
-        timestamp_ms=original.timestamp_ms,
-        principal=original.principal,
-        request_id="once-1",
-        data=original.data,
-    )
+    with projection_writes_allowed():  # a log the controller could not write any more
+        MetadataRecord.objects.create(
+            offset=last.offset + 1,
+            record_type=original.record_type,
+            controller_epoch=original.controller_epoch,
+            timestamp_ms=original.timestamp_ms,
+            principal=original.principal,
+            request_id="once-1",
+            data=original.data,
+        )
     ((first_offset, _), _) = records_of("once-1")
     (problem,) = duplicate_writes()
     assert "once-1" in problem and f"{first_offset}" in problem and f"{last.offset + 1}" in problem

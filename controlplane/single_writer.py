@@ -1,0 +1,80 @@
+"""The single writer, enforced: the metadata log and its projections change only in `log_commit`.
+
+Views, services and tasks read the state tables; every change is a record the controller commits
+(DESIGN.md rule 3). `guard_connections()` installs a database wrapper that refuses, with
+`ProjectionWriteOutsideCommit`, any INSERT, UPDATE or DELETE of those tables outside the commit,
+so a view that wrote `Topic.objects.create(...)` fails its tests instead of forking the state
+from the log. The test suite installs it for every connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from django.db import connections
+from django.db.backends.signals import connection_created
+
+LOG_TABLES = frozenset({"cp_metadata_record", "cp_applied_request"})
+_WRITE = re.compile(r'^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)"?', re.IGNORECASE)
+_writing: contextvars.ContextVar[bool] = contextvars.ContextVar("projection_writes", default=False)
+
+
+class ProjectionWriteOutsideCommit(AssertionError):
+    """A write to the metadata log or a projection table that did not come from `log_commit`."""
+
+
+@contextlib.contextmanager
+def commit_scope() -> Iterator[None]:
+    """The one place the log and the projections are written (`metadata_log.log_commit`)."""
+    token = _writing.set(True)
+    try:
+        yield
+    finally:
+        _writing.reset(token)
+
+
+# A test that tampers with a table on purpose (to show a check finds it) says so with this.
+projection_writes_allowed = commit_scope
+
+
+@functools.cache
+def guarded_tables() -> frozenset[str]:
+    from controlplane.projections import PROJECTIONS
+
+    return LOG_TABLES.union(*(p.tables for p in PROJECTIONS.values()))
+
+
+def _guard(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+    match = _WRITE.match(sql)
+    if match and not _writing.get() and match.group(1) in guarded_tables():
+        raise ProjectionWriteOutsideCommit(
+            f"{match.group(1)} is written only by the controller's commit (log_commit): {sql[:80]}"
+        )
+    return execute(sql, params, many, context)
+
+
+def _install(sender: Any, connection: Any, **kwargs: Any) -> None:
+    if _guard in connection.execute_wrappers:
+        return
+    connection.execute_wrappers.append(_guard)
+    # Emptying the whole database between tests (Django's flush) is the harness, not a writer.
+    flush = connection.ops.execute_sql_flush
+
+    def execute_sql_flush(sql_list: Any) -> Any:
+        with commit_scope():
+            return flush(sql_list)
+
+    connection.ops.execute_sql_flush = execute_sql_flush
+
+
+def guard_connections() -> None:
+    """Refuse writes to the log and the projections outside the commit on every connection of
+    this process, open or to come."""
+    connection_created.connect(_install)
+    for connection in connections.all(initialized_only=True):
+        _install(None, connection)
