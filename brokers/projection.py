@@ -54,7 +54,7 @@ def registration_from_row(row: Broker) -> BrokerRegistration:
 
 class BrokerProjection:
     name = "brokers"
-    tables = ("cp_broker",)
+    tables: tuple[str, ...] = ("cp_broker",)
 
     def persist(self, delta: MetadataDelta) -> None:
         if not delta.changed_brokers:

@@ -63,7 +63,7 @@ def load_image(cluster_id: str, last_offset: int) -> MetadataImage:
 
 class AclProjection:
     name = "acls"
-    tables = ("cp_acl",)
+    tables: tuple[str, ...] = ("cp_acl",)
 
     def persist(self, delta: MetadataDelta) -> None:
         from controlplane.models import Acl
@@ -94,7 +94,7 @@ register_projection(AclProjection())
 
 class ConfigProjection:
     name = "configs"
-    tables = ("cp_config",)
+    tables: tuple[str, ...] = ("cp_config",)
 
     def persist(self, delta: MetadataDelta) -> None:
         from controlplane.bulk import Column, bulk_upsert
@@ -148,7 +148,7 @@ class QuotaProjection:
     """cp_client_quota: one row per (entity, quota key); one upsert and one delete statement."""
 
     name = "client_quotas"
-    tables = ("cp_client_quota",)
+    tables: tuple[str, ...] = ("cp_client_quota",)
 
     def persist(self, delta: MetadataDelta) -> None:
         for write in self.prepare(delta):
@@ -231,7 +231,7 @@ class TokenProjection:
     """cp_delegation_token: one row per live delegation token (no HMAC)."""
 
     name = "delegation_tokens"
-    tables = ("cp_delegation_token",)
+    tables: tuple[str, ...] = ("cp_delegation_token",)
 
     def persist(self, delta: MetadataDelta) -> None:
         from controlplane.models import DelegationToken

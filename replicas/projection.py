@@ -64,7 +64,7 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
 
 class TopicProjection:
     name = "topics"
-    tables = ("cp_topic", "cp_partition")
+    tables: tuple[str, ...] = ("cp_topic", "cp_partition")
 
     def persist(self, delta: MetadataDelta) -> None:
         for write in self.prepare(delta):
