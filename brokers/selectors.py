@@ -2,10 +2,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from brokers.models import Broker
+from controlplane.lease import cluster_read
 from controlplane.models import MetadataRecord
+from controlplane.selectors import controller_active
 from controlplane.sessions import session_store
 
 
@@ -53,4 +55,32 @@ def broker_as_dict(broker: Broker, sessions: dict[int, dict[str, int]]) -> dict[
         "log_dirs": broker.log_dirs,
         "last_contact_ms": session.get("last_contact_ms"),
         "metadata_offset": session.get("metadata_offset"),
+    }
+
+
+def cluster_summary() -> dict[str, Any]:
+    cluster = cluster_read()
+    counts = Broker.objects.aggregate(
+        n_fenced=Count("broker_id", filter=Q(fenced=True)),
+        n_shutting_down=Count("broker_id", filter=Q(fenced=False, in_controlled_shutdown=True)),
+        n_unfenced=Count("broker_id", filter=Q(fenced=False, in_controlled_shutdown=False)),
+        n_canary=Count("broker_id", filter=Q(pod="canary-broker")),
+        n_total=Count("broker_id"),
+    )
+    active = controller_active(cluster)
+    return {
+        "cluster_id": cluster.cluster_id,
+        "controller_id": cluster.controller_id if active else None,
+        "controller_epoch": cluster.controller_epoch,
+        "controller_active": active,
+        "metadata_offset": cluster.last_offset,
+        "broker_states": {
+            "FENCED": counts["n_fenced"],
+            "UNFENCED": counts["n_unfenced"],
+            "CONTROLLED_SHUTDOWN": counts["n_shutting_down"],
+        },
+        "broker_pods": {
+            "broker": counts["n_total"] - counts["n_canary"],
+            "canary-broker": counts["n_canary"],
+        },
     }

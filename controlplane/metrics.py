@@ -4,7 +4,6 @@ PROMETHEUS_MULTIPROC_DIR is set); cluster gauges are read from the metadata stor
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 from prometheus_client import (
     CollectorRegistry,
@@ -14,7 +13,7 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
-from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import REGISTRY, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 REQUESTS = Counter("cp_http_requests_total", "HTTP requests served", ["method", "route", "status"])
@@ -113,113 +112,29 @@ def observe_request(method: str, route: str, status: int, seconds: float) -> Non
     LATENCY.labels(method, route).observe(seconds)
 
 
-class ClusterCollector(Collector):
-    def describe(self) -> list[GaugeMetricFamily]:
-        # Registration must not touch the database (it may not exist yet).
-        return []
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        from controlplane.selectors import cluster_summary
-
-        summary = cluster_summary()
-        yield _gauge(
-            "kafka_controller_kafkacontroller_activecontrollercount",
-            "1 while a controller holds a valid lease",
-            1 if summary["controller_active"] else 0,
-        )
-        yield _gauge(
-            "kafka_controller_controller_epoch",
-            "Current controller epoch",
-            summary["controller_epoch"],
-        )
-        yield _gauge(
-            "kafka_controller_kafkacontroller_lastcommittedrecordoffset",
-            "Offset of the newest committed metadata record",
-            summary["metadata_offset"],
-        )
-        states = summary["broker_states"]
-        yield _gauge(
-            "kafka_controller_kafkacontroller_fencedbrokercount",
-            "Fenced brokers",
-            states.get("FENCED", 0),
-        )
-        yield _gauge(
-            "kafka_controller_kafkacontroller_activebrokercount",
-            "Unfenced brokers (including those in controlled shutdown)",
-            states.get("UNFENCED", 0) + states.get("CONTROLLED_SHUTDOWN", 0),
-        )
-
-
-class ReplicationCollector(Collector):
-    """Kafka's controller replication metrics, read from the partitions table at scrape."""
-
-    def describe(self) -> list[GaugeMetricFamily]:
-        return []
-
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
-        from replicas.selectors import replication_summary
-
-        summary = replication_summary()
-        yield _gauge(
-            "kafka_controller_kafkacontroller_globaltopiccount", "Topics", summary["topics"]
-        )
-        yield _gauge(
-            "kafka_controller_kafkacontroller_globalpartitioncount",
-            "Partitions",
-            summary["partitions"],
-        )
-        yield _gauge(
-            "kafka_controller_kafkacontroller_offlinepartitionscount",
-            "Partitions without a leader (leader -1), as Kafka's OfflinePartitionsCount",
-            summary["leaderless_partitions"],
-        )
-        yield _gauge(
-            "kafka_controller_leaderless_partitions",
-            "Partitions without a leader (leader -1)",
-            summary["leaderless_partitions"],
-        )
-        yield _gauge(
-            "kafka_controller_offline_partitions_all_replicas",
-            "Partitions every replica of which is offline (KIP-589 log dir failures)",
-            summary["offline_partitions"],
-        )
-        yield _gauge(
-            "kafka_controller_offline_replicas",
-            "Replicas in OfflineReplica state after a log dir failure (KIP-589)",
-            summary["offline_replicas"],
-        )
-        elections = CounterMetricFamily(
-            "kafka_controller_controllerstats_leaderelections",
-            "Leader elections committed (rate() gives elections per second)",
-        )
-        elections.add_metric([], summary["leader_elections_total"])
-        yield elections
-        unclean = CounterMetricFamily(
-            "kafka_controller_controllerstats_uncleanleaderelections",
-            "Unclean leader elections committed (UncleanLeaderElectionsPerSec)",
-        )
-        unclean.add_metric([], summary["unclean_leader_elections_total"])
-        yield unclean
-
-
-def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     family = GaugeMetricFamily(name, documentation)
     family.add_metric([], value)
     return family
 
 
-_cluster_collector = ClusterCollector()
-_replication_collector = ReplicationCollector()
-if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
-    REGISTRY.register(_cluster_collector)
-    REGISTRY.register(_replication_collector)
+# Collectors that read state at scrape time; the apps that own the state register theirs.
+SCRAPE_COLLECTORS: list[Collector] = []
+
+
+def register_scrape_collector(collector: Collector) -> None:
+    if collector in SCRAPE_COLLECTORS:
+        return
+    SCRAPE_COLLECTORS.append(collector)
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        REGISTRY.register(collector)
 
 
 def render() -> bytes:
     if "PROMETHEUS_MULTIPROC_DIR" in os.environ:
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
-        registry.register(_cluster_collector)
-        registry.register(_replication_collector)
+        for collector in SCRAPE_COLLECTORS:
+            registry.register(collector)
         return generate_latest(registry)
     return generate_latest(REGISTRY)

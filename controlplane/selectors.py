@@ -7,10 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Q, QuerySet, TextField
+from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
-from brokers.models import Broker
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
 from controlplane.lease import cluster_read, now_ms
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
@@ -18,34 +17,6 @@ from controlplane.models import Cluster, ConfigEntry, MetadataRecord
 
 def controller_active(cluster: Cluster) -> bool:
     return bool(cluster.lease_holder) and cluster.lease_expires_ms >= now_ms()
-
-
-def cluster_summary() -> dict[str, Any]:
-    cluster = cluster_read()
-    counts = Broker.objects.aggregate(
-        n_fenced=Count("broker_id", filter=Q(fenced=True)),
-        n_shutting_down=Count("broker_id", filter=Q(fenced=False, in_controlled_shutdown=True)),
-        n_unfenced=Count("broker_id", filter=Q(fenced=False, in_controlled_shutdown=False)),
-        n_canary=Count("broker_id", filter=Q(pod="canary-broker")),
-        n_total=Count("broker_id"),
-    )
-    active = controller_active(cluster)
-    return {
-        "cluster_id": cluster.cluster_id,
-        "controller_id": cluster.controller_id if active else None,
-        "controller_epoch": cluster.controller_epoch,
-        "controller_active": active,
-        "metadata_offset": cluster.last_offset,
-        "broker_states": {
-            "FENCED": counts["n_fenced"],
-            "UNFENCED": counts["n_unfenced"],
-            "CONTROLLED_SHUTDOWN": counts["n_shutting_down"],
-        },
-        "broker_pods": {
-            "broker": counts["n_total"] - counts["n_canary"],
-            "canary-broker": counts["n_canary"],
-        },
-    }
 
 
 def metadata_head() -> dict[str, Any]:

@@ -6,4 +6,8 @@ class ReplicasConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from controlplane.metrics import register_scrape_collector
         from replicas import projection, timer  # noqa: F401  (register projection, timer jobs)
+        from replicas.metrics import ReplicationCollector
+
+        register_scrape_collector(ReplicationCollector())

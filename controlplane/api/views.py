@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from brokers import selectors as broker_selectors
 from brokers.selectors import broker_as_dict, broker_list, broker_sessions
 from controlplane import metrics, selectors
 from controlplane.api.context import principal_of
@@ -32,7 +33,7 @@ class ClusterView(APIView):
     permission_classes = [ClusterDescribePermission]
 
     def get(self, request: Request) -> Response:
-        summary = selectors.cluster_summary()
+        summary = broker_selectors.cluster_summary()
         sessions = broker_sessions()
         summary["brokers"] = [broker_as_dict(b, sessions) for b in broker_list()]
         return Response(summary)

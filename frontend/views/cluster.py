@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
-from brokers.selectors import broker_get, broker_list, broker_records, broker_sessions
+from brokers.selectors import (
+    broker_get,
+    broker_list,
+    broker_records,
+    broker_sessions,
+    cluster_summary,
+)
 from controlplane.lease import now_ms
-from controlplane.selectors import cluster_summary
 from frontend.forms.cluster import IncidentFilterForm
 from frontend.tables.cluster import (
     STATE_BADGES,

@@ -1,0 +1,46 @@
+"""The controller's cluster gauges (Kafka's KafkaController MBeans), read at scrape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from brokers.selectors import cluster_summary
+from controlplane.metrics import gauge
+
+
+class ClusterCollector(Collector):
+    def describe(self) -> list[GaugeMetricFamily]:
+        # Registration must not touch the database (it may not exist yet).
+        return []
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        summary = cluster_summary()
+        yield gauge(
+            "kafka_controller_kafkacontroller_activecontrollercount",
+            "1 while a controller holds a valid lease",
+            1 if summary["controller_active"] else 0,
+        )
+        yield gauge(
+            "kafka_controller_controller_epoch",
+            "Current controller epoch",
+            summary["controller_epoch"],
+        )
+        yield gauge(
+            "kafka_controller_kafkacontroller_lastcommittedrecordoffset",
+            "Offset of the newest committed metadata record",
+            summary["metadata_offset"],
+        )
+        states = summary["broker_states"]
+        yield gauge(
+            "kafka_controller_kafkacontroller_fencedbrokercount",
+            "Fenced brokers",
+            states.get("FENCED", 0),
+        )
+        yield gauge(
+            "kafka_controller_kafkacontroller_activebrokercount",
+            "Unfenced brokers (including those in controlled shutdown)",
+            states.get("UNFENCED", 0) + states.get("CONTROLLED_SHUTDOWN", 0),
+        )
