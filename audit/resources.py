@@ -124,6 +124,11 @@ def whole_body(namer: Namer) -> Namers:
     return lambda body, answer, top, notes: [_named(namer(body), top)]
 
 
+def constant(resource_type: str, resource_name: str) -> Namers:
+    """The request is about one fixed resource (the cluster)."""
+    return lambda body, answer, top, notes: [_named((resource_type, resource_name), top)]
+
+
 def elected_partitions(
     body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
 ) -> Iterable[Resource]:

@@ -1,18 +1,56 @@
-"""Kafka's UnregisterBroker (KIP-631): ALTER on the cluster, never from a broker principal."""
+"""Broker admin RPCs: Kafka's UnregisterBroker (KIP-631; ALTER on the cluster, never from a
+broker principal) and DescribeCluster (KIP-700; pods as KIP-1095 adds them)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from audit import resources as named
-from brokers import services
-from brokers.api.serializers import UnregisterBrokerSerializer
-from controlplane.controller.acls.bindings import AclOperation
-from controlplane.rpc import Caller, cluster, register
+from brokers import selectors, services
+from brokers.api.serializers import DescribeClusterSerializer, UnregisterBrokerSerializer
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.rpc import Caller, any_principal, cluster, register
+
+# Kafka's DescribeCluster: authorized operations left out (not asked for) are Integer.MIN_VALUE.
+OPERATIONS_NOT_ASKED = -(2**31)
+# What Kafka's ResourceType.CLUSTER supports (AclEntry.supportedOperations).
+CLUSTER_OPERATIONS = (
+    AclOperation.ALTER,
+    AclOperation.ALTER_CONFIGS,
+    AclOperation.CLUSTER_ACTION,
+    AclOperation.CREATE,
+    AclOperation.DESCRIBE,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.IDEMPOTENT_WRITE,
+)
 
 
 def unregister_broker(body: dict[str, Any], caller: Caller) -> dict[str, Any]:
     return services.broker_unregister(broker_id=body["broker_id"], context=caller.context)
+
+
+def describe_cluster(body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+    """The live brokers and the controller; the caller's operations on the cluster when asked
+    (a bit per AclOperation code, 0 without DESCRIBE on the cluster), as Kafka answers."""
+    summary = selectors.cluster_summary()
+    operations = OPERATIONS_NOT_ASKED
+    if body["include_cluster_authorized_operations"]:
+        allowed = caller.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+        operations = sum(
+            1 << op.value
+            for op in CLUSTER_OPERATIONS
+            if allowed and caller.allowed(op, ResourceType.CLUSTER, CLUSTER_NAME)
+        )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "endpoint_type": 1,  # BROKERS
+        "cluster_id": summary["cluster_id"],
+        "controller_id": summary["controller_id"] if summary["controller_id"] is not None else -1,
+        "brokers": selectors.brokers_alive(),
+        "cluster_authorized_operations": operations,
+    }
 
 
 register(
@@ -21,4 +59,11 @@ register(
     authorize=cluster(AclOperation.ALTER, write=True),
     handler=unregister_broker,
     resources=named.broker,
+)
+register(
+    "DescribeCluster",
+    request=DescribeClusterSerializer,
+    authorize=any_principal,
+    handler=describe_cluster,
+    resources=named.constant("CLUSTER", CLUSTER_NAME),
 )

@@ -28,6 +28,22 @@ def broker_id_list() -> list[int]:
     return list(broker_list().values_list("broker_id", flat=True))
 
 
+def brokers_alive() -> list[dict[str, Any]]:
+    """The unfenced brokers as DescribeCluster lists them: id, first listener, rack and pod
+    (KIP-1095), by id."""
+    rows = Broker.objects.filter(fenced=False).order_by("broker_id")
+    return [
+        {
+            "broker_id": b.broker_id,
+            "host": b.listeners[0]["host"] if b.listeners else "",
+            "port": b.listeners[0]["port"] if b.listeners else -1,
+            "rack": b.rack,
+            "pod": b.pod,
+        }
+        for b in rows.only("broker_id", "listeners", "rack", "pod")
+    ]
+
+
 def broker_sessions() -> dict[int, dict[str, int]]:
     """Last contact and metadata offset per broker, from the heartbeat tracker."""
     return {

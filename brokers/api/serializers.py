@@ -59,6 +59,10 @@ class BrokerHeartbeatResponseSerializer(serializers.Serializer):  # type: ignore
     should_shut_down = serializers.BooleanField()
 
 
+class DescribeClusterSerializer(StrictSerializer):
+    include_cluster_authorized_operations = StrictBooleanField(required=False, default=False)
+
+
 class UnregisterBrokerSerializer(StrictSerializer):
     broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX)
 

@@ -36,6 +36,7 @@ ADMIN_APIS: dict[str, ApiKey] = {
         ApiKey("IncrementalAlterConfigs", 44, "incremental-alter-configs", True),
         ApiKey("DescribeClientQuotas", 48, "describe-client-quotas", False),
         ApiKey("AlterClientQuotas", 49, "alter-client-quotas", True),
+        ApiKey("DescribeCluster", 60, "describe-cluster", False),
         ApiKey("UnregisterBroker", 64, "unregister-broker", True),
     )
 }
