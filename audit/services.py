@@ -11,8 +11,8 @@ from django.db import DatabaseError, connection
 
 from audit.models import AuditEvent
 from audit.resources import Namers, request_outcome, request_resources
-from controlplane.lease import now_ms
 from controlplane.rpc import Executed, Forwarding
+from controlplane.runtime.lease import now_ms
 
 logger = logging.getLogger("controlplane.audit")
 

@@ -522,18 +522,18 @@ def controller_transport() -> str:
     from django.conf import settings
 
     try:
-        import controlplane.channel  # noqa: F401
+        import controlplane.runtime.channel  # noqa: F401
     except ImportError:
         return "Celery queue 'controller'"
     if settings.CP_REDIS_URL:
-        return "request channel (controlplane.channel, a Redis list)"
+        return "request channel (controlplane.runtime.channel, a Redis list)"
     return "Celery queue 'controller'"
 
 
 def controller_call_probe(count: int, run_id: str) -> dict[str, Any]:
     """Round trips through `controlplane.services.controller_call`, the function every admin
     view uses to reach the controller (no HTTP, no view): a no-op event and the write."""
-    from controlplane.metadata_log import RequestContext
+    from controlplane.runtime.metadata_log import RequestContext
     from controlplane.services import controller_call
 
     results: dict[str, Any] = {"transport": controller_transport()}
@@ -647,7 +647,7 @@ def profile_summary(profile: Any, count: int, top: int = 15) -> dict[str, Any]:
         "psycopg_commit_ms": cumulative("psycopg/connection.py", {"commit"}),
         "redis_ms": cumulative("redis/client.py", {"execute_command", "execute"}),
         "controller_call_ms": cumulative("controlplane/services.py", {"controller_call"}),
-        "channel_request_ms": cumulative("controlplane/channel.py", {"request"}),
+        "channel_request_ms": cumulative("controlplane/runtime/channel.py", {"request"}),
         "celery_result_get_ms": cumulative("celery/result.py", {"get"}),
         "celery_apply_async_ms": cumulative("celery/app/task.py", {"apply_async"}),
         "top_own_time": [row(k, v) for k, v in by_own[:top]],
@@ -725,8 +725,8 @@ def controller_in_process(stack: Stack, controller: str, count: int, run_id: str
     from django.db import connection
 
     from controlplane.controller.errors import ApiError
-    from controlplane.runtime import ControllerRuntime
-    from controlplane.sessions import session_store
+    from controlplane.runtime.controller import ControllerRuntime
+    from controlplane.runtime.sessions import session_store
 
     stack.kill(controller, signal.SIGTERM)
     stack.procs[controller].wait(timeout=60)

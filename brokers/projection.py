@@ -7,7 +7,7 @@ import dataclasses
 from brokers.models import Broker
 from controlplane.controller.image import BrokerRegistration, MetadataDelta, MetadataImage
 from controlplane.controller.records import Listener
-from controlplane.projections import register_projection
+from controlplane.runtime.projections import register_projection
 
 UPDATE_FIELDS = [
     "incarnation_id",

@@ -5,10 +5,10 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from brokers.models import Broker
-from controlplane.lease import cluster_read
 from controlplane.models import MetadataRecord
+from controlplane.runtime.lease import cluster_read
+from controlplane.runtime.sessions import session_store
 from controlplane.selectors import controller_active
-from controlplane.sessions import session_store
 
 
 def broker_list() -> QuerySet[Broker]:

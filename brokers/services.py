@@ -14,10 +14,10 @@ from brokers.projection import registration_from_row
 from controlplane.controller.brokers import control as core
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerControlState, BrokerStatus
-from controlplane.lease import now_ms
-from controlplane.metadata_log import RequestContext
+from controlplane.runtime.lease import now_ms
+from controlplane.runtime.metadata_log import RequestContext
+from controlplane.runtime.sessions import session_store
 from controlplane.services import controller_call
-from controlplane.sessions import session_store
 
 
 def broker_register(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:

@@ -25,8 +25,8 @@ from controlplane.controller.configs.resources import (
 )
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.quotas import describe as quotas
-from controlplane.projections import client_quota_map
 from controlplane.rpc import Caller, any_principal, cluster, public_write, register
+from controlplane.runtime.projections import client_quota_map
 from controlplane.selectors import configs_stored
 from controlplane.services import controller_call
 

@@ -9,9 +9,10 @@ class ControlPlaneConfig(AppConfig):
     def ready(self) -> None:
         from django.utils.module_loading import autodiscover_modules
 
-        from controlplane import metrics, projections  # noqa: F401  (register collectors)
+        from controlplane import metrics  # noqa: F401  (register collectors)
 
         # The Celery app, so that every Django process's shared tasks are sent through it.
         from controlplane.celery import app  # noqa: F401
+        from controlplane.runtime import projections  # noqa: F401  (register projections)
 
         autodiscover_modules("rpcs")  # every app's admin RPCs (controlplane.rpc.REGISTRY)

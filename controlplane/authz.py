@@ -31,8 +31,8 @@ from controlplane.controller.acls.control import ACL_FIELDS, binding_of
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.records import AccessControlEntryRecord
 from controlplane.models import Acl
-from controlplane.notifier import notifier
 from controlplane.principals import AuthenticatedPrincipal
+from controlplane.runtime.notifier import notifier
 
 CACHE_TTL_S = 5.0
 

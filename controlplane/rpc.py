@@ -24,8 +24,8 @@ from controlplane.authz import is_authorized, refuse_broker_on_public_write, req
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS, ApiKey
 from controlplane.http_errors import exception_handler
-from controlplane.metadata_log import RequestContext
 from controlplane.principals import AuthenticatedPrincipal
+from controlplane.runtime.metadata_log import RequestContext
 from controlplane.services import ControllerNotes, controller_notes
 
 logger = logging.getLogger(__name__)

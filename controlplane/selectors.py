@@ -11,8 +11,8 @@ from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
-from controlplane.lease import cluster_read, now_ms
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
+from controlplane.runtime.lease import cluster_read, now_ms
 
 
 def controller_active(cluster: Cluster) -> bool:

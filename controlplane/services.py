@@ -2,7 +2,7 @@
 
 Every metadata write goes through `controller_call`. Embedded, the process is the controller and
 handles the event itself; otherwise the event travels on the request channel (a Redis list that
-only the active controller consumes, see controlplane.channel), or on the Celery queue
+only the active controller consumes, see controlplane.runtime.channel), or on the Celery queue
 `controller` where the broker is not Redis. NOT_CONTROLLER (a controller that lost its lease,
 or none yet) and a lost answer are retried until the request's deadline, then REQUEST_TIMED_OUT.
 Retries carry the same request id, so the controller applies the write once.
@@ -21,12 +21,12 @@ from typing import Any
 from celery.exceptions import TimeoutError as CeleryTimeout
 from django.conf import settings
 
-from controlplane.channel import ControllerChannel
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.lease import now_ms
-from controlplane.metadata_log import RequestContext
 from controlplane.metrics import FORWARDING
-from controlplane.runtime import HANDLED_NOTE, OFFSETS_NOTE, get_runtime
+from controlplane.runtime.channel import ControllerChannel
+from controlplane.runtime.controller import HANDLED_NOTE, OFFSETS_NOTE, get_runtime
+from controlplane.runtime.lease import now_ms
+from controlplane.runtime.metadata_log import RequestContext
 
 logger = logging.getLogger(__name__)
 

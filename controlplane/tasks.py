@@ -4,7 +4,7 @@ from typing import Any
 
 from celery import shared_task
 
-from controlplane.runtime import get_runtime
+from controlplane.runtime.controller import get_runtime
 
 
 @shared_task(name="controlplane.tasks.controller_event")  # type: ignore[untyped-decorator]

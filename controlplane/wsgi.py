@@ -12,7 +12,7 @@ def _start_embedded_controller() -> None:
     from django.conf import settings
 
     if settings.EMBEDDED and os.environ.get("CP_EMBEDDED_CONTROLLER", "1") == "1":
-        from controlplane.runtime import get_runtime, start_timer_thread
+        from controlplane.runtime.controller import get_runtime, start_timer_thread
 
         start_timer_thread(get_runtime())
 

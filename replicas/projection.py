@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from controlplane.bulk import Column, Write, prepared_delete, prepared_update, prepared_upsert
 from controlplane.controller.image import (
     MetadataDelta,
     MetadataImage,
     PartitionRegistration,
     TopicInfo,
 )
-from controlplane.projections import register_projection
+from controlplane.runtime.bulk import (
+    Column,
+    Write,
+    prepared_delete,
+    prepared_update,
+    prepared_upsert,
+)
+from controlplane.runtime.projections import register_projection
 from replicas.models import Partition, Topic
 
 PARTITION_COLUMNS = [

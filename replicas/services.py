@@ -15,10 +15,10 @@ from django.db import IntegrityError, transaction
 
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.replication.alter_replica_state import validate_alter_replica_state
-from controlplane.lease import now_ms
-from controlplane.metadata_log import RequestContext
 from controlplane.models import Cluster
-from controlplane.runtime import get_runtime
+from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.lease import now_ms
+from controlplane.runtime.metadata_log import RequestContext
 from controlplane.selectors import controller_active
 from controlplane.services import controller_call
 from replicas.models import PendingReplicaStateChange

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from controlplane.lease import now_ms
-from controlplane.runtime import TIMER_JOBS, ControllerRuntime
+from controlplane.runtime.controller import TIMER_JOBS, ControllerRuntime
+from controlplane.runtime.lease import now_ms
 
 _last_rebalance_ms: dict[str, int] = {}
 

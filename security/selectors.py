@@ -22,7 +22,7 @@ from controlplane.controller.tokens.control import secret_of
 from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.models import Acl
 from controlplane.principals import AuthenticatedPrincipal
-from controlplane.projections import delegation_token_rows
+from controlplane.runtime.projections import delegation_token_rows
 from controlplane.selectors import config_view
 
 AclRow = tuple[Any, ...]  # an ACL's ACL_FIELDS values, in that order

@@ -49,8 +49,8 @@ def need_redis() -> None:
 @pytest.fixture(autouse=True, scope="session")
 def _single_writer() -> None:
     """The log and the projection tables are written only by the controller's commit: any other
-    write in any test fails (controlplane.single_writer)."""
-    from controlplane.single_writer import guard_connections
+    write in any test fails (controlplane.runtime.single_writer)."""
+    from controlplane.runtime.single_writer import guard_connections
 
     guard_connections()
 
@@ -60,8 +60,8 @@ def _fresh_controller_state() -> Iterator[None]:
     """Each test starts with no controller, no sessions and no cached ACLs in this process."""
     from controlplane.authz import acl_cache
     from controlplane.principals import forwarded_cache, token_cache
-    from controlplane.runtime import reset_runtime
-    from controlplane.sessions import local_sessions
+    from controlplane.runtime.controller import reset_runtime
+    from controlplane.runtime.sessions import local_sessions
 
     reset_runtime()
     local_sessions().clear()
@@ -129,7 +129,7 @@ def tokens(db: None) -> dict[str, str]:
 
 @pytest.fixture
 def cluster_id(db: None) -> str:
-    from controlplane.lease import cluster_get_or_create
+    from controlplane.runtime.lease import cluster_get_or_create
 
     return cluster_get_or_create().cluster_id
 

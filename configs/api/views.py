@@ -13,7 +13,7 @@ from configs.api import quota_serializers as s
 from controlplane.api.permissions import _ClusterOperation
 from controlplane.controller.acls.bindings import AclOperation
 from controlplane.controller.quotas import describe as quotas
-from controlplane.projections import client_quota_map
+from controlplane.runtime.projections import client_quota_map
 
 
 class ClusterDescribeConfigsPermission(_ClusterOperation):

@@ -3,8 +3,8 @@ from __future__ import annotations
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 
-from controlplane.metadata_log import RequestContext
 from controlplane.principals import AuthenticatedPrincipal
+from controlplane.runtime.metadata_log import RequestContext
 
 
 def principal_of(request: Request) -> AuthenticatedPrincipal:

@@ -16,7 +16,7 @@ from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterActionPermission, ClusterDescribePermission
 from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataRecordSerializer
 from controlplane.filtersets import MetadataRecordFilterSet
-from controlplane.notifier import notifier
+from controlplane.runtime.notifier import notifier
 
 
 class WhoAmIView(APIView):

@@ -11,7 +11,7 @@ from brokers.selectors import (
     broker_sessions,
     cluster_summary,
 )
-from controlplane.lease import now_ms
+from controlplane.runtime.lease import now_ms
 from frontend.forms.cluster import IncidentFilterForm
 from frontend.tables.cluster import (
     STATE_BADGES,

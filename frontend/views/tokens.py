@@ -12,7 +12,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from controlplane.controller.config_schema import CLUSTER_DEFAULT
 from controlplane.controller.errors import ApiError
-from controlplane.lease import now_ms
+from controlplane.runtime.lease import now_ms
 from frontend.forms.tokens import TokenCreateForm, TokenExpireForm, TokenRenewForm
 from frontend.tables.common import KafkaProblem, format_ms
 from frontend.tables.tokens import token_rows

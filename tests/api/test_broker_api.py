@@ -12,11 +12,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from brokers.models import Broker
-from controlplane.lease import now_ms
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
-from controlplane.runtime import get_runtime
-from controlplane.sessions import session_store
-from controlplane.single_writer import projection_writes_allowed
+from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.lease import now_ms
+from controlplane.runtime.sessions import session_store
+from controlplane.runtime.single_writer import projection_writes_allowed
 from tests.conftest import heartbeat_body, registration_body
 
 pytestmark = pytest.mark.django_db

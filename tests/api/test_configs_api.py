@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
-from controlplane.runtime import get_runtime
+from controlplane.runtime.controller import get_runtime
 
 pytestmark = pytest.mark.django_db
 

@@ -8,9 +8,9 @@ import uuid
 import pytest
 
 from brokers.models import Broker
-from controlplane.lease import cluster_get_or_create, now_ms
 from controlplane.models import Cluster, MetadataRecord
-from controlplane.runtime import get_runtime
+from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.lease import cluster_get_or_create, now_ms
 from tests.conftest import registration_body
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from controlplane.models import ClientQuota, Cluster, MetadataRecord
-from controlplane.replay import metadata_verify
-from controlplane.runtime import get_runtime
+from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.replay import metadata_verify
 
 pytestmark = pytest.mark.django_db
 

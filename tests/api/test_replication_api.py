@@ -470,7 +470,7 @@ def test_a_report_from_before_a_re_registration_is_a_no_op(kafka, cluster_id):
         received_ms=0,
     )
     # ... while the broker restarts: a new incarnation, a new epoch (its session lapsed).
-    from controlplane.sessions import session_store
+    from controlplane.runtime.sessions import session_store
 
     session_store().forget(1)
     kafka.register(1)
@@ -486,8 +486,8 @@ def test_a_report_from_before_a_re_registration_is_a_no_op(kafka, cluster_id):
 
 
 def test_after_all_of_it_the_log_replays_to_the_state_tables_and_the_image(kafka, api, tokens):
-    from controlplane.replay import image_from_log, metadata_verify
-    from controlplane.runtime import get_runtime
+    from controlplane.runtime.controller import get_runtime
+    from controlplane.runtime.replay import image_from_log, metadata_verify
 
     kafka.register(0, 1, 2, 3)
     kafka.create_topic("a", [[0, 1, 2], [1, 2, 3], [2, 3, 0]])

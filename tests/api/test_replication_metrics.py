@@ -98,8 +98,8 @@ def test_sql_statements_per_batch_do_not_grow_with_partitions(
 def test_reports_that_arrive_together_are_applied_in_one_commit(
     api: Api, tokens: dict[str, str], register: Callable[..., int]
 ) -> None:
-    from controlplane.lease import now_ms
     from controlplane.models import MetadataRecord
+    from controlplane.runtime.lease import now_ms
     from replicas.models import PendingReplicaStateChange
     from replicas.services import replica_state_apply_pending
 

@@ -19,13 +19,18 @@ from hypothesis import strategies as st
 
 from audit.models import AuditEvent
 from controlplane.controller.errors import ApiError
-from controlplane.lease import cluster_get_or_create, now_ms
-from controlplane.metadata_log import AppliedWrite, DuplicateWrite, RequestContext, log_commit
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
-from controlplane.replay import duplicate_writes, metadata_verify
-from controlplane.runtime import HANDLED_NOTE, ControllerRuntime, get_runtime
-from controlplane.sessions import session_store
-from controlplane.single_writer import projection_writes_allowed
+from controlplane.runtime.controller import HANDLED_NOTE, ControllerRuntime, get_runtime
+from controlplane.runtime.lease import cluster_get_or_create, now_ms
+from controlplane.runtime.metadata_log import (
+    AppliedWrite,
+    DuplicateWrite,
+    RequestContext,
+    log_commit,
+)
+from controlplane.runtime.replay import duplicate_writes, metadata_verify
+from controlplane.runtime.sessions import session_store
+from controlplane.runtime.single_writer import projection_writes_allowed
 from tests.conftest import registration_body
 
 pytestmark = pytest.mark.django_db
@@ -137,7 +142,7 @@ def test_a_write_whose_id_slipped_past_the_lookup_fails_its_commit_and_is_refuse
     first = runtime.handle(retention_event(request_id, 1000))
     # The lookup of applied request ids misses (as a stale cache or a racing path would): the
     # commit itself must refuse the second write instead of ignoring the key conflict.
-    monkeypatch.setattr("controlplane.runtime._applied_responses", lambda events: {})
+    monkeypatch.setattr("controlplane.runtime.controller._applied_responses", lambda events: {})
     other = f"other-{uuid.uuid4().hex}"
     with caplog.at_level(logging.ERROR, logger="controlplane.controller"):
         again, newer = runtime.handle_batch(

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controlplane.lease import now_ms
+from controlplane.runtime.lease import now_ms
 from controlplane.tasks import controller_event
 
 pytestmark = pytest.mark.django_db

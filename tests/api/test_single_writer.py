@@ -9,8 +9,8 @@ import pytest
 
 from brokers.models import Broker
 from controlplane.models import AppliedRequest, MetadataRecord
-from controlplane.projections import PROJECTIONS
-from controlplane.single_writer import ProjectionWriteOutsideCommit, guarded_tables
+from controlplane.runtime.projections import PROJECTIONS
+from controlplane.runtime.single_writer import ProjectionWriteOutsideCommit, guarded_tables
 from replicas.models import Topic
 
 pytestmark = pytest.mark.django_db

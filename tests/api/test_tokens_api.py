@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controlplane.models import DelegationToken, MetadataRecord
-from controlplane.replay import metadata_verify
+from controlplane.runtime.replay import metadata_verify
 from controlplane.token_tasks import expire_delegation_tokens
 
 pytestmark = pytest.mark.django_db

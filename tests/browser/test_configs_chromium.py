@@ -18,9 +18,9 @@ def test_change_a_topic_config_through_the_diff_and_see_it_audited(live_server: 
     import httpx
     from playwright.sync_api import expect
 
-    from controlplane.lease import cluster_get_or_create
     from controlplane.principals import principal_create
-    from controlplane.runtime import reset_runtime
+    from controlplane.runtime.controller import reset_runtime
+    from controlplane.runtime.lease import cluster_get_or_create
     from tests.conftest import heartbeat_body, registration_body
 
     reset_runtime()

@@ -21,9 +21,9 @@ def test_partition_goes_leaderless_without_reload(live_server: Any) -> None:
     import httpx
     from playwright.sync_api import expect
 
-    from controlplane.lease import cluster_get_or_create
     from controlplane.principals import principal_create
-    from controlplane.runtime import reset_runtime
+    from controlplane.runtime.controller import reset_runtime
+    from controlplane.runtime.lease import cluster_get_or_create
 
     reset_runtime()
     executable = require_chromium()

@@ -18,7 +18,7 @@ DETAIL_SCREENSHOT = "/tmp/ui-broker-detail.png"
 
 
 def test_brokers_appear_and_change_without_reload(live_server: Any, transactional_db: None) -> None:
-    from controlplane.runtime import reset_runtime
+    from controlplane.runtime.controller import reset_runtime
 
     reset_runtime()
     executable = require_chromium()  # in the test body: a missing browser fails, not errors
@@ -27,8 +27,8 @@ def test_brokers_appear_and_change_without_reload(live_server: Any, transactiona
 
 
 def check_ui(base: str, page: Any) -> None:
-    from controlplane.lease import cluster_get_or_create
     from controlplane.principals import principal_create
+    from controlplane.runtime.lease import cluster_get_or_create
 
     admin_token = principal_create(name="admin", super_user=True)
     broker_token = principal_create(name="broker-a", broker=True)

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from controlplane.channel import ChannelConsumer, ControllerChannel
-from controlplane.lease import cluster_get_or_create
 from controlplane.models import MetadataRecord
-from controlplane.runtime import get_runtime
+from controlplane.runtime.channel import ChannelConsumer, ControllerChannel
+from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.lease import cluster_get_or_create
 from devtools.stack import redis_url
 from tests.conftest import registration_body
 

@@ -150,10 +150,10 @@ import uuid
 from controlplane.controller.errors import ApiError
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import RegisterBrokerRecord
-from controlplane.lease import Lease, now_ms
-from controlplane.metadata_log import log_commit
+from controlplane.runtime.lease import Lease, now_ms
+from controlplane.runtime.metadata_log import log_commit
 from controlplane.models import Cluster
-from controlplane.projections import load_image
+from controlplane.runtime.projections import load_image
 c = Cluster.objects.get(pk=1)
 delta = MetadataDelta(load_image(c.cluster_id, c.last_offset))
 delta.replay(RegisterBrokerRecord(99, str(uuid.uuid4()), delta.next_offset, (), None, "broker", ()))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from controlplane.controller.image import BrokerStatus
-from controlplane.sessions import TOUCH_IF_CURRENT, RedisSessionStore
+from controlplane.runtime.sessions import TOUCH_IF_CURRENT, RedisSessionStore
 from devtools.stack import redis_url
 
 pytestmark = pytest.mark.integration

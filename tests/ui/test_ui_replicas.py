@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from controlplane.authz import acl_cache
-from controlplane.runtime import get_runtime
+from controlplane.runtime.controller import get_runtime
 from tests.conftest import Api
 from tests.ui.conftest import ui_login
 

@@ -14,7 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from controlplane.authentication import SESSION_KEY
 from controlplane.authz import acl_cache
-from controlplane.lease import cluster_get_or_create
+from controlplane.runtime.lease import cluster_get_or_create
 from tests.ui.conftest import ui_login
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from __future__ import annotations
 import redis
 from django.conf import settings
 
-from controlplane.channel import ChannelConsumer, ControllerChannel
-from controlplane.sessions import RedisSessionStore
+from controlplane.runtime.channel import ChannelConsumer, ControllerChannel
+from controlplane.runtime.sessions import RedisSessionStore
 
 URL = "redis://127.0.0.1:6379/0"
 

@@ -18,8 +18,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db.backends.signals import connection_created
 
 from controlplane.celery import app
-from controlplane.lease import Lease
-from controlplane.runtime import get_runtime, start_timer_thread, wait_until_active
+from controlplane.runtime.controller import get_runtime, start_timer_thread, wait_until_active
+from controlplane.runtime.lease import Lease
 
 logger = logging.getLogger("controlplane.controller")
 

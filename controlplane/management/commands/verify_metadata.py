@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from controlplane.replay import metadata_verify
+from controlplane.runtime.replay import metadata_verify
 
 
 class Command(BaseCommand):

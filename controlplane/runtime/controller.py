@@ -24,8 +24,9 @@ from controlplane.controller.dispatch import STATE_IDEMPOTENT_APIS, ReplayFailed
 from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
-from controlplane.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
-from controlplane.metadata_log import (
+from controlplane.models import Cluster
+from controlplane.runtime.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
+from controlplane.runtime.metadata_log import (
     AppliedWrite,
     DuplicateWrite,
     RequestContext,
@@ -33,9 +34,8 @@ from controlplane.metadata_log import (
     commit_started,
     log_commit,
 )
-from controlplane.models import Cluster
-from controlplane.projections import load_image
-from controlplane.sessions import SessionStore, session_store
+from controlplane.runtime.projections import load_image
+from controlplane.runtime.sessions import SessionStore, session_store
 
 logger = logging.getLogger("controlplane.controller")
 
@@ -257,8 +257,8 @@ class ControllerRuntime:
                 self._batcher = EventBatcher(self, max_batch=max_batch)
 
     def start_channel(self, url: str, key_prefix: str) -> threading.Thread:
-        """Serve the request channel (controlplane.channel): the active controller only."""
-        from controlplane.channel import ChannelConsumer
+        """Serve the request channel (controlplane.runtime.channel): the active controller only."""
+        from controlplane.runtime.channel import ChannelConsumer
 
         def handle_batch(events: Sequence[Event]) -> list[Response]:
             responses = self.handle_batch(events)

@@ -17,14 +17,14 @@ from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 
-from controlplane.bulk import Column, Write, prepared_upsert
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import Record
-from controlplane.lease import Lease, now_ms
-from controlplane.notifier import notifier
-from controlplane.projections import prepare_delta
-from controlplane.single_writer import commit_scope
+from controlplane.runtime.bulk import Column, Write, prepared_upsert
+from controlplane.runtime.lease import Lease, now_ms
+from controlplane.runtime.notifier import notifier
+from controlplane.runtime.projections import prepare_delta
+from controlplane.runtime.single_writer import commit_scope
 
 CONTROLLER_PRINCIPAL = "User:controller"
 # When the last commit's transaction began (after its records were encoded), for the timings

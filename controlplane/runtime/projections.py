@@ -97,8 +97,8 @@ class ConfigProjection:
     tables: tuple[str, ...] = ("cp_config",)
 
     def persist(self, delta: MetadataDelta) -> None:
-        from controlplane.bulk import Column, bulk_upsert
         from controlplane.models import ConfigEntry
+        from controlplane.runtime.bulk import Column, bulk_upsert
 
         if not delta.changed_configs:
             return
@@ -155,7 +155,7 @@ class QuotaProjection:
             write()
 
     def prepare(self, delta: MetadataDelta) -> list[Write]:
-        from controlplane.bulk import Column, prepared_delete, prepared_upsert
+        from controlplane.runtime.bulk import Column, prepared_delete, prepared_upsert
 
         if not delta.changed_client_quotas:
             return []

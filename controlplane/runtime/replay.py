@@ -8,9 +8,9 @@ from django.db import connection
 
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import record_from_data
-from controlplane.lease import cluster_read
 from controlplane.models import MetadataRecord
-from controlplane.projections import load_image
+from controlplane.runtime.lease import cluster_read
+from controlplane.runtime.projections import load_image
 
 
 def image_from_log() -> tuple[MetadataImage, list[str]]:

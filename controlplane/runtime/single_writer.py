@@ -44,7 +44,7 @@ projection_writes_allowed = commit_scope
 
 @functools.cache
 def guarded_tables() -> frozenset[str]:
-    from controlplane.projections import PROJECTIONS
+    from controlplane.runtime.projections import PROJECTIONS
 
     return LOG_TABLES.union(*(p.tables for p in PROJECTIONS.values()))
 
