@@ -50,3 +50,24 @@ def test_every_rpc_is_authorized_and_audited(name: str, api: Any, tokens: dict[s
     status, answer = api.post(path, "{", token=tokens["alice"], raw=True)
     assert status in (400, 403), answer  # refused (authorization first), never a 500
     assert AuditEvent.objects.filter(api=name, principal="User:alice").count() == 1
+
+
+HOSTILE_BODIES = [[], "text", 7, None, {"unexpected": {"deeply": [1, {"x": None}]}}, {"a" * 300: 1}]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", sorted(ADMIN_APIS))
+def test_hostile_bodies_get_kafkas_error_never_a_500(
+    name: str, api: Any, tokens: dict[str, str]
+) -> None:
+    path = f"/api/v1/{REGISTRY[name].path}"
+    for n, body in enumerate(HOSTILE_BODIES):
+        request_id = f"hostile-{name}-{n}"
+        status, answer = api.post(
+            path, body, token=tokens["admin"], headers={"X-Request-ID": request_id}
+        )
+        assert status in (200, 400), (body, status, answer)
+        if status == 400:
+            assert answer["error"] == "INVALID_REQUEST" and answer["error_message"], answer
+        (event,) = AuditEvent.objects.filter(request_id=request_id)
+        assert event.api == name and event.http_status == status
