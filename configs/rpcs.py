@@ -16,6 +16,7 @@ from audit import resources as named
 from configs import selectors
 from configs.api import config_serializers as config_s
 from configs.api import quota_serializers as quota_s
+from configs.projection import client_quota_map
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.config_schema import TOPIC
 from controlplane.controller.configs.resources import (
@@ -26,7 +27,6 @@ from controlplane.controller.configs.resources import (
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.quotas import describe as quotas
 from controlplane.rpc import Caller, any_principal, cluster, public_write, register
-from controlplane.runtime.projections import client_quota_map
 from controlplane.selectors import configs_stored
 from controlplane.services import controller_call
 

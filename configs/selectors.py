@@ -12,11 +12,11 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from brokers.models import Broker
+from configs.models import ClientQuota
 from controlplane.controller.config_schema import BROKER_LOGGER
 from controlplane.controller.configs.describe import describe_configs, describe_loggers
 from controlplane.controller.configs.resources import check_resource
 from controlplane.controller.records import QuotaEntity
-from controlplane.models import ClientQuota
 from controlplane.selectors import StoredConfigs
 from replicas.models import Topic
 

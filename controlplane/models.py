@@ -119,37 +119,3 @@ class ConfigEntry(models.Model):
                 fields=["resource_type", "resource_name", "name"], name="cp_config_key"
             )
         ]
-
-
-class ClientQuota(models.Model):
-    """Projection of ClientQuotaRecord: one quota key of one entity.
-
-    `id` is the canonical JSON of `[entity, key]`; `entity` the sorted `[entity type, name]`
-    pairs (name null for the default entity), `entity_key` the canonical JSON of `entity`."""
-
-    id = models.TextField(primary_key=True)
-    entity = models.JSONField()
-    entity_key = models.TextField(db_index=True)
-    key = models.CharField(max_length=64)
-    value = models.FloatField()
-
-    class Meta:
-        db_table = "cp_client_quota"
-        ordering = ["entity_key", "key"]
-
-
-class DelegationToken(models.Model):
-    """Projection of DelegationTokenRecord: one live delegation token. Principals are
-    "Type:name"; the HMAC is never stored (it is recomputable from the secret and the id)."""
-
-    token_id = models.CharField(max_length=64, primary_key=True)
-    owner = models.CharField(max_length=255, db_index=True)
-    requester = models.CharField(max_length=255)
-    renewers = models.JSONField(default=list)
-    issue_timestamp = models.BigIntegerField()
-    max_timestamp = models.BigIntegerField()
-    expiration_timestamp = models.BigIntegerField()
-
-    class Meta:
-        db_table = "cp_delegation_token"
-        ordering = ["issue_timestamp", "token_id"]

@@ -6,3 +6,6 @@ class SecurityConfig(AppConfig):
     label = "security"
     verbose_name = "ACLs and delegation tokens"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from security import projection  # noqa: F401  (registers its projection)

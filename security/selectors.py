@@ -22,8 +22,8 @@ from controlplane.controller.tokens.control import secret_of
 from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.models import Acl
 from controlplane.principals import AuthenticatedPrincipal
-from controlplane.runtime.projections import delegation_token_rows
 from controlplane.selectors import config_view
+from security.projection import delegation_token_rows
 
 AclRow = tuple[Any, ...]  # an ACL's ACL_FIELDS values, in that order
 

@@ -10,10 +10,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from configs.api import quota_serializers as s
+from configs.projection import client_quota_map
 from controlplane.api.permissions import _ClusterOperation
 from controlplane.controller.acls.bindings import AclOperation
 from controlplane.controller.quotas import describe as quotas
-from controlplane.runtime.projections import client_quota_map
 
 
 class ClusterDescribeConfigsPermission(_ClusterOperation):

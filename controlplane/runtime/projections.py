@@ -7,19 +7,14 @@ size of the delta) and loads its part of the image back. Apps register theirs in
 from __future__ import annotations
 
 import functools
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Protocol
 
 from django.db.models import Q
 
 from controlplane.controller.acls.control import ACL_FIELDS
 from controlplane.controller.image import MetadataDelta, MetadataImage
-from controlplane.controller.records import (
-    AccessControlEntryRecord,
-    DelegationTokenRecord,
-    QuotaEntity,
-)
+from controlplane.controller.records import AccessControlEntryRecord
 
 Write = Callable[[], None]
 
@@ -133,147 +128,3 @@ class ConfigProjection:
 
 
 register_projection(ConfigProjection())
-
-
-def quota_entity_key(entity: QuotaEntity) -> str:
-    """The canonical JSON of an entity (the projection's `entity_key`)."""
-    return json.dumps([list(pair) for pair in entity], separators=(",", ":"))
-
-
-def quota_row_id(entity: QuotaEntity, key: str) -> str:
-    return json.dumps([[list(pair) for pair in entity], key], separators=(",", ":"))
-
-
-class QuotaProjection:
-    """cp_client_quota: one row per (entity, quota key); one upsert and one delete statement."""
-
-    name = "client_quotas"
-    tables: tuple[str, ...] = ("cp_client_quota",)
-
-    def persist(self, delta: MetadataDelta) -> None:
-        for write in self.prepare(delta):
-            write()
-
-    def prepare(self, delta: MetadataDelta) -> list[Write]:
-        from controlplane.runtime.bulk import Column, prepared_delete, prepared_upsert
-
-        if not delta.changed_client_quotas:
-            return []
-        upserts = [
-            (
-                quota_row_id(entity, key),
-                quota_entity_key(entity),
-                quota_entity_key(entity),
-                key,
-                value,
-            )
-            for (entity, key), value in delta.changed_client_quotas.items()
-            if value is not None
-        ]
-        removed = [
-            quota_row_id(entity, key)
-            for (entity, key), value in delta.changed_client_quotas.items()
-            if value is None
-        ]
-        return [
-            prepared_delete(table="cp_client_quota", column="id", pg_type="text", values=removed),
-            prepared_upsert(
-                table="cp_client_quota",
-                columns=[
-                    Column("id", "text"),
-                    Column("entity", "text", json=True),
-                    Column("entity_key", "text"),
-                    Column("key", "text"),
-                    Column("value", "float8"),
-                ],
-                rows=upserts,
-                conflict=["id"],
-                update=["value"],
-            ),
-        ]
-
-    def load(self, image: MetadataImage) -> None:
-        for entity, key, value in client_quota_rows():
-            image.put_client_quota(entity, key, value)
-
-
-def client_quota_rows() -> Iterator[tuple[QuotaEntity, str, float]]:
-    from controlplane.models import ClientQuota
-
-    rows = ClientQuota.objects.values_list("entity", "key", "value")
-    for entity, key, value in rows.iterator(chunk_size=2000):
-        yield tuple((str(t), n) for t, n in entity), key, float(value)
-
-
-def client_quota_map() -> dict[QuotaEntity, dict[str, float]]:
-    """Every quota from the projection, by entity (what describe and effective read)."""
-    quotas: dict[QuotaEntity, dict[str, float]] = {}
-    for entity, key, value in client_quota_rows():
-        quotas.setdefault(entity, {})[key] = value
-    return quotas
-
-
-register_projection(QuotaProjection())
-
-
-TOKEN_FIELDS = [
-    "token_id",
-    "owner",
-    "requester",
-    "renewers",
-    "issue_timestamp",
-    "max_timestamp",
-    "expiration_timestamp",
-]
-
-
-class TokenProjection:
-    """cp_delegation_token: one row per live delegation token (no HMAC)."""
-
-    name = "delegation_tokens"
-    tables: tuple[str, ...] = ("cp_delegation_token",)
-
-    def persist(self, delta: MetadataDelta) -> None:
-        from controlplane.models import DelegationToken
-
-        if not delta.changed_delegation_tokens:
-            return
-        removed = [k for k, v in delta.changed_delegation_tokens.items() if v is None]
-        if removed:
-            DelegationToken.objects.filter(token_id__in=removed).delete()
-        rows = [
-            DelegationToken(
-                token_id=t.token_id,
-                owner=t.owner,
-                requester=t.requester,
-                renewers=list(t.renewers),
-                issue_timestamp=t.issue_timestamp,
-                max_timestamp=t.max_timestamp,
-                expiration_timestamp=t.expiration_timestamp,
-            )
-            for t in delta.changed_delegation_tokens.values()
-            if t is not None
-        ]
-        if rows:
-            DelegationToken.objects.bulk_create(
-                rows,
-                update_conflicts=True,
-                unique_fields=["token_id"],
-                update_fields=TOKEN_FIELDS[1:],
-            )
-
-    def load(self, image: MetadataImage) -> None:
-        for token in delegation_token_rows():
-            image.delegation_tokens[token.token_id] = token
-
-
-def delegation_token_rows() -> Iterator[DelegationTokenRecord]:
-    """Every live token from the projection, as its record."""
-    from controlplane.models import DelegationToken
-
-    for row in DelegationToken.objects.values(*TOKEN_FIELDS).iterator(chunk_size=2000):
-        row["renewers"] = tuple(row["renewers"])
-        yield DelegationTokenRecord(**row)
-
-
-register_projection(TokenProjection())

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from controlplane.models import ClientQuota, Cluster, MetadataRecord
+from configs.models import ClientQuota
+from controlplane.models import Cluster, MetadataRecord
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.replay import metadata_verify
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from controlplane.models import DelegationToken, MetadataRecord
+from controlplane.models import MetadataRecord
 from controlplane.runtime.replay import metadata_verify
 from controlplane.token_tasks import expire_delegation_tokens
+from security.models import DelegationToken
 
 pytestmark = pytest.mark.django_db
 

@@ -18,8 +18,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import AuditEvent
+from configs.models import ClientQuota
 from controlplane.authz import acl_cache
-from controlplane.models import Acl, ClientQuota, ConfigEntry, DelegationToken
+from controlplane.models import Acl, ConfigEntry
+from security.models import DelegationToken
 from tests.conftest import Api
 from tests.ui.conftest import ui_login
 

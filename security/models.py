@@ -1,0 +1,23 @@
+"""Delegation tokens: the projection of DelegationTokenRecord (ACLs and principals stay in the
+runtime, where authorization and authentication sit below every app)."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class DelegationToken(models.Model):
+    """Projection of DelegationTokenRecord: one live delegation token. Principals are
+    "Type:name"; the HMAC is never stored (it is recomputable from the secret and the id)."""
+
+    token_id = models.CharField(max_length=64, primary_key=True)
+    owner = models.CharField(max_length=255, db_index=True)
+    requester = models.CharField(max_length=255)
+    renewers = models.JSONField(default=list)
+    issue_timestamp = models.BigIntegerField()
+    max_timestamp = models.BigIntegerField()
+    expiration_timestamp = models.BigIntegerField()
+
+    class Meta:
+        db_table = "cp_delegation_token"
+        ordering = ["issue_timestamp", "token_id"]

@@ -1,0 +1,69 @@
+"""The delegation token projection (cp_delegation_token) of DelegationTokenRecord; the HMAC is
+never stored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from controlplane.controller.image import MetadataDelta, MetadataImage
+from controlplane.controller.records import DelegationTokenRecord
+from controlplane.runtime.projections import register_projection
+from security.models import DelegationToken
+
+TOKEN_FIELDS = [
+    "token_id",
+    "owner",
+    "requester",
+    "renewers",
+    "issue_timestamp",
+    "max_timestamp",
+    "expiration_timestamp",
+]
+
+
+class TokenProjection:
+    """cp_delegation_token: one row per live delegation token (no HMAC)."""
+
+    name = "delegation_tokens"
+    tables: tuple[str, ...] = ("cp_delegation_token",)
+
+    def persist(self, delta: MetadataDelta) -> None:
+        if not delta.changed_delegation_tokens:
+            return
+        removed = [k for k, v in delta.changed_delegation_tokens.items() if v is None]
+        if removed:
+            DelegationToken.objects.filter(token_id__in=removed).delete()
+        rows = [
+            DelegationToken(
+                token_id=t.token_id,
+                owner=t.owner,
+                requester=t.requester,
+                renewers=list(t.renewers),
+                issue_timestamp=t.issue_timestamp,
+                max_timestamp=t.max_timestamp,
+                expiration_timestamp=t.expiration_timestamp,
+            )
+            for t in delta.changed_delegation_tokens.values()
+            if t is not None
+        ]
+        if rows:
+            DelegationToken.objects.bulk_create(
+                rows,
+                update_conflicts=True,
+                unique_fields=["token_id"],
+                update_fields=TOKEN_FIELDS[1:],
+            )
+
+    def load(self, image: MetadataImage) -> None:
+        for token in delegation_token_rows():
+            image.delegation_tokens[token.token_id] = token
+
+
+def delegation_token_rows() -> Iterator[DelegationTokenRecord]:
+    """Every live token from the projection, as its record."""
+    for row in DelegationToken.objects.values(*TOKEN_FIELDS).iterator(chunk_size=2000):
+        row["renewers"] = tuple(row["renewers"])
+        yield DelegationTokenRecord(**row)
+
+
+register_projection(TokenProjection())
