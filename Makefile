@@ -3,6 +3,7 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
+INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
 .PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin clean
@@ -23,7 +24,7 @@ services:
 
 ## run: set everything up and start the control plane (embedded default) with a demo cluster
 run: install
-	PORT=$(PORT) bash scripts/run-embedded.sh
+	PORT=$(PORT) INTERNAL_PORT=$(INTERNAL_PORT) bash scripts/run-embedded.sh
 
 lint:
 	$(VENV)/bin/ruff check .

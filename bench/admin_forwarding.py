@@ -247,10 +247,10 @@ class Phase:
 
 
 class LoadClient:
-    def __init__(self, host: str, port: int, run_id: str) -> None:
+    def __init__(self, host: str, port: int, internal_port: int, run_id: str) -> None:
         self.host = host
-        self.port = port
-        self.authority = f"{host}:{port}"
+        self.port = port  # the public listener: the admin's direct write
+        self.internal_port = internal_port  # the internal listener: the broker's Envelope
         self.run_id = run_id
         self.sequence = itertools.count(1)
         self.value = itertools.count(86_400_000)  # retention.ms, a new value every request
@@ -273,19 +273,24 @@ class LoadClient:
         body = await reader.readexactly(length) if length else b""
         return status, body, close
 
+    def port_for(self, way: Way) -> int:
+        return self.internal_port if way.path.startswith("/internal/") else self.port
+
     async def _worker(self, way: Way, phase: Phase, stop: Callable[[], bool]) -> None:
-        reader, writer = await asyncio.open_connection(self.host, self.port)
+        port = self.port_for(way)
+        authority = f"{self.host}:{port}"
+        reader, writer = await asyncio.open_connection(self.host, port)
         used = 0
         try:
             while not stop():
                 if used == RECYCLE_AFTER:
                     writer.close()
-                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                    reader, writer = await asyncio.open_connection(self.host, port)
                     used = 0
                 used += 1
                 sequence = next(self.sequence)
                 request_id = f"bench-{self.run_id}-{way.name[0]}-{phase.tag}-{sequence}"
-                request = way.request(self.authority, sequence, next(self.value), request_id)
+                request = way.request(authority, sequence, next(self.value), request_id)
                 phase.requests += 1
                 started = time.perf_counter()
                 try:
@@ -293,7 +298,7 @@ class LoadClient:
                 except (asyncio.IncompleteReadError, ConnectionError, ValueError) as error:
                     phase.errors[type(error).__name__] += 1
                     writer.close()
-                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                    reader, writer = await asyncio.open_connection(self.host, port)
                     used = 0
                     continue
                 elapsed = (time.perf_counter() - started) * 1000
@@ -309,7 +314,7 @@ class LoadClient:
                     phase.errors[_error_kind(status, answer)] += 1
                 if close:
                     writer.close()
-                    reader, writer = await asyncio.open_connection(self.host, self.port)
+                    reader, writer = await asyncio.open_connection(self.host, port)
                     used = 0
         finally:
             writer.close()
@@ -661,6 +666,7 @@ def web_in_process(all_ways: dict[str, Way], count: int, run_id: str) -> dict[st
     call through Celery to the running controller, the audit row), timed, then profiled."""
     import cProfile
 
+    from django.conf import settings
     from django.test import Client
 
     client = Client()
@@ -672,10 +678,13 @@ def web_in_process(all_ways: dict[str, Way], count: int, run_id: str) -> dict[st
         def send(tag: str, n: int, way: Way = way, name: str = name) -> None:
             request_id = f"bench-{run_id}-webproc-{name[0]}-{tag}-{n}"
             rpc = set_retention(next(value))
+            # The Envelope is the internal listener's: it is served on the internal port only.
+            internal = way.path.startswith("/internal/")
             response = client.post(
                 way.path,
                 data=json.dumps(way.wrap(rpc, n)),
                 content_type="application/json",
+                SERVER_PORT=str(settings.CP_INTERNAL_PORT) if internal else "80",
                 HTTP_AUTHORIZATION=f"Bearer {way.token}",
                 HTTP_X_REQUEST_ID=request_id,
                 HTTP_X_CLIENT_ID=way.client_id,
@@ -871,13 +880,14 @@ class SimulatorThread:
     """The broker simulator on its own event loop: broker `first_id` forwards through
     `BrokerSimulator.forward_admin_request` (httpx, asyncio), as a simulated broker would."""
 
-    def __init__(self, url: str, token: str, first_id: int) -> None:
+    def __init__(self, url: str, internal_url: str, token: str, first_id: int) -> None:
         from brokers.simulator import BrokerSimulator
 
         self.first_id = first_id
         self.sim = BrokerSimulator(
             url,
             token,
+            internal_url=internal_url,
             brokers=1,
             first_id=first_id,
             client_id="bench-sim",
@@ -1063,9 +1073,10 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
     load_before = os.getloadavg()
     http: Http = stack.start_web(workers=args.workers, threads=args.threads)
     host, port = http.base.removeprefix("http://").split(":")
+    internal_port = http.internal.rsplit(":", 1)[1]
     django_in_this_process(stack)
     cluster_id = stack.sql("SELECT cluster_id FROM cp_cluster WHERE id = 1")[0][0]
-    brokers = Brokers(http.base, stack.tokens["broker"], cluster_id, args.brokers)
+    brokers = Brokers(http.internal, stack.tokens["broker"], cluster_id, args.brokers)
     brokers.register_all()
     wait_for(
         lambda: stack.sql("SELECT count(*) FROM cp_broker WHERE NOT fenced")[0][0] == args.brokers,
@@ -1087,7 +1098,7 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
 
     controller_log = ControllerLog(stack.logs / f"{controller}.log")
     all_ways = ways(stack.tokens)
-    client = LoadClient(host, int(port), run_id)
+    client = LoadClient(host, int(port), int(internal_port), run_id)
     acknowledged: list[str] = []
 
     log("floors: PostgreSQL commit, Redis ping, Celery round trips to the controller")
@@ -1168,9 +1179,9 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
     throughput: list[dict[str, Any]] = measured_runs["throughput"]
 
     log(f"the broker simulator's own forward_admin_request: {args.simulator_requests} requests")
-    simulator = SimulatorThread(http.base, stack.tokens["broker"], SIMULATOR_BROKER).run(
-        args.simulator_requests, value_base=20_000_000
-    )
+    simulator = SimulatorThread(
+        http.base, http.internal, stack.tokens["broker"], SIMULATOR_BROKER
+    ).run(args.simulator_requests, value_base=20_000_000)
     acknowledged += simulator.pop("acknowledged_ids")
 
     web: dict[str, Any] = {}

@@ -35,13 +35,14 @@ def log(message: str) -> None:
 class SimulatorThread:
     """The broker simulator on its own event loop, keeping every broker's session alive."""
 
-    def __init__(self, url: str, token: str, brokers: int, canary: int) -> None:
+    def __init__(self, url: str, internal_url: str, token: str, brokers: int, canary: int) -> None:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
         from brokers.simulator import BrokerSimulator
 
         self.sim = BrokerSimulator(
             url,
             token,
+            internal_url=internal_url,
             brokers=brokers,
             canary=canary,
             racks=3,
@@ -140,9 +141,14 @@ def merge(results: list[LoadResult]) -> LoadResult:
 
 def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     http = stack.start_web(workers=args.workers, threads=args.threads)
+    # whoami is on the public listener, heartbeats on the internal one: same process, two ports.
     host_port = http.base.removeprefix("http://")
     host, port = host_port.split(":")
-    sim = SimulatorThread(http.base, stack.tokens["broker"], args.brokers, args.canary)
+    internal_host_port = http.internal.removeprefix("http://")
+    internal_port = internal_host_port.split(":")[1]
+    sim = SimulatorThread(
+        http.base, http.internal, stack.tokens["broker"], args.brokers, args.canary
+    )
     log(f"simulator: registering {args.brokers} brokers + {args.canary} canary brokers ...")
     sim.start()
     wait_for(sim.all_unfenced, 120, "every simulated broker to be unfenced", 0.5)
@@ -150,28 +156,37 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     log(f"simulator: all {args.brokers + args.canary} brokers unfenced at offset {offset}")
 
     trivial = [build_request("GET", host_port, "/api/v1/whoami", stack.tokens["broker"])]
-    beats = heartbeat_requests(host_port, stack.tokens["broker"], sim.epochs(), offset)
+    beats = heartbeat_requests(internal_host_port, stack.tokens["broker"], sim.epochs(), offset)
     run_in_subprocess(
         "closed", host, int(port), trivial, concurrency=args.concurrency, seconds=8, label="warm-up"
     )
     run_in_subprocess(
-        "closed", host, int(port), beats, concurrency=args.concurrency, seconds=8, label="warm-up"
+        "closed",
+        host,
+        int(internal_port),
+        beats,
+        concurrency=args.concurrency,
+        seconds=8,
+        label="warm-up",
     )
 
     pids = server_pids(stack)
-    phases = {"trivial": (trivial, "whoami"), "heartbeat": (beats, "heartbeat")}
+    phases = {
+        "trivial": (trivial, "whoami", port),
+        "heartbeat": (beats, "heartbeat", internal_port),
+    }
     cpu = dict.fromkeys(phases, 0.0)
     runs: dict[str, list[LoadResult]] = {phase: [] for phase in phases}
     records_before = int(stack.sql("SELECT count(*) FROM cp_metadata_record")[0][0])
     for round_ in range(1, args.rounds + 1):
-        for phase, (requests, label) in phases.items():
+        for phase, (requests, label, phase_port) in phases.items():
             log(f"round {round_}/{args.rounds}: {phase}")
             result, spent = measured(
                 pids,
-                lambda r=requests, lb=label: run_in_subprocess(
+                lambda r=requests, lb=label, pp=phase_port: run_in_subprocess(
                     "closed",
                     host,
-                    int(port),
+                    int(pp),
                     r,
                     concurrency=args.concurrency,
                     seconds=args.seconds,
@@ -191,7 +206,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         "seconds": args.seconds * 2,
     }
     sustained = run_in_subprocess(
-        "paced", host, int(port), beats, **paced, label="sustained heartbeats"
+        "paced", host, int(internal_port), beats, **paced, label="sustained heartbeats"
     )
     # The same open-loop load on the trivial endpoint: what the host and client alone add.
     sustained_trivial = run_in_subprocess(
@@ -206,7 +221,8 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "broker_heartbeats",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "setup": {
-            "server": f"gunicorn gthread, {args.workers} workers x {args.threads} threads",
+            "server": f"gunicorn gthread, {args.workers} workers x {args.threads} threads, "
+            "bound to the public and the internal listener's ports",
             "database": "PostgreSQL 127.0.0.1:5432",
             "sessions": "Redis 127.0.0.1:6379",
             "controller": "manage.py run_controller (Celery worker, queue 'controller')",

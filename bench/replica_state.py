@@ -236,7 +236,8 @@ def assigned(partitions: int, leader: int, brokers: int) -> list[dict[str, Any]]
 def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     http = stack.start_web(workers=args.workers, threads=args.threads)
     cluster_id = stack.sql("SELECT cluster_id FROM cp_cluster WHERE id = 1")[0][0]
-    brokers = Brokers(http.base, stack.tokens["broker"], cluster_id, args.brokers)
+    # The brokers (and the broker's AlterReplicaState) on the internal listener, the admin public.
+    brokers = Brokers(http.internal, stack.tokens["broker"], cluster_id, args.brokers)
     brokers.register_all()
     wait_for(
         lambda: stack.sql("SELECT count(*) FROM cp_broker WHERE NOT fenced")[0][0] == args.brokers,
@@ -247,7 +248,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         base_url=http.base, headers={"Authorization": f"Bearer {stack.tokens['admin']}"}, timeout=60
     )
     broker_http = httpx.Client(
-        base_url=http.base,
+        base_url=http.internal,
         headers={"Authorization": f"Bearer {stack.tokens['broker']}"},
         timeout=60,
     )

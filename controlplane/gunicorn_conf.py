@@ -13,9 +13,12 @@ def post_worker_init(worker: Any) -> None:
     A full collection otherwise rescans the whole application (hundreds of thousands of
     long-lived objects) in the middle of some request, which shows up as tail latency.
     """
+    from django.conf import settings
     from django.urls import get_resolver
 
-    get_resolver().url_patterns  # noqa: B018  (imports every view and serializer now)
+    # Both listeners' URL confs: a process may serve the internal port beside the public one.
+    for urlconf in (settings.ROOT_URLCONF, settings.CP_INTERNAL_URLCONF):
+        get_resolver(urlconf).url_patterns  # noqa: B018  (imports every view and serializer now)
     gc.collect()
     gc.freeze()
 

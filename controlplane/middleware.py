@@ -1,4 +1,4 @@
-"""Request ids, metrics, and JSON errors for everything under the API prefixes."""
+"""Request ids, the listener a request arrived on, metrics, and JSON errors for the API."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
+from whitenoise.middleware import WhiteNoiseMiddleware
 
 from controlplane.controller.errors import Errors
 from controlplane.http_errors import json_error
@@ -39,6 +40,56 @@ class RequestIdMiddleware:
         return response
 
 
+def on_internal_port(request: HttpRequest) -> bool:
+    """The request arrived on `CP_INTERNAL_PORT` (the port the server bound, never a header)."""
+    from django.conf import settings
+
+    port = settings.CP_INTERNAL_PORT
+    return bool(port) and request.META.get("SERVER_PORT") == str(port)
+
+
+def on_internal_listener(request: HttpRequest) -> bool:
+    """The request is resolved against the internal listener's URL conf."""
+    from django.conf import settings
+
+    urlconf = getattr(request, "urlconf", None) or settings.ROOT_URLCONF
+    return bool(urlconf == settings.CP_INTERNAL_URLCONF)
+
+
+class ListenerMiddleware:
+    """A request that arrived on the internal port gets the internal listener's URL conf.
+
+    A process that binds the public and the internal port (the embedded run, the test stacks)
+    serves each listener's paths on its own port only: the brokers' API on the internal port, the
+    admin API and the UI on the others. A process started with `CP_LISTENER=internal` has the
+    internal conf as its ROOT_URLCONF whatever the port.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if on_internal_port(request):
+            from django.conf import settings
+
+            request.urlconf = settings.CP_INTERNAL_URLCONF  # type: ignore[attr-defined]
+        return self.get_response(request)
+
+
+class StaticFilesMiddleware:
+    """WhiteNoise (the UI's and Swagger UI's files) on the public listener only."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.whitenoise = WhiteNoiseMiddleware(get_response)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if on_internal_listener(request):
+            return self.get_response(request)
+        response: HttpResponse = self.whitenoise(request)
+        return response
+
+
 class MetricsMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -56,14 +107,22 @@ class MetricsMiddleware:
         return response
 
 
+def is_api_request(request: HttpRequest) -> bool:
+    """Under an API prefix, or anything on the internal listener (it serves nothing but API)."""
+    return request.path.startswith(API_PREFIXES) or on_internal_listener(request)
+
+
 class ApiErrorMiddleware:
-    """No HTML error pages on the API: oversized bodies, unknown paths, crashes answer JSON."""
+    """No HTML error pages on the API: oversized bodies, unknown paths, crashes answer JSON.
+
+    That includes `/internal/...` on the public listener (a 404 with Kafka's error body, as for
+    any unknown API path) and every path on the internal listener."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith(API_PREFIXES):
+        if not is_api_request(request):
             return self.get_response(request)
         from django.conf import settings
 
@@ -86,7 +145,7 @@ class ApiErrorMiddleware:
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not request.path.startswith(API_PREFIXES):
+        if not is_api_request(request):
             return None
         logger.exception("unhandled error on %s", request.path)
         return json_error(Errors.UNKNOWN_SERVER_ERROR, "Unexpected server error.", 500)

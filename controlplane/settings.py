@@ -11,6 +11,7 @@ import socket
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -53,9 +54,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "controlplane.middleware.RequestIdMiddleware",
+    "controlplane.middleware.ListenerMiddleware",
     "controlplane.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "controlplane.middleware.StaticFilesMiddleware",  # WhiteNoise, public listener only
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -64,7 +66,19 @@ MIDDLEWARE = [
     "controlplane.middleware.ApiErrorMiddleware",
 ]
 
-ROOT_URLCONF = "controlplane.urls"
+# --- Listeners ---------------------------------------------------------------------------
+# The public listener (admin API, schema and docs, UI, /metrics) and the internal one (the brokers'
+# API and /metrics), like Kafka's client and inter-broker listeners: never the same port. A
+# process started as the internal listener (CP_LISTENER=internal) serves only the internal URL
+# conf; any process serves it on CP_INTERNAL_PORT, so one process may bind both (`make run`).
+CP_PUBLIC_URLCONF = "controlplane.urls"
+CP_INTERNAL_URLCONF = "controlplane.urls_internal"
+CP_LISTENER = os.environ.get("CP_LISTENER", "public").strip().lower() or "public"
+if CP_LISTENER not in {"public", "internal"}:
+    raise ImproperlyConfigured(f"CP_LISTENER={CP_LISTENER!r}: use public or internal")
+# 0: no port is internal (the process's listener is CP_LISTENER's, whatever the port).
+CP_INTERNAL_PORT = env_int("CP_INTERNAL_PORT", 8001)
+ROOT_URLCONF = CP_INTERNAL_URLCONF if CP_LISTENER == "internal" else CP_PUBLIC_URLCONF
 WSGI_APPLICATION = "controlplane.wsgi.application"
 
 TEMPLATES = [
@@ -216,6 +230,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The documented API is the whole API, both listeners' paths (/api/schema/, `spectacular`).
+    "DEFAULT_GENERATOR_CLASS": "controlplane.api.schema.BothListenersSchemaGenerator",
 }
 
 LOGGING = {

@@ -1,28 +1,14 @@
+"""The public listener's URL conf: the admin API (`/api/v1/...`), its schema and docs, `/metrics`
+and the UI. The brokers' API (`/internal/v1/...`) is the internal listener's alone
+(controlplane/urls_internal.py); here those paths answer 404 with Kafka's error body."""
+
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from brokers.api import views as broker_views
 from controlplane.api import views
-from controlplane.api.envelope import EnvelopeView
 from controlplane.api.rpc_views import rpc_urlpatterns
 from replicas.api import views as replica_views
-
-internal = [
-    path(
-        "broker-registration",
-        broker_views.BrokerRegistrationView.as_view(),
-        name="broker-registration",
-    ),
-    path("broker-heartbeat", broker_views.BrokerHeartbeatView.as_view(), name="broker-heartbeat"),
-    path("metadata", views.MetadataFetchView.as_view(), name="metadata-fetch"),
-    path("envelope", EnvelopeView.as_view(), name="envelope"),
-    path("alter-partition", replica_views.AlterPartitionView.as_view(), name="alter-partition"),
-    path(
-        "alter-replica-state",
-        replica_views.AlterReplicaStateView.as_view(),
-        name="alter-replica-state",
-    ),
-]
 
 public = [
     path("whoami", views.WhoAmIView.as_view(), name="whoami"),
@@ -41,7 +27,6 @@ public = [
 ]
 
 urlpatterns = [
-    path("internal/v1/", include(internal)),
     path("api/v1/", include(public)),
     path("api/v1/", include(rpc_urlpatterns())),  # every admin RPC of the registry
     path("api/v1/", include("configs.api.urls")),

@@ -5,7 +5,9 @@ Stacks share the machine's PostgreSQL and Redis with other runs (`CP_TEST_POSTGR
 and a Redis key prefix of its own for every key it writes (the control plane's and Celery's), so
 two stacks never take each other's events; cleaning up deletes that prefix's keys, nothing else.
 Processes are subprocesses started with the commands the deployment uses, so a caller can kill -9
-or pause them.
+or pause them. A web process binds two ports, the public and the internal listener's (the internal
+one is its `CP_INTERNAL_PORT`), as the embedded run does; `Http` sends `/internal/...` paths to
+the internal one.
 """
 
 from __future__ import annotations
@@ -100,9 +102,19 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, every: flo
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+INTERNAL_PREFIX = "/internal/"
+
+
 @dataclasses.dataclass
 class Http:
+    """JSON over HTTP to one web process: `/internal/...` to its internal listener (`internal`),
+    every other path to its public one (`base`)."""
+
     base: str
+    internal: str
+
+    def url(self, path: str) -> str:
+        return (self.internal if path.startswith(INTERNAL_PREFIX) else self.base) + path
 
     def call(
         self,
@@ -114,7 +126,7 @@ class Http:
         timeout: float = 60,
     ) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method)
+        request = urllib.request.Request(self.url(path), data=data, method=method)
         request.add_header("Content-Type", "application/json")
         if token:
             request.add_header("Authorization", f"Bearer {token}")
@@ -184,7 +196,10 @@ class Stack:
         threads: int = 8,
         extra_env: dict[str, str] | None = None,
     ) -> Http:
-        port = free_port()
+        """One gunicorn process bound to a public port and an internal one (CP_INTERNAL_PORT)."""
+        port, internal_port = free_port(), free_port()
+        while internal_port == port:
+            internal_port = free_port()
         self.spawn(
             name,
             [
@@ -192,6 +207,8 @@ class Stack:
                 "controlplane.wsgi:application",
                 "--bind",
                 f"127.0.0.1:{port}",
+                "--bind",
+                f"127.0.0.1:{internal_port}",
                 "--workers",
                 str(workers),
                 "--threads",
@@ -202,10 +219,16 @@ class Stack:
                 "--config",
                 "python:controlplane.gunicorn_conf",
             ],
-            extra_env,
+            {"CP_INTERNAL_PORT": str(internal_port), **(extra_env or {})},
         )
-        http = Http(f"http://127.0.0.1:{port}")
-        wait_for(lambda: http.call("GET", "/api/v1/whoami")[0] == 401, 30, f"{name} to listen")
+        http = Http(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{internal_port}")
+        # Each port with its own listener: both ask for a token (401), neither answers 404.
+        for path in ("/api/v1/whoami", "/internal/v1/metadata"):
+
+            def asks_for_a_token(path: str = path) -> bool:
+                return http.call("GET", path)[0] == 401
+
+            wait_for(asks_for_a_token, 30, f"{name} to listen ({path})")
         if self.http is None:
             self.http = http
         return http

@@ -4,10 +4,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT="${PORT:-8000}"
+INTERNAL_PORT="${INTERNAL_PORT:-8001}"
 URL="http://127.0.0.1:${PORT}"
+INTERNAL_URL="http://127.0.0.1:${INTERNAL_PORT}"
+if [ "$PORT" = "$INTERNAL_PORT" ]; then
+  echo "PORT and INTERNAL_PORT must differ (the public and the internal listener): both are ${PORT}" >&2
+  exit 2
+fi
 mkdir -p var
 unset DATABASE_URL CELERY_BROKER_URL
 export CP_SUPER_USERS="${CP_SUPER_USERS:-User:admin}"
+# One process, two listeners: the public one on PORT, the brokers' (internal) one on INTERNAL_PORT.
+export CP_LISTENER=public CP_INTERNAL_PORT="$INTERNAL_PORT"
 
 $PY manage.py migrate --noinput -v0
 $PY manage.py collectstatic --noinput -v0
@@ -22,17 +30,19 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-.venv/bin/gunicorn controlplane.wsgi:application --bind "127.0.0.1:${PORT}" \
+.venv/bin/gunicorn controlplane.wsgi:application \
+  --bind "127.0.0.1:${PORT}" --bind "127.0.0.1:${INTERNAL_PORT}" \
   --workers 1 --threads 16 --worker-class gthread --no-control-socket \
   --config python:controlplane.gunicorn_conf \
   --access-logfile var/access.log --error-logfile var/server.log &
 pids+=($!)
 for _ in $(seq 1 100); do
-  curl -fsS -o /dev/null "${URL}/metrics" 2>/dev/null && break
+  curl -fsS -o /dev/null "${URL}/metrics" 2>/dev/null \
+    && curl -fsS -o /dev/null "${INTERNAL_URL}/metrics" 2>/dev/null && break
   sleep 0.2
 done
 
-$PY manage.py simulate_brokers --url "$URL" --token "$BROKER_TOKEN" \
+$PY manage.py simulate_brokers --internal-url "$INTERNAL_URL" --url "$URL" --token "$BROKER_TOKEN" \
   --brokers 5 --canary 1 --racks 3 > var/simulator.log 2>&1 &
 pids+=($!)
 
@@ -55,7 +65,9 @@ done
 
 cat <<MSG
 
-  Kafka control plane running (embedded: SQLite, in-process controller) at ${URL}
+  Kafka control plane running (embedded: SQLite, in-process controller)
+    Public listener:    ${URL}   (admin API, UI, docs, metrics)
+    Internal listener:  ${INTERNAL_URL}   (the brokers' API: /internal/v1/..., metrics)
     UI:        ${URL}/ui/        (log in as "admin" with the token below)
     API docs:  ${URL}/api/docs/
     Metrics:   ${URL}/metrics

@@ -72,6 +72,38 @@ def _fresh_controller_state() -> Iterator[None]:
     reset_runtime()
 
 
+def internal_port() -> str:
+    """The port the internal listener is served on (`CP_INTERNAL_PORT`), as SERVER_PORT says."""
+    from django.conf import settings
+
+    return str(settings.CP_INTERNAL_PORT)
+
+
+def listener_client_class() -> type[Any]:
+    from django.test import Client
+
+    class ListenerClient(Client):
+        """Django's test client, sending `/internal/...` to the internal listener's port.
+
+        Each listener serves its own paths only (controlplane.middleware.ListenerMiddleware), as
+        brokers reach the internal port and everyone else the public one. A test that means to
+        knock on the other door passes SERVER_PORT itself.
+        """
+
+        def generic(self, method: str, path: str, *args: Any, **extra: Any) -> Any:
+            if str(path).startswith("/internal/"):
+                extra.setdefault("SERVER_PORT", internal_port())
+            return super().generic(method, path, *args, **extra)
+
+    return ListenerClient
+
+
+@pytest.fixture
+def client() -> Any:
+    """pytest-django's `client`, with `/internal/...` sent to the internal listener's port."""
+    return listener_client_class()()
+
+
 class Api:
     """A JSON client for the test: `api.post(path, body, token=...)` -> (status, json)."""
 

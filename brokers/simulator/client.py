@@ -1,5 +1,9 @@
 """HTTP to the control plane: one pooled client, what its answers mean, and how to retry them.
 
+The brokers' calls (`/internal/v1/...`) go to the control plane's internal listener, the admin's
+(CreateTopics) to its public one: the two are different ports, as Kafka's inter-broker and client
+listeners are.
+
 Every call answers the parsed JSON body of a 200, or raises `Transient` (may succeed later: 503
 NOT_CONTROLLER honouring `Retry-After`, 504, other 5xx, timeouts, connection trouble) or
 `Refused` (4xx: the same request will never succeed). `until_answered` retries the transient
@@ -21,6 +25,8 @@ import httpx
 from brokers.simulator.state import SimulatorCounters
 from controlplane.controller.errors import Errors
 
+# The internal listener serves every path under this prefix, and the public one none of them.
+INTERNAL_PREFIX = "/internal/"
 REGISTRATION_PATH = "/internal/v1/broker-registration"
 HEARTBEAT_PATH = "/internal/v1/broker-heartbeat"
 METADATA_PATH = "/internal/v1/metadata"
@@ -87,7 +93,8 @@ class Refused(Exception):
 
 
 class ControllerClient:
-    """The simulator's one connection pool to the control plane, with the broker token."""
+    """The simulator's one connection pool to the control plane, with the broker token: to its
+    internal listener (`internal_url`) for the brokers' API, to its public one (`url`) else."""
 
     def __init__(
         self,
@@ -96,12 +103,14 @@ class ControllerClient:
         client_id: str,
         counters: SimulatorCounters,
         *,
+        internal_url: str,
         request_timeout_s: float,
         max_connections: int,
         trust_env: bool,
         transport: httpx.AsyncBaseTransport | None,
     ) -> None:
-        self.url = url
+        self.url = url.rstrip("/")
+        self.internal_url = internal_url.rstrip("/")
         self.client_id = client_id
         self.counters = counters
         self.request_timeout_s = request_timeout_s
@@ -120,7 +129,6 @@ class ControllerClient:
         if self._http is not None:
             raise RuntimeError("The simulator is already started.")
         self._http = httpx.AsyncClient(
-            base_url=self.url,
             headers={"Authorization": f"Bearer {self._token}", "X-Client-ID": self.client_id},
             timeout=httpx.Timeout(self.request_timeout_s),
             limits=httpx.Limits(
@@ -137,6 +145,11 @@ class ControllerClient:
         if self._http is not None:
             await self._http.aclose()
             self._http = None
+
+    def url_for(self, path: str) -> str:
+        """The internal listener's URL for the brokers' API (`/internal/...`), else the public's."""
+        base = self.internal_url if path.startswith(INTERNAL_PREFIX) else self.url
+        return base + path
 
     @property
     def http(self) -> httpx.AsyncClient:
@@ -163,7 +176,7 @@ class ControllerClient:
         for attempt in (0, 1):
             try:
                 response = await self.http.post(
-                    path, content=body, headers=headers, timeout=timeout
+                    self.url_for(path), content=body, headers=headers, timeout=timeout
                 )
                 break
             except _STALE_CONNECTION_ERRORS as error:
@@ -188,7 +201,9 @@ class ControllerClient:
             "X-Client-ID": f"{self.client_id}-admin",
         }
         try:
-            response = await self.http.post(path, content=body, headers=headers, timeout=timeout_s)
+            response = await self.http.post(
+                self.url_for(path), content=body, headers=headers, timeout=timeout_s
+            )
         except httpx.TransportError as error:
             raise Transient(type(error).__name__) from None
         return answer_of(response)
@@ -201,7 +216,9 @@ class ControllerClient:
         timeout = self.request_timeout_s + wait_ms / 1000
         self.counters.metadata_fetches += 1
         try:
-            response = await self.http.get(METADATA_PATH, params=params, timeout=timeout)
+            response = await self.http.get(
+                self.url_for(METADATA_PATH), params=params, timeout=timeout
+            )
         except httpx.TransportError as error:
             raise Transient(type(error).__name__) from None
         answer = answer_of(response)
@@ -212,11 +229,12 @@ class ControllerClient:
         """The raw answer to an idempotent request (a heartbeat): when the connection dropped
         under it (a keep-alive the server closed), it goes once more on a fresh connection, as a
         broker would."""
+        url = self.url_for(path)
         try:
-            return await self.http.post(path, content=body, headers=JSON_HEADERS)
+            return await self.http.post(url, content=body, headers=JSON_HEADERS)
         except _STALE_CONNECTION_ERRORS:
             self.counters.retries += 1
-            return await self.http.post(path, content=body, headers=JSON_HEADERS)
+            return await self.http.post(url, content=body, headers=JSON_HEADERS)
 
 
 async def until_answered(

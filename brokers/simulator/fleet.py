@@ -51,6 +51,10 @@ from controlplane.controller.brokers.control import DEFAULT_HEARTBEAT_INTERVAL_M
 class BrokerSimulator:
     """Runs simulated brokers against a control plane's internal API.
 
+    `internal_url` is the control plane's internal listener (every broker call: registration,
+    heartbeats, the metadata fetch, AlterReplicaState, AlterPartition, Envelope); `url` its
+    public listener, used only for the admin's CreateTopics (`create_topic`).
+
     Use as `async with BrokerSimulator(...) as sim:` (start, then close on exit), or call
     `await start()` and `await close()` yourself. All methods must run on one event loop.
     """
@@ -60,6 +64,7 @@ class BrokerSimulator:
         url: str,
         token: str,
         *,
+        internal_url: str,
         brokers: int = 3,
         canary: int = 0,
         racks: int = 0,
@@ -90,6 +95,7 @@ class BrokerSimulator:
             client_id=client_id,
         )
         self.url = url.rstrip("/")
+        self.internal_url = internal_url.rstrip("/")
         self.heartbeat_interval_s = heartbeat_interval_ms / 1000
         self.listener_host = listener_host
         self.listener_base_port = listener_base_port
@@ -108,6 +114,7 @@ class BrokerSimulator:
             token,
             client_id,
             self.counters,
+            internal_url=self.internal_url,
             request_timeout_s=request_timeout_s,
             max_connections=max_connections,
             trust_env=trust_env,

@@ -83,10 +83,17 @@ class MetadataFollower:
         try:
             answer = await self._head_until(deadline)
         except Refused as error:
-            raise SimulatorError(f"{self.client.url} refused the broker token: {error}") from None
+            url = self.client.internal_url
+            if error.kind.startswith("HTTP 404"):
+                raise SimulatorError(
+                    f"{url} does not serve the brokers' API ({error}): give the control plane's "
+                    "internal listener as the internal URL."
+                ) from None
+            raise SimulatorError(f"{url} refused the broker token: {error}") from None
         except Transient as error:
             raise SimulatorError(
-                f"Could not reach {self.client.url} within {connect_timeout_s:g} s ({error.kind})."
+                f"Could not reach {self.client.internal_url} within {connect_timeout_s:g} s "
+                f"({error.kind})."
             ) from None
         self.log_end_at_start = int(answer["last_offset"])
         self.view = MetadataView(

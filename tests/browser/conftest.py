@@ -53,3 +53,18 @@ def chromium_page(executable: str, *, height: int = 800) -> Iterator[Any]:
             yield page
         finally:
             browser.close()
+
+
+@pytest.fixture
+def internal_server(live_server: Any, settings: Any) -> Iterator[str]:
+    """The internal listener beside `live_server` (the public one), as in production: a second
+    live server thread whose port is this test's CP_INTERNAL_PORT, so the brokers' API answers
+    there and only there. Yields its URL."""
+    from pytest_django.live_server_helper import LiveServer
+
+    server = LiveServer("localhost")
+    try:
+        settings.CP_INTERNAL_PORT = server.thread.port
+        yield server.url
+    finally:
+        server.stop()

@@ -14,7 +14,9 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.mark.django_db(transaction=True)
-def test_change_a_topic_config_through_the_diff_and_see_it_audited(live_server: Any) -> None:
+def test_change_a_topic_config_through_the_diff_and_see_it_audited(
+    live_server: Any, internal_server: str
+) -> None:
     import httpx
     from playwright.sync_api import expect
 
@@ -29,16 +31,19 @@ def test_change_a_topic_config_through_the_diff_and_see_it_audited(live_server: 
     admin_token = principal_create(name="admin", super_user=True)
     broker_token = principal_create(name="broker-a", broker=True)
     cluster_id = cluster_get_or_create().cluster_id
-    with httpx.Client(base_url=base, timeout=30) as http:
+    with (
+        httpx.Client(base_url=base, timeout=30) as http,
+        httpx.Client(base_url=internal_server, timeout=30) as internal,
+    ):
         broker = {"Authorization": f"Bearer {broker_token}"}
-        answer = http.post(
+        answer = internal.post(
             "/internal/v1/broker-registration",
             json=registration_body(1, cluster_id),
             headers=broker,
         ).json()
         assert answer["error_code"] == 0, answer
         epoch = answer["broker_epoch"]
-        http.post(
+        internal.post(
             "/internal/v1/broker-heartbeat", json=heartbeat_body(1, epoch, epoch), headers=broker
         )
         created = http.post(

@@ -17,7 +17,7 @@ ARS = "/internal/v1/alter-replica-state"
 
 
 @pytest.mark.django_db(transaction=True)
-def test_partition_goes_leaderless_without_reload(live_server: Any) -> None:
+def test_partition_goes_leaderless_without_reload(live_server: Any, internal_server: str) -> None:
     import httpx
     from playwright.sync_api import expect
 
@@ -32,7 +32,7 @@ def test_partition_goes_leaderless_without_reload(live_server: Any) -> None:
     broker_token = principal_create(name="broker-a", broker=True)
     cluster_id = cluster_get_or_create().cluster_id
     internal = httpx.Client(
-        base_url=base, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
+        base_url=internal_server, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
     )
     admin = httpx.Client(
         base_url=base, headers={"Authorization": f"Bearer {admin_token}"}, timeout=30

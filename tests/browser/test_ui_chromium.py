@@ -17,16 +17,18 @@ SCREENSHOT = "/tmp/ui-brokers.png"
 DETAIL_SCREENSHOT = "/tmp/ui-broker-detail.png"
 
 
-def test_brokers_appear_and_change_without_reload(live_server: Any, transactional_db: None) -> None:
+def test_brokers_appear_and_change_without_reload(
+    live_server: Any, internal_server: str, transactional_db: None
+) -> None:
     from controlplane.runtime.controller import reset_runtime
 
     reset_runtime()
     executable = require_chromium()  # in the test body: a missing browser fails, not errors
     with chromium_page(executable) as page:
-        check_ui(live_server.url, page)
+        check_ui(live_server.url, internal_server, page)
 
 
-def check_ui(base: str, page: Any) -> None:
+def check_ui(base: str, internal_base: str, page: Any) -> None:
     from controlplane.principals import principal_create
     from controlplane.runtime.lease import cluster_get_or_create
 
@@ -34,9 +36,14 @@ def check_ui(base: str, page: Any) -> None:
     broker_token = principal_create(name="broker-a", broker=True)
     cluster_id = cluster_get_or_create().cluster_id
     internal = httpx.Client(
-        base_url=base, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
+        base_url=internal_base, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
     )
     try:
+        # Each listener serves its own paths: no UI on the internal port, no brokers' API on
+        # the public one.
+        assert internal.get("/ui/").status_code == 404
+        wrong_door = httpx.get(f"{base}/internal/v1/metadata", timeout=30)
+        assert wrong_door.status_code == 404 and wrong_door.json()["error_code"] == 42
         check_pages(base, page, internal, admin_token=admin_token, cluster_id=cluster_id)
     finally:
         internal.close()

@@ -132,11 +132,12 @@ def replay_change(partition: dict[str, Any], change: dict[str, Any]) -> dict[str
 
 def start_simulator(stack: Stack, brokers: int, log_dirs: int) -> SimThread:
     assert stack.http is not None
-    base = stack.http.base
+    http = stack.http
     return SimThread(
         lambda: BrokerSimulator(
-            base,
+            http.base,
             stack.tokens["broker"],
+            internal_url=http.internal,
             brokers=brokers,
             racks=2,
             log_dirs=log_dirs,
@@ -367,6 +368,7 @@ def test_simulator_fails_and_repairs_a_log_dir_embedded(server: EmbeddedServer) 
         sim = BrokerSimulator(
             server.url,
             server.broker_token,
+            internal_url=server.internal_url,
             brokers=3,
             first_id=200,
             log_dirs=2,
@@ -432,6 +434,8 @@ def test_cli_creates_a_topic_then_fails_and_repairs_a_log_dir(server: EmbeddedSe
             "simulate_brokers",
             "--url",
             server.url,
+            "--internal-url",
+            server.internal_url,
             "--brokers",
             "3",
             "--first-id",

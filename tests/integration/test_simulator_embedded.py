@@ -1,5 +1,8 @@
 """The broker simulator against a real embedded server: one gunicorn process is the controller.
 
+As `make run` starts it, the process binds two ports: the public listener (`url`) and the internal
+one (`internal_url`, its CP_INTERNAL_PORT), where the brokers' API is.
+
 No PostgreSQL, Redis or Celery: SQLite in a temp file, and the gunicorn worker is the active
 controller (its timer fences brokers whose session lapsed). Short timeouts (session 1500 ms,
 heartbeat 300 ms) keep the test quick. Every wait polls with a bound; the server is killed in the
@@ -45,6 +48,7 @@ def free_port() -> int:
 @dataclasses.dataclass
 class EmbeddedServer:
     url: str
+    internal_url: str
     env: dict[str, str]
     broker_token: str
     admin_token: str
@@ -127,7 +131,10 @@ def embedded_server(tmp: Path, **settings: str) -> Iterator[EmbeddedServer]:
     assert migrate.returncode == 0, migrate.stderr
     broker_token = _token(env, "sim", "--broker")
     admin_token = _token(env, "admin", "--super-user")
-    port = free_port()
+    port, internal_port = free_port(), free_port()
+    while internal_port == port:
+        internal_port = free_port()
+    env["CP_INTERNAL_PORT"] = str(internal_port)
     log = tmp / "gunicorn.log"
     with open(log, "ab") as out:
         proc = subprocess.Popen(
@@ -138,6 +145,8 @@ def embedded_server(tmp: Path, **settings: str) -> Iterator[EmbeddedServer]:
                 "controlplane.wsgi:application",
                 "--bind",
                 f"127.0.0.1:{port}",
+                "--bind",
+                f"127.0.0.1:{internal_port}",
                 "--workers",
                 "1",
                 "--threads",
@@ -150,7 +159,14 @@ def embedded_server(tmp: Path, **settings: str) -> Iterator[EmbeddedServer]:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    built = EmbeddedServer(f"http://127.0.0.1:{port}", env, broker_token, admin_token, log)
+    built = EmbeddedServer(
+        f"http://127.0.0.1:{port}",
+        f"http://127.0.0.1:{internal_port}",
+        env,
+        broker_token,
+        admin_token,
+        log,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -214,6 +230,7 @@ def test_simulated_brokers_fence_unfence_and_shut_down(server: EmbeddedServer) -
         sim = BrokerSimulator(
             server.url,
             server.broker_token,
+            internal_url=server.internal_url,
             brokers=3,
             canary=1,
             racks=2,
@@ -309,6 +326,8 @@ def test_cli_runs_for_a_duration_and_shuts_down_cleanly(server: EmbeddedServer) 
         "simulate_brokers",
         "--url",
         server.url,
+        "--internal-url",
+        server.internal_url,
         "--brokers",
         "2",
         "--duration",
@@ -339,7 +358,7 @@ def test_cli_runs_for_a_duration_and_shuts_down_cleanly(server: EmbeddedServer) 
 def test_cli_exits_non_zero_when_the_server_is_unreachable(server: EmbeddedServer) -> None:
     result = server.manage(
         "simulate_brokers",
-        "--url",
+        "--internal-url",
         f"http://127.0.0.1:{free_port()}",
         "--token",
         "nope",
@@ -351,3 +370,21 @@ def test_cli_exits_non_zero_when_the_server_is_unreachable(server: EmbeddedServe
     )
     assert result.returncode != 0
     assert "Could not reach" in result.stderr, result.stderr
+
+
+def test_cli_refuses_a_listener_without_the_brokers_api(server: EmbeddedServer) -> None:
+    """The public port answers the brokers' API with 404: the simulator names the mistake."""
+    result = server.manage(
+        "simulate_brokers",
+        "--internal-url",
+        server.url,
+        "--token",
+        server.broker_token,
+        "--brokers",
+        "1",
+        "--connect-timeout",
+        "5",
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert f"{server.url} does not serve the brokers' API" in result.stderr, result.stderr

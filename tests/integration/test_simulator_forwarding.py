@@ -106,6 +106,7 @@ def simulator(
     return BrokerSimulator(
         server.url,
         server.broker_token,
+        internal_url=server.internal_url,
         brokers=1,
         first_id=first_id,
         heartbeat_interval_ms=HEARTBEAT_MS,
@@ -409,6 +410,8 @@ def test_cli_forward_command(server: EmbeddedServer) -> None:
             "simulate_brokers",
             "--url",
             server.url,
+            "--internal-url",
+            server.internal_url,
             "--brokers",
             "1",
             "--first-id",

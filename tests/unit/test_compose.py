@@ -2,8 +2,9 @@
 
 First a JSON schema (a focused subset of the Compose specification), then the semantics the
 schema cannot express: dependencies exist and are healthchecked, the application services share
-one environment, two controller replicas, gunicorn without its control socket, unique host ports,
-declared volumes, a build context at the repository root, a non-root image.
+one environment, two controller replicas, gunicorn without its control socket, a public and an
+internal listener each serving its own URL conf, unique host ports, declared volumes, a build
+context at the repository root, a non-root image.
 
 Every check is a function that returns its problems; each is run once on the real files (no
 problems) and once on a deliberately broken copy (the problem is found), so none can pass
@@ -362,6 +363,28 @@ def check_gunicorn_without_control_socket(document: dict[str, Any]) -> list[str]
     return problems if listeners >= 2 else [*problems, "expected a public and internal listener"]
 
 
+def check_listeners_are_separate(document: dict[str, Any]) -> list[str]:
+    """A public and an internal listener, separate services: the internal one is started with
+    CP_LISTENER=internal (it serves the brokers' API and /metrics alone, so its healthcheck
+    scrapes /metrics), the public one with CP_LISTENER unset or `public`."""
+    listeners: dict[str, str] = {}
+    problems = []
+    for name, s in document["services"].items():
+        if "gunicorn" not in command_words(s):
+            continue
+        listener = str(environment_of(s).get("CP_LISTENER") or "public")
+        listeners[name] = listener
+        if listener not in {"public", "internal"}:
+            problems.append(f"{name}: CP_LISTENER={listener!r}, not public or internal")
+        test = " ".join(str(w) for w in s.get("healthcheck", {}).get("test", []))
+        if listener == "internal" and "/metrics" not in test:
+            problems.append(f"{name}: the internal listener's healthcheck must GET /metrics")
+    for wanted in ("public", "internal"):
+        if wanted not in listeners.values():
+            problems.append(f"no gunicorn service with CP_LISTENER={wanted}")
+    return problems
+
+
 def check_host_ports_unique(document: dict[str, Any]) -> list[str]:
     seen: dict[str, str] = {}
     problems = []
@@ -433,6 +456,7 @@ SEMANTIC_CHECKS: list[Callable[[dict[str, Any]], list[str]]] = [
     check_app_services_wait_for_backing_services,
     check_two_controllers,
     check_gunicorn_without_control_socket,
+    check_listeners_are_separate,
     check_host_ports_unique,
     check_named_volumes_declared,
     check_build_context,
@@ -607,6 +631,13 @@ SEMANTIC_BREAKAGES: list[tuple[Callable[..., list[str]], Callable[[dict[str, Any
     (check_two_controllers, _controller_restarts_unless_stopped),
     (check_gunicorn_without_control_socket, _drop_no_control_socket),
     (check_gunicorn_without_control_socket, _set("services/web/command", "gunicorn x:app")),
+    (check_listeners_are_separate, _delete("services/internal/environment/CP_LISTENER")),
+    (check_listeners_are_separate, _set("services/web/environment/CP_LISTENER", "internal")),
+    (check_listeners_are_separate, _set("services/internal/environment/CP_LISTENER", "both")),
+    (
+        check_listeners_are_separate,
+        _set("services/internal/healthcheck/test", ["CMD", "curl", "-f", "http://x:8001/ui/"]),
+    ),
     (check_host_ports_unique, _set("services/internal/ports", ["8000:8001"])),
     (check_named_volumes_declared, _undeclared_volume),
     (check_build_context, _build_from_docker_dir),

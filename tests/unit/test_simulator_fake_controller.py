@@ -4,7 +4,8 @@ The fake answers the internal API from a metadata log of the core's records (htt
 MockTransport, no server): registrations append RegisterBrokerRecord, heartbeats unfence a
 caught-up broker, CreateTopics and AlterReplicaState append topic and partition records. The
 simulator must register, get unfenced, follow the log into its view, report a failed log dir
-and forward an Envelope, retrying NOT_CONTROLLER with one request id.
+and forward an Envelope, retrying NOT_CONTROLLER with one request id. As the real control plane,
+the fake serves the brokers' API on its internal listener only and CreateTopics on the public one.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from controlplane.controller.records import (
 )
 
 CLUSTER = "cluster-fake"
+PUBLIC_URL = "http://controller.test"
+INTERNAL_URL = "http://controller.test:9093"
 T = TypeVar("T")
 
 
@@ -40,6 +43,7 @@ class FakeController:
     def __init__(self) -> None:
         self.log: list[Record] = []
         self.envelope_request_ids: list[str] = []
+        self.wrong_listener: list[str] = []
 
     def image(self) -> MetadataImage:
         return replay_log(CLUSTER, self.log)
@@ -50,6 +54,13 @@ class FakeController:
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
+        on_internal = str(request.url).startswith(INTERNAL_URL + "/")
+        if path.startswith("/internal/") != on_internal:
+            self.wrong_listener.append(str(request.url))
+            return httpx.Response(
+                404,
+                json={"error_code": 42, "error": "INVALID_REQUEST", "error_message": path},
+            )
         body = json.loads(request.content) if request.content else {}
         routes = {
             "/internal/v1/metadata": lambda: self.metadata(request),
@@ -193,8 +204,9 @@ def test_simulated_brokers_follow_a_fake_controller() -> None:
 
 async def _scenario(fake: FakeController) -> None:
     sim = BrokerSimulator(
-        "http://controller.test",
+        PUBLIC_URL,
         "broker-token",
+        internal_url=INTERNAL_URL,
         brokers=3,
         heartbeat_interval_ms=100,
         admin_token="admin-token",
@@ -236,3 +248,30 @@ async def _scenario(fake: FakeController) -> None:
         assert sim._follower.view.image.as_comparable() == fake.image().as_comparable()
 
         assert await sim.shutdown_all(timeout_s=10) == {0: True, 1: True, 2: True}
+    assert fake.wrong_listener == []  # every call went to the listener that serves it
+
+
+def test_the_public_url_given_as_the_internal_one_is_named() -> None:
+    """Pointed at a listener that does not serve the brokers' API, the simulator says so."""
+    from brokers.simulator import SimulatorError
+
+    fake = FakeController()
+
+    async def scenario() -> None:
+        sim = BrokerSimulator(
+            PUBLIC_URL,
+            "broker-token",
+            internal_url=PUBLIC_URL,
+            connect_timeout_s=1,
+            transport=httpx.MockTransport(fake.handle),
+        )
+        try:
+            await sim.start()
+        except SimulatorError as error:
+            assert "does not serve the brokers' API" in str(error), error
+            assert PUBLIC_URL in str(error)
+        else:
+            await sim.close()
+            raise AssertionError("started against a listener without the internal API")
+
+    run(scenario())

@@ -1,5 +1,8 @@
 """Run simulated brokers against a control plane: `manage.py simulate_brokers --help`.
 
+The brokers talk to the control plane's internal listener (--internal-url); --url (the public
+listener) is used only for --topic's CreateTopics.
+
 N regular brokers plus M canary brokers (ids first-id .. first-id+N+M-1, canary ones last), spread
 round robin over R racks, each with --log-dirs log directories. Runs until Ctrl-C / SIGTERM or
 --duration, then shuts every broker down cleanly (controlled shutdown). A second Ctrl-C stops at
@@ -72,9 +75,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
+            "--internal-url",
+            default=f"http://127.0.0.1:{settings.CP_INTERNAL_PORT or 8001}",
+            help="the control plane's internal listener, where the brokers' API is (default "
+            "http://127.0.0.1:$CP_INTERNAL_PORT, %(default)s)",
+        )
+        parser.add_argument(
             "--url",
             default="http://127.0.0.1:8000",
-            help="the control plane's internal listener (default %(default)s)",
+            help="the control plane's public listener, for --topic's CreateTopics "
+            "(default %(default)s)",
         )
         parser.add_argument(
             "--token", default=None, help="a broker principal's token (default: $CP_BROKER_TOKEN)"
@@ -207,6 +217,7 @@ class Command(BaseCommand):
             simulator = BrokerSimulator(
                 options["url"],
                 token,
+                internal_url=options["internal_url"],
                 brokers=options["brokers"],
                 canary=options["canary"],
                 racks=options["racks"],
@@ -343,7 +354,7 @@ class _Session:
         canary = sum(1 for s in sim.brokers() if s.pod == "canary-broker")
         return (
             f"Simulating {len(ids)} brokers (ids {ids[0]}..{ids[-1]}, {canary} canary) against "
-            f"{sim.url}: cluster {sim.cluster_id}, metadata offset {sim.metadata_offset}, "
+            f"{sim.internal_url}: cluster {sim.cluster_id}, metadata offset {sim.metadata_offset}, "
             f"heartbeat every {sim.heartbeat_interval_s * 1000:g} ms"
         )
 
