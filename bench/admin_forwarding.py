@@ -1068,6 +1068,214 @@ def django_in_this_process(stack: Stack) -> None:
     django.setup()
 
 
+@dataclasses.dataclass
+class Load:
+    """What the load phases need, and the request ids they got acknowledged."""
+
+    stack: Stack
+    args: argparse.Namespace
+    controller: str
+    controller_log: ControllerLog
+    client: LoadClient
+    all_ways: dict[str, Any]
+    audit_start: int
+    run_id: str
+    acknowledged: list[str] = dataclasses.field(default_factory=list)
+
+
+async def load_phases(load: Load) -> dict[str, Any]:
+    """Warm-up, sequential latency, then closed-loop throughput at each concurrency level."""
+    await warm_up(load)
+    args = load.args
+    log(
+        f"sequential latency: {args.sequential} requests per way, one at a time, "
+        f"alternating every {args.block}"
+    )
+    seq = await sequential(
+        load.client,
+        load.all_ways,
+        args.sequential,
+        args.block,
+        load.stack,
+        load.controller,
+        load.controller_log,
+    )
+    for phase in seq.values():
+        load.acknowledged.extend(phase.acknowledged_ids)
+    throughput = [await throughput_level(load, c) for c in args.concurrency]
+    return {"sequential": seq, "throughput": throughput}
+
+
+async def warm_up(load: Load) -> None:
+    log("warm-up: 100 sequential requests, then 2 s at concurrency 16, each way")
+    for name, way in load.all_ways.items():
+        for phase in (
+            Phase(name, f"warm-up {name}", 1, "w"),
+            Phase(name, f"warm-up {name}", 16, "w"),
+        ):
+            if phase.concurrency == 1:
+                await load.client.run(way, phase, count=100)
+            else:
+                await load.client.run(way, phase, seconds=2.0)
+            load.acknowledged.extend(phase.acknowledged_ids)
+            if phase.errors:
+                log(f"    warm-up {name} errors: {dict(phase.errors)}")
+
+
+async def throughput_level(load: Load, concurrency: int) -> dict[str, Any]:
+    """One concurrency level: rounds in which the ways take turns; one row of results."""
+    args, all_ways = load.args, load.all_ways
+    log(
+        f"throughput: {concurrency} concurrent clients, {args.rounds} rounds of "
+        f"{args.seconds:g} s per way, the ways taking turns"
+    )
+    phases = {
+        name: Phase(name, f"c={concurrency} {name}", concurrency, f"t{concurrency}")
+        for name in all_ways
+    }
+    for round_ in range(args.rounds):
+        order = list(all_ways) if round_ % 2 == 0 else list(reversed(all_ways))
+        for name in order:
+            phase = phases[name]
+            await measured(
+                load.stack,
+                load.controller,
+                load.controller_log,
+                phase,
+                load.client.run(all_ways[name], phase, seconds=args.seconds, report=True),
+            )
+            await asyncio.sleep(0.3)
+    row: dict[str, Any] = {"concurrency": concurrency}
+    for name, phase in phases.items():
+        load.acknowledged.extend(phase.acknowledged_ids)
+        row[name] = phase.summary()
+        row[name]["server_view_duration_ms"] = audit_durations(
+            load.stack, load.audit_start, load.run_id, phase.tag
+        )[name]
+        row[name]["group_commit"] = commits_of(load.stack, phase.acknowledged_ids)
+        log(
+            f"  {name} c={concurrency}: {phase.writes_per_s:.0f} writes/s, "
+            f"p50 {percentile(phase.latencies_ms, 50):.1f} ms, "
+            f"p99 {percentile(phase.latencies_ms, 99):.1f} ms, "
+            f"{sum(phase.errors.values())} errors, "
+            f"{row[name]['group_commit'].get('events_per_commit_mean')} events/commit"
+        )
+    return row
+
+
+def where_time_goes(
+    *,
+    all_ways: Any,
+    call: Any,
+    ceiling: Any,
+    celery: Any,
+    commit_floor: Any,
+    controller_seq: Any,
+    direct: Any,
+    durations: Any,
+    envelope: Any,
+    in_process: Any,
+    redis: Any,
+    seq: Any,
+    web: Any,
+) -> dict[str, Any]:
+    """Where a write's time goes: the floors, the probes and the in-process costs."""
+    return {
+        "sequential_p50_ms": {
+            "direct_http": round(percentile(direct.latencies_ms, 50), 3),
+            "envelope_http": round(percentile(envelope.latencies_ms, 50), 3),
+            "server_view_direct (audit duration_ms)": durations["direct"].get("p50_ms"),
+            "server_view_envelope (audit duration_ms)": durations["envelope"].get("p50_ms"),
+            "web_view_in_process_direct (no HTTP)": web.get("direct", {})
+            .get("wall_ms", {})
+            .get("p50_ms"),
+            "web_view_in_process_envelope (no HTTP)": web.get("envelope", {})
+            .get("wall_ms", {})
+            .get("p50_ms"),
+            "controller_call_round_trip_write_event": call["write"]["round_trip"]["p50_ms"],
+            "controller_call_round_trip_noop_event": call["noop"]["round_trip"]["p50_ms"],
+            "celery_round_trip_write_event": celery["write"]["round_trip"]["p50_ms"],
+            "celery_round_trip_noop_event": celery["noop"]["round_trip"]["p50_ms"],
+            "controller_event_time (worker log)": controller_seq.get("p50_ms"),
+            "controller_handle_one_event_in_process (no Celery)": in_process.get(
+                "handle_one_event_ms", {}
+            ).get("p50_ms"),
+            "postgresql_insert_and_commit": commit_floor["insert_and_commit"]["p50_ms"],
+            "redis_ping": redis["ping"]["p50_ms"],
+        },
+        "cpu_ms_per_write_sequential": {
+            name: {
+                k: round(v / max(1, seq[name].acknowledged), 3) for k, v in seq[name].cpu_ms.items()
+            }
+            for name in all_ways
+        },
+        "cpu_ceiling_at_best_throughput": ceiling,
+        "controller_event_time_sequential": controller_seq,
+        "web_in_process": web,
+        "controller_in_process": in_process,
+        "controller_call_probe": call,
+        "celery_probe": celery,
+        "postgresql_commit_floor": commit_floor,
+        "redis_floor": redis,
+        "server_view_duration_ms_sequential (audit trail duration_ms)": durations,
+        "notes": [
+            f"The web side reaches the controller through {call['transport']} "
+            "(controlplane.services.controller_call decides); the controller hands waiting "
+            "events to one thread that handles and commits them together (group commit). "
+            "group_commit in each throughput phase counts the commits its writes took.",
+            "controller_call_round_trip_* go from the benchmark process through "
+            "controller_call (the views' own path, no HTTP, no view); celery_round_trip_* "
+            "straight onto the Celery queue 'controller', which run_controller still consumes.",
+            "controller_event_time is Celery's measure of each event in the controller's "
+            "worker (waiting for its batch, the batch's handling and commit), from its log "
+            "(--loglevel INFO): only events that travel over Celery are there (none of the web "
+            "traffic when the request channel carries it); events overlap, so these do not add "
+            "up to the wall time.",
+            "cpu_ms_per_write: CPU milliseconds per acknowledged write by process group, from "
+            "/proc; postgresql counts every backend on the machine, other_processes is "
+            "whatever else ran meanwhile (other people's tests share this machine).",
+            "cpu_ceiling: the writes/s the server's processes could sustain with both cores "
+            "to themselves at the CPU each write cost them.",
+        ],
+    }
+
+
+def run_setup(*, args: Any, call: Any, controller: Any, load_before: Any) -> dict[str, Any]:
+    """What was measured, and on what."""
+    return {
+        "server": f"gunicorn gthread, {args.workers} workers x {args.threads} threads",
+        "controller": f"1 x manage.py run_controller (--loglevel {args.controller_loglevel})",
+        "controller_transport": call["transport"],
+        "code": code_version(),
+        "database": f"PostgreSQL {server(postgres_admin_url())} (a fresh database)",
+        "redis": f"{server(redis_url())}, "
+        "under a key prefix of the run's own "
+        "(Celery broker, result backend, sessions, request channel)",
+        "cpus": os.cpu_count(),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "brokers_registered": args.brokers,
+        "write": f"IncrementalAlterConfigs SET retention.ms on topic {TOPIC} "
+        "(1 partition), a new value every request: one ConfigRecord each",
+        "direct": f"POST {DIRECT_PATH}, the super user's token (User:admin)",
+        "envelope": f"POST {ENVELOPE_PATH}, the broker's token, request_principal "
+        f"User:admin, client {ADMIN_CLIENT_ID} at {CLIENT_HOST}, forwarding_broker_id "
+        f"{FORWARDING_BROKER} (body: brokers.simulator.envelope_request)",
+        "sequential_requests_per_way": args.sequential,
+        "sequential_block": args.block,
+        "throughput_concurrency": args.concurrency,
+        "throughput_rounds_per_level": args.rounds,
+        "throughput_seconds_per_round_and_way": args.seconds,
+        "probes": args.probes,
+        "simulator_requests": args.simulator_requests,
+        "client": "asyncio raw sockets, HTTP/1.1 keep-alive (new connection every "
+        f"{RECYCLE_AFTER} requests), in the benchmark process on the same machine; "
+        "latency = acknowledged requests only",
+        "acknowledged": "HTTP 200 and every resource error_code 0 (envelope: envelope "
+        "error_code 0, response_status 200, every inner resource 0)",
+    }
+
+
 def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str, Any]:
     run_id = f"{int(time.time()) % 100000}"
     load_before = os.getloadavg()
@@ -1109,72 +1317,9 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
     celery = celery_probe(args.probes, run_id)
     acknowledged += celery.pop("acknowledged_ids")
 
-    async def run_all() -> dict[str, Any]:
-        log("warm-up: 100 sequential requests, then 2 s at concurrency 16, each way")
-        for name, way in all_ways.items():
-            for phase in (
-                Phase(name, f"warm-up {name}", 1, "w"),
-                Phase(name, f"warm-up {name}", 16, "w"),
-            ):
-                if phase.concurrency == 1:
-                    await client.run(way, phase, count=100)
-                else:
-                    await client.run(way, phase, seconds=2.0)
-                acknowledged.extend(phase.acknowledged_ids)
-                if phase.errors:
-                    log(f"    warm-up {name} errors: {dict(phase.errors)}")
-
-        log(
-            f"sequential latency: {args.sequential} requests per way, one at a time, "
-            f"alternating every {args.block}"
-        )
-        seq = await sequential(
-            client, all_ways, args.sequential, args.block, stack, controller, controller_log
-        )
-        for phase in seq.values():
-            acknowledged.extend(phase.acknowledged_ids)
-
-        throughput: list[dict[str, Any]] = []
-        for concurrency in args.concurrency:
-            log(
-                f"throughput: {concurrency} concurrent clients, {args.rounds} rounds of "
-                f"{args.seconds:g} s per way, the ways taking turns"
-            )
-            phases = {
-                name: Phase(name, f"c={concurrency} {name}", concurrency, f"t{concurrency}")
-                for name in all_ways
-            }
-            for round_ in range(args.rounds):
-                order = list(all_ways) if round_ % 2 == 0 else list(reversed(all_ways))
-                for name in order:
-                    phase = phases[name]
-                    await measured(
-                        stack,
-                        controller,
-                        controller_log,
-                        phase,
-                        client.run(all_ways[name], phase, seconds=args.seconds, report=True),
-                    )
-                    await asyncio.sleep(0.3)
-            row: dict[str, Any] = {"concurrency": concurrency}
-            for name, phase in phases.items():
-                acknowledged.extend(phase.acknowledged_ids)
-                row[name] = phase.summary()
-                row[name]["server_view_duration_ms"] = audit_durations(
-                    stack, audit_start, run_id, phase.tag
-                )[name]
-                row[name]["group_commit"] = commits_of(stack, phase.acknowledged_ids)
-                log(
-                    f"  {name} c={concurrency}: {phase.writes_per_s:.0f} writes/s, "
-                    f"p50 {percentile(phase.latencies_ms, 50):.1f} ms, "
-                    f"p99 {percentile(phase.latencies_ms, 99):.1f} ms, "
-                    f"{sum(phase.errors.values())} errors, "
-                    f"{row[name]['group_commit'].get('events_per_commit_mean')} events/commit"
-                )
-            throughput.append(row)
-        return {"sequential": seq, "throughput": throughput}
-
-    measured_runs = asyncio.run(run_all())
+    load = Load(stack, args, controller, controller_log, client, all_ways, audit_start, run_id)
+    measured_runs = asyncio.run(load_phases(load))
+    acknowledged += load.acknowledged
     seq: dict[str, Phase] = measured_runs["sequential"]
     throughput: list[dict[str, Any]] = measured_runs["throughput"]
 
@@ -1241,64 +1386,21 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
             else None,
             "at_concurrency": best[name]["concurrency"],
         }
-    where = {
-        "sequential_p50_ms": {
-            "direct_http": round(percentile(direct.latencies_ms, 50), 3),
-            "envelope_http": round(percentile(envelope.latencies_ms, 50), 3),
-            "server_view_direct (audit duration_ms)": durations["direct"].get("p50_ms"),
-            "server_view_envelope (audit duration_ms)": durations["envelope"].get("p50_ms"),
-            "web_view_in_process_direct (no HTTP)": web.get("direct", {})
-            .get("wall_ms", {})
-            .get("p50_ms"),
-            "web_view_in_process_envelope (no HTTP)": web.get("envelope", {})
-            .get("wall_ms", {})
-            .get("p50_ms"),
-            "controller_call_round_trip_write_event": call["write"]["round_trip"]["p50_ms"],
-            "controller_call_round_trip_noop_event": call["noop"]["round_trip"]["p50_ms"],
-            "celery_round_trip_write_event": celery["write"]["round_trip"]["p50_ms"],
-            "celery_round_trip_noop_event": celery["noop"]["round_trip"]["p50_ms"],
-            "controller_event_time (worker log)": controller_seq.get("p50_ms"),
-            "controller_handle_one_event_in_process (no Celery)": in_process.get(
-                "handle_one_event_ms", {}
-            ).get("p50_ms"),
-            "postgresql_insert_and_commit": commit_floor["insert_and_commit"]["p50_ms"],
-            "redis_ping": redis["ping"]["p50_ms"],
-        },
-        "cpu_ms_per_write_sequential": {
-            name: {
-                k: round(v / max(1, seq[name].acknowledged), 3) for k, v in seq[name].cpu_ms.items()
-            }
-            for name in all_ways
-        },
-        "cpu_ceiling_at_best_throughput": ceiling,
-        "controller_event_time_sequential": controller_seq,
-        "web_in_process": web,
-        "controller_in_process": in_process,
-        "controller_call_probe": call,
-        "celery_probe": celery,
-        "postgresql_commit_floor": commit_floor,
-        "redis_floor": redis,
-        "server_view_duration_ms_sequential (audit trail duration_ms)": durations,
-        "notes": [
-            f"The web side reaches the controller through {call['transport']} "
-            "(controlplane.services.controller_call decides); the controller hands waiting "
-            "events to one thread that handles and commits them together (group commit). "
-            "group_commit in each throughput phase counts the commits its writes took.",
-            "controller_call_round_trip_* go from the benchmark process through "
-            "controller_call (the views' own path, no HTTP, no view); celery_round_trip_* "
-            "straight onto the Celery queue 'controller', which run_controller still consumes.",
-            "controller_event_time is Celery's measure of each event in the controller's "
-            "worker (waiting for its batch, the batch's handling and commit), from its log "
-            "(--loglevel INFO): only events that travel over Celery are there (none of the web "
-            "traffic when the request channel carries it); events overlap, so these do not add "
-            "up to the wall time.",
-            "cpu_ms_per_write: CPU milliseconds per acknowledged write by process group, from "
-            "/proc; postgresql counts every backend on the machine, other_processes is "
-            "whatever else ran meanwhile (other people's tests share this machine).",
-            "cpu_ceiling: the writes/s the server's processes could sustain with both cores "
-            "to themselves at the CPU each write cost them.",
-        ],
-    }
+    where = where_time_goes(
+        all_ways=all_ways,
+        call=call,
+        ceiling=ceiling,
+        celery=celery,
+        commit_floor=commit_floor,
+        controller_seq=controller_seq,
+        direct=direct,
+        durations=durations,
+        envelope=envelope,
+        in_process=in_process,
+        redis=redis,
+        seq=seq,
+        web=web,
+    )
     ok_ratio = ratio[50] <= args.ratio_target and ratio[99] <= args.ratio_target
     ok_throughput = all(best[name]["writes_per_s"] >= args.writes_target for name in all_ways)
     command = "$ .venv/bin/python -m bench.admin_forwarding " + " ".join(
@@ -1308,38 +1410,7 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
         "benchmark": "admin_forwarding",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": command.strip(),
-        "setup": {
-            "server": f"gunicorn gthread, {args.workers} workers x {args.threads} threads",
-            "controller": f"1 x manage.py run_controller (--loglevel {args.controller_loglevel})",
-            "controller_transport": call["transport"],
-            "code": code_version(),
-            "database": f"PostgreSQL {server(postgres_admin_url())} (a fresh database)",
-            "redis": f"{server(redis_url())}, "
-            "under a key prefix of the run's own "
-            "(Celery broker, result backend, sessions, request channel)",
-            "cpus": os.cpu_count(),
-            "load_average_before": [round(x, 2) for x in load_before],
-            "load_average_after": [round(x, 2) for x in os.getloadavg()],
-            "brokers_registered": args.brokers,
-            "write": f"IncrementalAlterConfigs SET retention.ms on topic {TOPIC} "
-            "(1 partition), a new value every request: one ConfigRecord each",
-            "direct": f"POST {DIRECT_PATH}, the super user's token (User:admin)",
-            "envelope": f"POST {ENVELOPE_PATH}, the broker's token, request_principal "
-            f"User:admin, client {ADMIN_CLIENT_ID} at {CLIENT_HOST}, forwarding_broker_id "
-            f"{FORWARDING_BROKER} (body: brokers.simulator.envelope_request)",
-            "sequential_requests_per_way": args.sequential,
-            "sequential_block": args.block,
-            "throughput_concurrency": args.concurrency,
-            "throughput_rounds_per_level": args.rounds,
-            "throughput_seconds_per_round_and_way": args.seconds,
-            "probes": args.probes,
-            "simulator_requests": args.simulator_requests,
-            "client": "asyncio raw sockets, HTTP/1.1 keep-alive (new connection every "
-            f"{RECYCLE_AFTER} requests), in the benchmark process on the same machine; "
-            "latency = acknowledged requests only",
-            "acknowledged": "HTTP 200 and every resource error_code 0 (envelope: envelope "
-            "error_code 0, response_status 200, every inner resource 0)",
-        },
+        "setup": run_setup(args=args, call=call, controller=controller, load_before=load_before),
         "sequential_latency_ms": {
             "direct": direct.summary(),
             "envelope": envelope.summary(),
