@@ -8,8 +8,11 @@ class AuditConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from audit.services import audit_executed
+        from audit.services import CommitAudit, audit_executed
         from controlplane.rpc import AUDITORS
+        from controlplane.runtime.metadata_log import COMMIT_AUDIT
 
         if audit_executed not in AUDITORS:
             AUDITORS.append(audit_executed)
+        if not any(isinstance(trail, CommitAudit) for trail in COMMIT_AUDIT):
+            COMMIT_AUDIT.append(CommitAudit())

@@ -167,6 +167,23 @@ def broker(
     return [_named(("BROKER", _text(body.get("broker_id"))), top)]
 
 
+def replica_state_report(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    """An AlterReplicaState report (KIP-589) as the controller applied it: the reporting broker,
+    its failed log dir when the broker named it, and the partitions it named."""
+    named = [
+        _named(("BROKER", _text(body.get("broker_id"))), top),
+        _named(("LOG_DIR", _text(body.get("log_dir")) or "(not named)"), top),
+    ]
+    for topic in _dicts(body.get("topics")):
+        name = _text(topic.get("name"))
+        named += [
+            _named(("PARTITION", f"{name}-{_text(p)}"), top) for p in _list(topic.get("partitions"))
+        ]
+    return named
+
+
 def envelope(
     body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
 ) -> Iterable[Resource]:

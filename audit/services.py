@@ -1,24 +1,58 @@
-"""Writing the audit trail. One row per admin request, allowed or denied; never a secret."""
+"""Writing the audit trail. One row per admin request, allowed or denied; never a secret.
+
+A request the controller applied is audited in the controller's own commit, in the transaction
+that appends its records (`CommitAudit`, registered in the runtime's `COMMIT_AUDIT`), so a web
+node that dies between the commit and its answer cannot leave a write without its row. Requests
+refused before they reached the controller (authorization, validation) and those that wrote
+nothing are audited by the node that answered them (`audit_executed`).
+"""
 
 from __future__ import annotations
 
 import functools
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, connection, transaction
 
 from audit.models import AuditEvent
-from audit.resources import Namers, request_outcome, request_resources
-from controlplane.rpc import Executed, Forwarding
+from audit.resources import Namers, replica_state_report, request_outcome, request_resources
+from controlplane.rpc import REGISTRY, Executed, Forwarding
+from controlplane.runtime.bulk import Column, Write, prepared_upsert
 from controlplane.runtime.lease import now_ms
+from controlplane.runtime.metadata_log import AppliedWrite
 
 logger = logging.getLogger("controlplane.audit")
 
+# Controller writes that are not admin RPCs of the registry but are audited all the same: a
+# broker's AlterReplicaState report (KIP-589) is audited when the controller applies it.
+CONTROLLER_WRITE_NAMERS: dict[str, Namers] = {"AlterReplicaState": replica_state_report}
 
-def audit_event_record(
+COLUMNS = [
+    Column("time_ms", "bigint"),
+    Column("principal", "text"),
+    Column("client_id", "text"),
+    Column("client_host", "text"),
+    Column("forwarding_principal", "text"),
+    Column("forwarding_host", "text"),
+    Column("forwarding_broker_id", "int"),
+    Column("api", "text"),
+    Column("resources", "text", json=True),
+    Column("outcome", "text"),
+    Column("error_code", "int"),
+    Column("http_status", "smallint"),
+    Column("request_id", "text"),
+    Column("first_offset", "bigint"),
+    Column("last_offset", "bigint"),
+    Column("duration_ms", "float8"),
+]
+
+
+def _row(
     *,
+    time_ms: int,
     api: str,
     namers: Namers,
     principal: str,
@@ -33,11 +67,12 @@ def audit_event_record(
     last_offset: int | None,
     forwarding: Forwarding | None,
     duration_ms: float,
-) -> None:
+) -> dict[str, Any]:
+    """One audit row, in COLUMNS order, with its resources as a list (JSON on the way in)."""
     resources = request_resources(namers, body, answer, notes)
     outcome, error_code = request_outcome(http_status, answer, resources)
-    row: dict[str, Any] = {
-        "time_ms": now_ms(),
+    return {
+        "time_ms": time_ms,
         "principal": principal[:255],
         "client_id": client_id[:255],
         "client_host": client_host[:64],
@@ -45,7 +80,7 @@ def audit_event_record(
         "forwarding_host": forwarding.host[:64] if forwarding else "",
         "forwarding_broker_id": forwarding.broker_id if forwarding else None,
         "api": api,
-        "resources": json.dumps(resources, separators=(",", ":")),
+        "resources": resources,
         "outcome": outcome,
         "error_code": error_code,
         "http_status": http_status,
@@ -54,27 +89,46 @@ def audit_event_record(
         "last_offset": last_offset,
         "duration_ms": round(duration_ms, 3),
     }
-    with connection.cursor() as cursor:  # one plain INSERT: this runs on every admin request
-        cursor.execute(_insert_sql(tuple(row)), list(row.values()))
-        if cursor.rowcount == 0:
-            return  # another copy of this request id answered the same write: audited once
+
+
+def _log(row: dict[str, Any]) -> None:
+    forwarded = row["forwarding_principal"]
     logger.info(
         "%s %s by %s%s from %s: %s (error %d), offsets %s-%s",
-        api,
-        ", ".join(f"{r['resource_type']}:{r['resource_name']}" for r in resources[:10]),
-        principal,
-        f" via {forwarding.principal}" if forwarding else "",
-        client_host,
-        outcome,
-        error_code,
-        first_offset,
-        last_offset,
+        row["api"],
+        ", ".join(f"{r['resource_type']}:{r['resource_name']}" for r in row["resources"][:10]),
+        row["principal"],
+        f" via {forwarded}" if forwarded else "",
+        row["client_host"],
+        row["outcome"],
+        row["error_code"],
+        row["first_offset"],
+        row["last_offset"],
     )
 
 
+def _encoded(row: dict[str, Any]) -> list[Any]:
+    return [
+        json.dumps(row[c.name], separators=(",", ":")) if c.json else row[c.name] for c in COLUMNS
+    ]
+
+
+def audit_event_record(*, time_ms: int | None = None, **fields: Any) -> None:
+    """Audit one request on the node that answered it (see `_row` for the fields)."""
+    row = _row(time_ms=now_ms() if time_ms is None else time_ms, **fields)
+    with connection.cursor() as cursor:  # one plain INSERT: this runs on every admin request
+        cursor.execute(_insert_sql(), _encoded(row))
+        if cursor.rowcount == 0:
+            return  # another copy of this request id answered the same write: audited once
+    _log(row)
+
+
 def audit_executed(executed: Executed) -> None:
-    """The audit trail's part of `controlplane.rpc.execute`: every executed admin request."""
+    """The audit trail's part of `controlplane.rpc.execute`: every executed admin request the
+    controller did not audit in its commit."""
     caller, answer, notes = executed.caller, executed.answer, executed.notes
+    if notes.audited:
+        return  # written in the commit of the request's records
     try:
         audit_event_record(
             api=executed.spec.name,
@@ -96,12 +150,70 @@ def audit_executed(executed: Executed) -> None:
         logger.exception("could not write the audit event of %s", executed.spec.name)
 
 
+class CommitAudit:
+    """The audit rows of the requests a commit applies, written in that commit."""
+
+    def prepared(self, writes: Sequence[AppliedWrite], timestamp: int) -> Write:
+        rows = [_commit_row(w, timestamp) for w in writes if w.audit is not None]
+        insert = prepared_upsert(
+            table=AuditEvent._meta.db_table, columns=COLUMNS, rows=[_encoded(r) for r in rows]
+        )
+        if not rows:
+            return insert
+
+        def log_rows() -> None:
+            for row in rows:
+                _log(row)
+
+        def write() -> None:
+            insert()
+            transaction.on_commit(log_rows)
+
+        return write
+
+
+def _commit_row(write: AppliedWrite, timestamp: int) -> dict[str, Any]:
+    audit = write.audit or {}
+    api = str(audit.get("rpc") or write.api)
+    spec = REGISTRY.get(api)
+    namers = spec.resources if spec is not None else CONTROLLER_WRITE_NAMERS[write.api]
+    forwarding = audit.get("forwarding")
+    context = write.context
+    return _row(
+        time_ms=timestamp,
+        api=api,
+        namers=namers,
+        principal=context.principal,
+        client_id=context.client_id,
+        client_host=context.client_host,
+        request_id=context.request_id,
+        http_status=200,  # a request that committed was processed: per-item errors only
+        body=write.payload,
+        answer=_with_refused(write.response, audit.get("refused") or {}),
+        notes={k: v for k, v in write.response.items() if k.startswith("_")},
+        first_offset=write.first_offset,
+        last_offset=write.last_offset,
+        forwarding=Forwarding(**forwarding) if isinstance(forwarding, dict) else None,
+        duration_ms=float(max(0, timestamp - int(audit.get("started_ms") or timestamp))),
+    )
+
+
+def _with_refused(response: dict[str, Any], refused: dict[str, Any]) -> dict[str, Any]:
+    """The controller's answer with the items the sending node refused before the call: the
+    whole answer the client gets, as far as the audit trail names it."""
+    answer = dict(response)
+    for key, items in refused.items():
+        if isinstance(items, list):
+            answer[key] = [*(answer.get(key) or []), *items]
+    return answer
+
+
 @functools.cache
-def _insert_sql(columns: tuple[str, ...]) -> str:
+def _insert_sql() -> str:
     json_value = "%s::jsonb" if connection.vendor == "postgresql" else "%s"
-    values = ", ".join(json_value if name == "resources" else "%s" for name in columns)
+    values = ", ".join(json_value if c.json else "%s" for c in COLUMNS)
     # A second copy of an applied request id (cp_audit_one_row_per_write) adds no row.
     return (
-        f"INSERT INTO {AuditEvent._meta.db_table} ({', '.join(columns)}) VALUES ({values})"
-        " ON CONFLICT DO NOTHING"
+        f"INSERT INTO {AuditEvent._meta.db_table} ({', '.join(c.name for c in COLUMNS)})"
+        f" VALUES ({values}) ON CONFLICT DO NOTHING"
     )

@@ -28,7 +28,7 @@ from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.quotas import describe as quotas
 from controlplane.rpc import Caller, any_principal, cluster, public_write, register
 from controlplane.selectors import configs_stored
-from controlplane.services import controller_call
+from controlplane.services import controller_call, controller_refused
 
 Body = dict[str, Any]
 
@@ -64,6 +64,11 @@ def _authorization_error(
     )
 
 
+def _refusal(error: ApiError, resource: Body) -> Body:
+    resource_type, resource_name = resource_key(resource)
+    return {**error.as_fields(), "resource_type": resource_type, "resource_name": resource_name}
+
+
 def _alter(api: str) -> Any:
     def alter(body: Body, caller: Caller) -> Body:
         resources = body["resources"]
@@ -78,6 +83,8 @@ def _alter(api: str) -> Any:
             if error is not None:
                 refused[index] = error
         permitted = [r for i, r in enumerate(resources) if i not in refused]
+        refusals = {index: _refusal(error, resources[index]) for index, error in refused.items()}
+        controller_refused(answer_key="responses", items=list(refusals.values()))
         answers: list[Body] = []
         if permitted:
             response = controller_call(
@@ -89,19 +96,10 @@ def _alter(api: str) -> Any:
                 raise ApiError(Errors(response["error_code"]), response.get("error_message"))
             answers = list(response["responses"])
         answered = iter(answers)
-        responses = []
-        for index, resource in enumerate(resources):
-            if index in refused:
-                resource_type, resource_name = resource_key(resource)
-                responses.append(
-                    {
-                        **refused[index].as_fields(),
-                        "resource_type": resource_type,
-                        "resource_name": resource_name,
-                    }
-                )
-            else:
-                responses.append(next(answered))
+        responses = [
+            refusals[index] if index in refusals else next(answered)
+            for index in range(len(resources))
+        ]
         return {"throttle_time_ms": 0, "responses": responses}
 
     return alter

@@ -25,6 +25,7 @@ from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS, ApiKey
 from controlplane.http_errors import exception_handler
 from controlplane.principals import AuthenticatedPrincipal
+from controlplane.runtime.lease import now_ms
 from controlplane.runtime.metadata_log import RequestContext
 from controlplane.services import ControllerNotes, controller_notes
 
@@ -190,7 +191,7 @@ def execute(
 ) -> RpcAnswer:
     """Run one admin RPC as `caller`: the one path of every front door. `refusal` is the
     answer to a body that could not even be read; authorization is still checked first."""
-    notes = ControllerNotes()
+    notes = ControllerNotes(audit=_audit_envelope(spec, caller))
     token = controller_notes.set(notes)
     started = time.perf_counter()
     try:
@@ -208,6 +209,23 @@ def execute(
     for auditor in AUDITORS:
         auditor(executed)
     return answer
+
+
+def _audit_envelope(spec: ApiSpec, caller: Caller) -> dict[str, Any]:
+    """What the controller needs, beside the event's principal, client and request id, to
+    write the request's audit row in the commit of its records."""
+    forwarding = caller.forwarding
+    return {
+        "rpc": spec.name,
+        "started_ms": now_ms(),
+        "forwarding": None
+        if forwarding is None
+        else {
+            "principal": forwarding.principal,
+            "host": forwarding.host,
+            "broker_id": forwarding.broker_id,
+        },
+    }
 
 
 def _answer(spec: ApiSpec, body: Any, caller: Caller, refusal: RpcAnswer | None) -> RpcAnswer:

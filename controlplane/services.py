@@ -24,7 +24,7 @@ from django.conf import settings
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.metrics import FORWARDING
 from controlplane.runtime.channel import ControllerChannel
-from controlplane.runtime.controller import HANDLED_NOTE, OFFSETS_NOTE, get_runtime
+from controlplane.runtime.controller import AUDITED_NOTE, HANDLED_NOTE, OFFSETS_NOTE, get_runtime
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.metadata_log import RequestContext
 
@@ -37,14 +37,23 @@ WHOLE_REQUEST_ERRORS = frozenset({Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OU
 
 @dataclasses.dataclass(slots=True)
 class ControllerNotes:
-    """What the controller told the sending node besides the answer, for the audit trail:
-    the metadata offsets the request produced, and private notes (keys starting with `_`)."""
+    """What travels beside one admin request and its answer, for the audit trail.
+
+    Out: `audit`, what the controller needs to write the request's audit row in the commit of
+    its records (set by `controlplane.rpc.execute`), with `refused`, the answer items a handler
+    gave without the controller (refused by authorization before the call), by answer key.
+    Back: the metadata offsets the request produced, whether the controller audited it, and
+    private notes (keys starting with `_`)."""
 
     first_offset: int | None = None
     last_offset: int | None = None
     private: dict[str, Any] = dataclasses.field(default_factory=dict)
+    audit: dict[str, Any] | None = None
+    refused: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    audited: bool = False  # the controller wrote the audit row in the commit of the records
 
     def add(self, notes: dict[str, Any]) -> None:
+        self.audited = bool(notes.pop(AUDITED_NOTE, False)) or self.audited
         offsets = notes.pop(OFFSETS_NOTE, None)
         if offsets:
             first, last = int(offsets[0]), int(offsets[1])
@@ -59,6 +68,14 @@ class ControllerNotes:
 controller_notes: contextvars.ContextVar[ControllerNotes | None] = contextvars.ContextVar(
     "controller_notes", default=None
 )
+
+
+def controller_refused(*, answer_key: str, items: list[dict[str, Any]]) -> None:
+    """Note answer items a handler gives without the controller (refused before the call), so
+    that the audit row the controller writes in its commit names them too."""
+    notes = controller_notes.get()
+    if notes is not None and items:
+        notes.refused.setdefault(answer_key, []).extend(items)
 
 
 def controller_call(
@@ -85,6 +102,11 @@ def controller_call(
         "deadline_ms": deadline,
         "sent_ms": sent_ms,
     }
+    notes = controller_notes.get()
+    if notes is not None and notes.audit is not None:
+        # The controller writes the request's audit row in the commit of its records, so a
+        # web node that dies after the commit cannot lose it.
+        event["audit"] = {**notes.audit, "refused": notes.refused}
     FORWARDING.started(api)
     try:
         response = _call_until_deadline(event, deadline)

@@ -12,6 +12,7 @@ from audit import resources as named
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import Errors
 from controlplane.rpc import Caller, cluster, public_write, register
+from controlplane.services import controller_refused
 from replicas import selectors, services
 from replicas.api import serializers as s
 
@@ -35,9 +36,13 @@ def _per_topic(
     topics: list[Body],
     send: Callable[[list[Body]], list[Body]],
     denied: Callable[[str], Body],
+    answer_key: str,
 ) -> list[Body]:
     allowed = _topic_allowed(caller, operation)
     permitted = [t for t in topics if allowed(t["name"])]
+    controller_refused(
+        answer_key=answer_key, items=[denied(t["name"]) for t in topics if not allowed(t["name"])]
+    )
     answers: dict[str, Body] = {}
     if permitted:
         answers = {a["name"]: a for a in send(permitted)}
@@ -60,6 +65,7 @@ def create_topics(body: Body, caller: Caller) -> Body:
             "replication_factor": -1,
             "configs": [],
         },
+        "topics",
     )
     return {"throttle_time_ms": 0, "topics": topics}
 
@@ -89,6 +95,7 @@ def delete_topics(body: Body, caller: Caller) -> Body:
                     **AUTHORIZATION_FAILED,
                 }
             )
+    controller_refused(answer_key="responses", items=denied)
     responses: list[Body] = []
     if names or states:
         response = services.topics_delete(
@@ -108,6 +115,7 @@ def create_partitions(body: Body, caller: Caller) -> Body:
             payload={**body, "topics": permitted}, context=caller.context
         )["results"],
         lambda name: {"name": name, **AUTHORIZATION_FAILED},
+        "results",
     )
     return {"throttle_time_ms": 0, "results": results}
 

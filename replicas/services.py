@@ -125,6 +125,8 @@ def replica_state_apply_pending(*, limit: int = MAX_PENDING_BATCH) -> int:
             "client_id": row.client_id,
             "client_host": row.client_host,
             "request_id": row.request_id,
+            # Audited in the controller's commit, from when the report arrived.
+            "audit": {"rpc": "AlterReplicaState", "started_ms": row.received_ms},
         }
         for row in rows
     ]

@@ -522,6 +522,7 @@ def _alter_replica_state(
         "broker_epoch": epoch,
         "new_state": OFFLINE_REPLICA_EVENT,
         "reason": f"log dir {state.log_dirs[dir_index]} failed (simulated)",
+        "log_dir": state.log_dirs[dir_index],
         "topics": [{"name": t, "partitions": p} for t, p in sorted(by_topic.items())],
     }
 

@@ -27,6 +27,7 @@ from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataI
 from controlplane.models import Cluster
 from controlplane.runtime.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
 from controlplane.runtime.metadata_log import (
+    COMMIT_AUDIT,
     AppliedWrite,
     DuplicateWrite,
     RequestContext,
@@ -47,6 +48,7 @@ Response = dict[str, Any]
 # controller took it off the queue.
 OFFSETS_NOTE = "_offsets"
 HANDLED_NOTE = "_handled_ms"
+AUDITED_NOTE = "_audited"  # the audit row was written in the commit of the records
 MAX_BATCH_EVENTS = 500  # events handled in one batch (one commit) at the most
 
 
@@ -402,8 +404,11 @@ def _run_events(
             failure.index = index
             raise
         if delta.last_offset >= first_offset:
-            # A note for the caller's audit trail (and for a retry's, through the stored answer).
+            # Notes for the caller's audit trail (and for a retry's, through the stored answer).
             response = {**response, OFFSETS_NOTE: [first_offset, delta.last_offset]}
+            audit = event.get("audit") if COMMIT_AUDIT else None
+            if audit is not None:
+                response[AUDITED_NOTE] = True
             writes.append(
                 AppliedWrite(
                     context,
@@ -413,6 +418,8 @@ def _run_events(
                     response,
                     remembered=deduplicated,
                     event_index=index,
+                    audit=audit,
+                    payload=event.get("payload") or {},
                 )
             )
         if deduplicated:

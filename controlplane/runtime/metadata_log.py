@@ -13,7 +13,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from django.db import IntegrityError, connection, transaction
 
@@ -66,6 +66,22 @@ class AppliedWrite:
     # that are evaluated afresh each time (heartbeats, the controller's timer).
     remembered: bool = True
     event_index: int = -1  # its place in the controller's batch
+    # What the sending node told the controller to audit it with (the RPC, when it started,
+    # the forwarding broker, the items refused before the call); None: not an audited request.
+    audit: dict[str, Any] | None = None
+    payload: dict[str, Any] = dataclasses.field(default_factory=dict)  # the event's request
+
+
+class CommitAuditTrail(Protocol):
+    """Writes the audit rows of a commit's requests in the commit's own transaction."""
+
+    def prepared(self, writes: Sequence[AppliedWrite], timestamp: int) -> Write:
+        """The statement inserting the rows of `writes` that carry an audit envelope."""
+
+
+# The audit trail registers itself here (audit.apps): the runtime does not import apps. With
+# none registered, the node that sent a request audits it after the answer.
+COMMIT_AUDIT: list[CommitAuditTrail] = []
 
 
 class DuplicateWrite(ApiError):
@@ -119,9 +135,10 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
             for w in remembered
         ],
     )
+    audit = [trail.prepared(writes, timestamp) for trail in COMMIT_AUDIT]
     commit_started.set(time.perf_counter())
     try:
-        _commit(lease, delta, timestamp, (append, *project, remember))
+        _commit(lease, delta, timestamp, (append, *project, remember, *audit))
     except IntegrityError:
         already = applied_responses([w.context.request_id for w in remembered])
         if not already:

@@ -14,6 +14,7 @@ from controlplane.api.fields import (
     StrictIntegerField,
     StrictIntegerListField,
     StrictSerializer,
+    UuidStringField,
 )
 from replicas.models import Partition, Topic
 
@@ -157,6 +158,9 @@ class AlterReplicaStateSerializer(StrictSerializer):
     broker_epoch = StrictIntegerField(min_value=-1, max_value=INT64_MAX)
     new_state = StrictIntegerField(min_value=-128, max_value=127)
     reason = StrictCharField(max_length=1000, required=False, allow_blank=True, default="")
+    # Our addition to KIP-589 (which leaves the directory to `reason`): the failed log dir's
+    # UUID, as registration names the broker's log dirs, for the audit trail and its reports.
+    log_dir = UuidStringField(required=False, default="")
     topics = serializers.ListField(child=ReplicaStateTopicSerializer(), max_length=10_000)
 
 
