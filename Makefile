@@ -43,9 +43,9 @@ test: install-test services lint typecheck
 	DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
 		$(VENV)/bin/pytest -p no:cacheprovider $(PYTEST_ARGS)
 
-## test-fast: the pure core, API and server-rendered UI tests (no services, no browser)
+## test-fast: the pure core, API and server-rendered UI tests (no services, no browser, no Spark)
 test-fast: $(PY)
-	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser" $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
 bench: bench-heartbeats bench-replicas bench-admin

@@ -54,3 +54,37 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.api} by {self.principal}: {self.outcome}"
+
+
+class ExportState(models.TextChoices):
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+
+class AuditExport(models.Model):
+    """One run of the Parquet export (`export_audit`) started from the API, the UI or the
+    periodic job, with its progress for whoever follows it. Bookkeeping of the control plane,
+    not cluster metadata: it is not in the metadata log."""
+
+    path = models.CharField(max_length=1024)
+    requested_by = models.CharField(max_length=255)
+    state = models.CharField(
+        max_length=16, choices=ExportState.choices, default=ExportState.PENDING
+    )
+    created_ms = models.BigIntegerField()
+    started_ms = models.BigIntegerField(null=True, blank=True)
+    finished_ms = models.BigIntegerField(null=True, blank=True)
+    # {phase, dataset, rows_done, rows_total, percent, rows_per_second, eta_seconds}
+    progress = models.JSONField(default=dict)
+    commit = models.IntegerField(null=True, blank=True)  # the export commit it wrote
+    rows = models.JSONField(default=dict)  # rows exported per dataset
+    message = models.TextField(blank=True, default="")  # what went wrong, for a FAILED one
+
+    class Meta:
+        db_table = "cp_audit_export"
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"export {self.pk} to {self.path}: {self.state}"

@@ -194,6 +194,14 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 3600.0,
     },
 }
+# --- The audit pipeline on Spark -----------------------------------------------------------
+CP_AUDIT_EXPORT_PATH = os.environ.get("CP_AUDIT_EXPORT_PATH", str(BASE_DIR / "var" / "audit"))
+CP_AUDIT_EXPORT_INTERVAL_SECONDS = env_int("CP_AUDIT_EXPORT_INTERVAL_SECONDS", 3600)
+CP_SPARK_MASTER = os.environ.get("CP_SPARK_MASTER", "local[*]")
+CELERY_BEAT_SCHEDULE["export-audit-trail"] = {
+    "task": "audit.tasks.export_audit_periodically",
+    "schedule": float(CP_AUDIT_EXPORT_INTERVAL_SECONDS),
+}
 CP_REDIS_URL = os.environ.get(
     "CP_REDIS_URL", CELERY_BROKER_URL if CELERY_BROKER_URL.startswith("redis") else ""
 )
