@@ -8,6 +8,7 @@ class AuditConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from audit import timer  # noqa: F401  (the embedded periodic export)
         from audit.services import CommitAudit, audit_executed
         from controlplane.rpc import AUDITORS
         from controlplane.runtime.metadata_log import COMMIT_AUDIT

@@ -12,13 +12,19 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from audit.models import AuditEvent
+from audit.export import Progress, audit_export_run
+from audit.models import AuditEvent, AuditExport, ExportState
 from audit.resources import Namers, replica_state_report, request_outcome, request_resources
+from audit.spark.session import SparkUnavailable, spark_session
+from audit.spark.storage import ExportError, is_uri
 from controlplane.rpc import REGISTRY, Executed, Forwarding
 from controlplane.runtime.bulk import Column, Write, prepared_upsert
 from controlplane.runtime.lease import now_ms
@@ -217,3 +223,111 @@ def _insert_sql() -> str:
         f"INSERT INTO {AuditEvent._meta.db_table} ({', '.join(c.name for c in COLUMNS)})"
         f" VALUES ({values}) ON CONFLICT DO NOTHING"
     )
+
+
+# --- export runs (the API's and the UI's POST /api/v1/audit-exports, the periodic job) ------
+
+PROGRESS_EVERY_S = 0.5  # a running export writes its progress at most this often
+STALLED_MS = 300_000  # a RUNNING export whose progress stood still this long has died
+
+
+PERIODIC_EXPORTER = "User:controller"  # who the periodic export runs as, in the UI's list
+
+
+def audit_export_start(*, requested_by: str, path: str | None = None) -> AuditExport:
+    """An export of the audit data to `path` (default CP_AUDIT_EXPORT_PATH) as a background job
+    (Celery; a thread embedded); the one already under way to that path when there is one."""
+    export, created = audit_export_create(requested_by=requested_by, path=path)
+    if created:
+        transaction.on_commit(lambda: _dispatch(export.pk))
+    return export
+
+
+def audit_export_create(*, requested_by: str, path: str | None = None) -> tuple[AuditExport, bool]:
+    """A new waiting export to `path`, or (False) the one already under way there."""
+    target = path or str(settings.CP_AUDIT_EXPORT_PATH)
+    running = audit_export_running(path=target)
+    if running is not None:
+        return running, False
+    export = AuditExport.objects.create(
+        path=target,
+        requested_by=requested_by,
+        created_ms=now_ms(),
+        progress={**Progress().as_dict(), "phase": "waiting"},
+    )
+    return export, True
+
+
+def audit_export_running(*, path: str) -> AuditExport | None:
+    """The export waiting or running to `path`; one that stalled is marked FAILED first."""
+    export = AuditExport.objects.filter(
+        path=path, state__in=[ExportState.PENDING, ExportState.RUNNING]
+    ).first()
+    if export is None:
+        return None
+    heard_ms = int(export.progress.get("updated_ms") or export.started_ms or export.created_ms)
+    if now_ms() - heard_ms > STALLED_MS:
+        AuditExport.objects.filter(pk=export.pk).update(
+            state=ExportState.FAILED,
+            finished_ms=now_ms(),
+            message="The worker running this export stopped before it finished.",
+        )
+        return None
+    return export
+
+
+def _dispatch(export_id: int) -> None:
+    if settings.CELERY_TASK_ALWAYS_EAGER:  # embedded: a thread of this process does it
+        threading.Thread(
+            target=_in_thread, args=(export_id,), name=f"audit-export-{export_id}", daemon=True
+        ).start()
+        return
+    from audit.tasks import export_audit_trail
+
+    export_audit_trail.delay(export_id)
+
+
+def _in_thread(export_id: int) -> None:
+    try:
+        audit_export_execute(export_id=export_id)
+    finally:
+        connection.close()
+
+
+def audit_export_execute(*, export_id: int) -> AuditExport:
+    """Run the export `export_id`, keeping its progress, state and outcome."""
+    export = AuditExport.objects.get(pk=export_id)
+    AuditExport.objects.filter(pk=export_id).update(state=ExportState.RUNNING, started_ms=now_ms())
+    last_write = [0.0]
+
+    def keep(progress: Progress) -> None:
+        if progress.phase == "exporting" and time.monotonic() - last_write[0] < PROGRESS_EVERY_S:
+            return
+        last_write[0] = time.monotonic()
+        AuditExport.objects.filter(pk=export_id).update(
+            progress={**progress.as_dict(), "updated_ms": now_ms()}
+        )
+
+    outcome: dict[str, Any]
+    try:
+        spark = spark_session(settings.CP_SPARK_MASTER) if is_uri(export.path) else None
+        result = audit_export_run(
+            target=export.path, spark=spark, on_progress=keep, owner=f"export {export_id}"
+        )
+    except (ExportError, SparkUnavailable) as error:
+        outcome = {"state": ExportState.FAILED, "message": str(error)}
+    except Exception as error:  # recorded for whoever follows it; the worker goes on
+        logger.exception("audit export %d failed", export_id)
+        outcome = {"state": ExportState.FAILED, "message": f"Unexpected error: {error}"}
+    else:
+        outcome = {"state": ExportState.SUCCEEDED, "commit": result.commit, "rows": result.rows}
+    AuditExport.objects.filter(pk=export_id).update(finished_ms=now_ms(), **outcome)
+    return AuditExport.objects.get(pk=export_id)
+
+
+def audit_export_periodic() -> str:
+    """The periodic export (Celery beat; the controller's timer embedded), run here and now."""
+    export, created = audit_export_create(requested_by=PERIODIC_EXPORTER)
+    if not created:
+        return f"export {export.pk} to {export.path} is under way"
+    return str(audit_export_execute(export_id=export.pk).state)

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from audit.models import AuditEvent
+from audit.models import AuditEvent, AuditExport
+from controlplane.api.fields import StrictSerializer
 
 
 class AuditEventSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
@@ -27,3 +28,26 @@ class AuditEventSerializer(serializers.ModelSerializer):  # type: ignore[type-ar
             "last_offset",
             "duration_ms",
         ]
+
+
+class AuditExportSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
+    class Meta:
+        model = AuditExport
+        fields = [
+            "id",
+            "state",
+            "progress",
+            "path",
+            "requested_by",
+            "created_ms",
+            "started_ms",
+            "finished_ms",
+            "commit",
+            "rows",
+            "message",
+        ]
+
+
+class AuditExportRequestSerializer(StrictSerializer):
+    """POST /api/v1/audit-exports takes no parameters: the export path is the deployment's
+    (CP_AUDIT_EXPORT_PATH), never one a client names."""
