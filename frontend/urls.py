@@ -92,4 +92,8 @@ urlpatterns = [
     path("ui/tokens/renew/", tokens.token_renew_view, name="token-renew"),
     path("ui/tokens/expire/", tokens.token_expire_view, name="token-expire"),
     path("ui/audit/", audit.audit_list_view, name="audit-list"),
+    path("ui/audit/exports/", audit.audit_export_list_view, name="audit-export-list"),
+    path("ui/audit/exports/start/", audit.audit_export_start_view, name="audit-export-start"),
+    path("ui/audit/reports/", audit.audit_report_list_view, name="audit-report-list"),
+    path("ui/audit/reports/<str:name>/", audit.audit_report_view, name="audit-report"),
 ]

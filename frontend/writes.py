@@ -5,15 +5,22 @@ errors of its answer."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from django.http import HttpRequest
 
+from audit import services as audit_services
+from audit.models import AuditExport
+from controlplane.authz import refuse_broker_on_public_write, require_cluster
+from controlplane.controller.acls.bindings import AclOperation
 from controlplane.controller.errors import Errors
 from controlplane.rpc import REGISTRY, Caller, execute
 from frontend.tables.common import KafkaProblem, error_code_of, error_name
 from frontend.views.base import client_host
+
+logger = logging.getLogger("controlplane.audit")
 
 UI_CLIENT_ID = "ui"  # the client id the audit trail shows for the UI's requests
 
@@ -101,3 +108,15 @@ def malformed(message: str) -> list[KafkaProblem]:
     """A form the UI itself made came back altered: refused as the API refuses a bad body."""
     error = Errors.INVALID_REQUEST
     return [KafkaProblem(error_code=int(error), error=error.name, message=message)]
+
+
+# --- the audit export (not a Kafka RPC: authorized as the API authorizes it) --------------------
+def audit_export_start(request: HttpRequest) -> AuditExport:
+    """Start an export of the audit data as the logged-in principal: ALTER on the cluster,
+    never a broker principal, exactly as POST /api/v1/audit-exports. Raises ApiError."""
+    principal = request.principal  # type: ignore[attr-defined]
+    refuse_broker_on_public_write(principal)
+    require_cluster(principal, host=client_host(request), operation=AclOperation.ALTER)
+    export = audit_services.audit_export_start(requested_by=principal.principal)
+    logger.info("audit export %d to %s requested by %s", export.pk, export.path, principal)
+    return export

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from audit.models import AuditEvent
+from audit.models import AuditEvent, AuditExport
 from frontend.tables.common import error_code_of, error_name, format_ms
 
 OUTCOME_BADGES = {"SUCCESS": "ok", "PARTIAL": "warn", "FAILED": "danger", "DENIED": "danger"}
@@ -88,3 +88,66 @@ def audit_rows(events: Iterable[AuditEvent]) -> list[AuditRow]:
         )
         for event in events
     ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ExportRow:
+    id: int
+    state: str
+    badge: str
+    requested_by: str
+    created: str
+    finished: str
+    phase: str
+    percent: float
+    rows_done: int
+    rows_total: int
+    rate: float
+    eta_s: float | None
+    commit: int | None
+    rows: dict[str, int]
+    message: str
+
+    @property
+    def under_way(self) -> bool:
+        return self.state in ("PENDING", "RUNNING")
+
+
+EXPORT_BADGES = {"SUCCEEDED": "ok", "RUNNING": "warn", "PENDING": "muted", "FAILED": "danger"}
+
+
+def export_rows(exports: Iterable[AuditExport]) -> list[ExportRow]:
+    rows = []
+    for export in exports:
+        progress: dict[str, Any] = export.progress or {}
+        rows.append(
+            ExportRow(
+                id=export.pk,
+                state=export.state,
+                badge=EXPORT_BADGES.get(export.state, "muted"),
+                requested_by=export.requested_by,
+                created=format_ms(export.created_ms),
+                finished=format_ms(export.finished_ms) if export.finished_ms else "",
+                phase=str(progress.get("phase", "")),
+                percent=float(progress.get("percent") or 0.0),
+                rows_done=int(progress.get("rows_done") or 0),
+                rows_total=int(progress.get("rows_total") or 0),
+                rate=float(progress.get("rows_per_second") or 0.0),
+                eta_s=progress.get("eta_seconds"),
+                commit=export.commit,
+                rows=dict(export.rows or {}),
+                message=export.message,
+            )
+        )
+    return rows
+
+
+def export_commit_row(commit: dict[str, Any]) -> dict[str, Any]:
+    """The latest export commit as the reports page tells it."""
+    datasets = commit.get("datasets", {})
+    return {
+        "commit": commit.get("commit"),
+        "committed": format_ms(int(commit.get("committed_ms", 0))),
+        "offset": commit.get("watermark", {}).get("metadata_log", {}).get("offset"),
+        "rows": {name: part.get("rows", 0) for name, part in datasets.items()},
+    }

@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
 
 from audit.filtersets import AuditEventFilterSet
-from audit.selectors import audit_event_list
-from frontend.forms.audit import AUDIT_APIS, AUDIT_OUTCOMES
-from frontend.tables.audit import audit_rows
-from frontend.views.base import paginate, principal_required, render_admin
+from audit.reports import REPORT_NAMES, ReportError, ReportRequest, audit_report, latest_export
+from audit.selectors import audit_event_list, audit_export_list
+from audit.spark.times import BadTime, parse_time
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.errors import ApiError
+from frontend.forms.audit import AUDIT_APIS, AUDIT_OUTCOMES, REPORT_DESCRIPTIONS
+from frontend.tables.audit import audit_rows, export_commit_row, export_rows
+from frontend.views.base import (
+    forbidden,
+    login_required,
+    may,
+    paginate,
+    principal_required,
+    render_admin,
+)
+from frontend.writes import audit_export_start
 
 AUDIT_PAGE_SIZE = 50
 AUDIT_FILTERS = ("principal", "api", "outcome", "forwarded", "request_id", "resource")
@@ -35,4 +53,98 @@ def audit_list_view(request: HttpRequest) -> HttpResponse:
             "apis": AUDIT_APIS,
             "outcomes": AUDIT_OUTCOMES,
         },
+    )
+
+
+# --- the Parquet export and the Spark reports ------------------------------------------------
+EXPORTS_SHOWN = 20
+
+
+@principal_required
+def audit_export_list_view(request: HttpRequest) -> HttpResponse:
+    """Export runs, newest first, with the progress of the one under way (refreshes itself)."""
+    return render_admin(
+        request,
+        title="Audit exports",
+        section="audit",
+        fragment="frontend/partials/audit_exports.html",
+        context={
+            "exports": export_rows(audit_export_list()[:EXPORTS_SHOWN]),
+            "path": settings.CP_AUDIT_EXPORT_PATH,
+            "interval_s": settings.CP_AUDIT_EXPORT_INTERVAL_SECONDS,
+            "may_export": may(request, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME),
+        },
+    )
+
+
+@require_POST
+@login_required
+def audit_export_start_view(request: HttpRequest) -> HttpResponse:
+    """Start an export (ALTER on the cluster, as the API asks), then follow it on the list."""
+    try:
+        export = audit_export_start(request)
+    except ApiError as error:
+        return forbidden(
+            request,
+            section="audit",
+            message=error.message or "",
+            requirement="ALTER on the cluster",
+        )
+    messages.success(request, f"Export {export.pk} to {export.path} is under way.")
+    return HttpResponseRedirect(reverse("frontend:audit-export-list"))
+
+
+@principal_required
+def audit_report_list_view(request: HttpRequest) -> HttpResponse:
+    """The reports, each with its parameters and its HTML and CSV made from the latest export."""
+    try:
+        latest: dict[str, Any] | None = latest_export()
+    except ReportError:
+        latest = None
+    return render_admin(
+        request,
+        title="Audit reports",
+        section="audit",
+        fragment="frontend/partials/audit_reports.html",
+        context={"reports": REPORT_DESCRIPTIONS, "latest": latest and export_commit_row(latest)},
+        refresh=False,
+    )
+
+
+@principal_required
+def audit_report_view(request: HttpRequest, name: str) -> HttpResponse:
+    """One report over the latest export, as HTML (its charts) or a CSV download."""
+    fmt = request.GET.get("format", "html")
+    problem = ""
+    if name not in REPORT_NAMES:
+        problem = f"No report named {name!r}."
+    elif fmt not in ("html", "csv"):
+        problem = f"Unknown format {fmt!r}: html or csv."
+    times: dict[str, int | None] = {}
+    for key in ("from", "to", "at"):
+        text = request.GET.get(key, "").strip()
+        try:
+            times[key] = parse_time(text, name=key) if text else None
+        except BadTime as error:
+            problem = problem or str(error)
+    if not problem:
+        wanted = ReportRequest(name, times["from"], times["to"], times["at"])
+        try:
+            made = audit_report(wanted, fmt=fmt)
+        except ReportError as error:
+            problem = str(error)
+        else:
+            if fmt == "csv":
+                response = HttpResponse(made.read_bytes(), content_type="text/csv; charset=utf-8")
+                response["Content-Disposition"] = f'attachment; filename="{name}.csv"'
+                return response
+            return HttpResponse(made.read_bytes(), content_type="text/html; charset=utf-8")
+    return render_admin(
+        request,
+        title="Audit report",
+        section="audit",
+        fragment="frontend/partials/audit_report_problem.html",
+        context={"problem": problem, "name": name},
+        status=404 if name not in REPORT_NAMES else 400,
+        refresh=False,
     )
