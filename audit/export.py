@@ -6,7 +6,7 @@ committed in order under the cluster row lock, so "after offset N up to the log 
 skips one. Audit events come from many writers (the controller's commits, the web nodes'
 refusals), whose ids are not committed in id order on PostgreSQL: there each row carries the id
 of the transaction that wrote it (`txid`, a column default), and a run exports the rows of
-transactions older than every transaction still running (`pg_snapshot_xmin`), so a row that
+transactions older than every transaction of this database still running, so a row that
 commits later is never behind the watermark. SQLite has one writer at a time: ids are in
 commit order there.
 
@@ -18,6 +18,7 @@ redacted as the public metadata log shows them, and the audit trail holds names 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import logging
 import os
@@ -35,12 +36,15 @@ from django.db import connection
 
 from audit.spark import storage as store
 from audit.spark.schema import AUDIT_EVENTS, METADATA_LOG, PARTITION_COLUMN, SCHEMA_VERSION, Dataset
-from controlplane.controller.config_schema import redact_record_data
+from controlplane.controller.config_schema import REDACTED, is_sensitive, registry_of
+from controlplane.controller.configs.resources import SUPPORTED_RESOURCE_TYPES
 from controlplane.runtime.lease import cluster_get_or_create, now_ms
 
 logger = logging.getLogger("controlplane.audit.export")
 
 BATCH_ROWS = 100_000
+MS_PER_DAY = 86_400_000
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 ARROW_TYPES = {
     "long": pa.int64(),
     "int": pa.int32(),
@@ -48,8 +52,6 @@ ARROW_TYPES = {
     "string": pa.string(),
     "timestamp": pa.timestamp("ms", tz="UTC"),
 }
-# Records whose data is read in Python: redaction, and the client quota entity's name.
-PARSED_RECORD_TYPES = frozenset({"ConfigRecord", "ClientQuotaRecord"})
 
 
 @dataclasses.dataclass
@@ -232,16 +234,16 @@ class Plan:
 def _log_plan(last: dict[str, Any] | None) -> Plan:
     after = int(last["watermark"]["metadata_log"]["offset"]) if last else -1
     end = cluster_get_or_create().last_offset  # committed in order: nothing below is missing
-    topics = _topic_names(end)
 
     def batches(size: int) -> Iterator[list[tuple[Any, ...]]]:
         position = after
         while position < end:
-            rows = _fetch(_LOG_SQL[connection.vendor == "postgresql"], [position, end, size])
+            sql, params = _LOG_SQL[connection.vendor == "postgresql"]
+            rows = _fetch(sql, [*params, position, end, size])
             if not rows:
                 return
             position = rows[-1][0]
-            yield [_log_row(row, topics) for row in rows]
+            yield rows
 
     return Plan(
         METADATA_LOG,
@@ -263,7 +265,7 @@ def _audit_plan(last: dict[str, Any] | None) -> Plan:
         )
     after = int(mark.get("value", 0))
     if postgres:
-        horizon = _scalar("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+        horizon = _scalar(_PG_HORIZON)
         where, params = "txid >= %s AND txid < %s", [after, horizon]
     else:
         horizon = _scalar("SELECT coalesce(max(id), 0) FROM cp_audit_event")
@@ -274,14 +276,14 @@ def _audit_plan(last: dict[str, Any] | None) -> Plan:
         last_id = 0
         while True:
             rows = _fetch(
-                f"SELECT {_AUDIT_COLUMNS} FROM cp_audit_event WHERE {where} AND id > %s"
-                " ORDER BY id LIMIT %s",
+                f"SELECT {_AUDIT_COLUMNS}, {_AUDIT_RESOURCE_SQL[postgres]} FROM cp_audit_event"
+                f" WHERE {where} AND id > %s ORDER BY id LIMIT %s",
                 [*params, last_id, size],
             )
             if not rows:
                 return
             last_id = rows[-1][0]
-            yield [_audit_row(row) for row in rows]
+            yield rows
 
     return Plan(
         AUDIT_EVENTS,
@@ -290,6 +292,21 @@ def _audit_plan(last: dict[str, Any] | None) -> Plan:
         {"position": position, "value": max(horizon, after)},
         {"from_" + position: after, "to_" + position: horizon},
     )
+
+
+# The oldest transaction of this database still in progress, else the next transaction id:
+# every audit row of an older transaction is committed (or rolled back) and visible now.
+# Transactions of other databases on the server are left out: they cannot write here, and a
+# long one would hold the export back for nothing.
+_PG_HORIZON = """
+SELECT least(
+    pg_snapshot_xmax(s.snap)::text::bigint,
+    (SELECT min(x::text::bigint) FROM pg_snapshot_xip(s.snap) AS x
+     WHERE x::xid IN (
+        SELECT backend_xid FROM pg_stat_activity
+        WHERE datname = current_database() AND backend_xid IS NOT NULL)))
+FROM (SELECT pg_current_snapshot() AS snap) AS s
+"""
 
 
 def _scalar(sql: str, params: Sequence[Any] = ()) -> int:
@@ -305,95 +322,126 @@ def _fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         return rows
 
 
-def _topic_names(end: int) -> dict[str, str]:
-    """Every topic id the log named up to `end`, with its name (deleted topics too)."""
-    sql = (
-        "SELECT data->>'topic_id', data->>'name'"
-        if connection.vendor == "postgresql"
-        else "SELECT json_extract(data, '$.topic_id'), json_extract(data, '$.name')"
+def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
+    """A batch of records in METADATA_LOG's column order (but `time`), made fit to export in
+    the database itself: each partition and topic record with its topic's name from the log's
+    TopicRecord (deleted topics too), a config's sensitive value redacted, a client quota
+    named by its entity as describe-client-quotas names it."""
+    sql = _PG if postgres else _SQLITE
+    safe_types, safe_keys = _not_sensitive()
+    resource_type, key = f"r{sql.get('resource_type')}", f"r{sql.get('name')}"
+    checks = [f"{resource_type} IN ({_marks(safe_types)})"]
+    params: list[Any] = list(safe_types)
+    for kind, names in safe_keys.items():
+        checks.append(f"({resource_type} = %s AND {key} IN ({_marks(names)}))")
+        params += [kind, *names]
+    safe = " OR ".join(checks)
+    data = (
+        f"CASE WHEN r.record_type = 'ConfigRecord' AND r{sql.get('value')} IS NOT NULL"
+        f" AND NOT ({safe}) THEN {sql.redacted} ELSE {sql.text('r.data')} END"
     )
-    return dict(
-        _fetch(
-            f'{sql} FROM cp_metadata_record WHERE record_type = %s AND "offset" <= %s',
-            ["TopicRecord", end],
+    sql_text = (
+        'SELECT r."offset", r.record_type, r.controller_epoch, r.timestamp_ms, r.principal,'
+        " r.client_id, r.client_host, r.request_id, r.broker_id,"
+        f" r{sql.get('topic_id')}, t.name, {sql.integer('r' + sql.get('partition_id'))},"
+        f" CASE WHEN r.record_type = 'ClientQuotaRecord' THEN 'CLIENT_QUOTA'"
+        f" ELSE r{sql.get('resource_type')} END,"
+        f" CASE WHEN r.record_type = 'ClientQuotaRecord' THEN {sql.quota_entity}"
+        f" ELSE r{sql.get('resource_name')} END,"
+        f" {data}"
+        " FROM cp_metadata_record r LEFT JOIN ("
+        f"SELECT n{sql.get('topic_id')} AS id, n{sql.get('name')} AS name"
+        " FROM cp_metadata_record n WHERE n.record_type = 'TopicRecord'"
+        f") t ON t.id = r{sql.get('topic_id')}"
+        ' WHERE r."offset" > %s AND r."offset" <= %s ORDER BY r."offset" LIMIT %s'
+    )
+    return sql_text, params
+
+
+def _marks(values: Sequence[Any]) -> str:
+    return ", ".join("%s" for _ in values) or "NULL"
+
+
+def _not_sensitive() -> tuple[list[str], dict[str, list[str]]]:
+    """What `is_sensitive` lets through, for the SQL above: resource types none of whose keys
+    are sensitive, and the keys that are not sensitive of every other type (unknown keys are)."""
+    types, keys = [], {}
+    for resource_type in sorted(SUPPORTED_RESOURCE_TYPES):
+        registry = registry_of(resource_type)
+        if registry is None:
+            if not is_sensitive(resource_type, "any.name"):
+                types.append(resource_type)
+            continue
+        keys[resource_type] = sorted(n for n in registry if not is_sensitive(resource_type, n))
+    return types, keys
+
+
+@dataclasses.dataclass(frozen=True)
+class _Dialect:
+    """JSON in SQL, as each database spells it (`get` answers a suffix to a table alias)."""
+
+    postgres: bool
+
+    def get(self, name: str) -> str:
+        return f".data->>'{name}'" if self.postgres else f".data->>'$.{name}'"
+
+    def integer(self, expression: str) -> str:
+        return f"({expression})::int" if self.postgres else f"CAST({expression} AS INTEGER)"
+
+    def text(self, column: str) -> str:
+        return f"{column}::text" if self.postgres else column
+
+    @property
+    def redacted(self) -> str:
+        if self.postgres:
+            return f"jsonb_set(r.data, '{{value}}', '\"{REDACTED}\"')::text"
+        return f"json_set(r.data, '$.value', '{REDACTED}')"
+
+    @property
+    def quota_entity(self) -> str:
+        if self.postgres:
+            return (
+                "(SELECT string_agg((e->>0) || '=' || coalesce(e->>1, '<default>'), ','"
+                " ORDER BY o)"
+                " FROM jsonb_array_elements(r.data->'entity') WITH ORDINALITY AS q(e, o))"
+            )
+        return (
+            "(SELECT group_concat(json_extract(value, '$[0]') || '='"
+            " || coalesce(json_extract(value, '$[1]'), '<default>'), ',')"
+            " FROM json_each(r.data, '$.entity'))"
         )
-    )
 
 
-def _log_sql(postgres: bool) -> str:
-    def field(name: str, cast: str = "") -> str:
-        if postgres:
-            return f"(data->>'{name}'){cast}"
-        return f"json_extract(data, '$.{name}')"
-
-    data = "data::text" if postgres else "data"
-    return (
-        'SELECT "offset", record_type, controller_epoch, timestamp_ms, principal, client_id,'
-        " client_host, request_id, broker_id,"
-        f" {field('topic_id')}, {field('partition_id', '::int')},"
-        f" {field('resource_type')}, {field('resource_name')}, {data}"
-        ' FROM cp_metadata_record WHERE "offset" > %s AND "offset" <= %s'
-        ' ORDER BY "offset" LIMIT %s'
-    )
+_PG, _SQLITE = _Dialect(True), _Dialect(False)
 
 
 _LOG_SQL = {True: _log_sql(True), False: _log_sql(False)}
+_AUDIT_RESOURCE_SQL = {
+    True: (
+        "resources->0->>'resource_type', resources->0->>'resource_name',"
+        " jsonb_path_query_first(resources, '$[*] ? (@.resource_type == \"TOPIC\").resource_name')"
+        " #>> '{}',"
+        " (SELECT (b->>'resource_name')::int FROM jsonb_array_elements(resources) b"
+        "  WHERE b->>'resource_type' = 'BROKER' AND b->>'resource_name' ~ '^[0-9]{1,9}$' LIMIT 1),"
+        " resources::text"
+    ),
+    False: (
+        "json_extract(resources, '$[0].resource_type'),"
+        " json_extract(resources, '$[0].resource_name'),"
+        " (SELECT json_extract(value, '$.resource_name') FROM json_each(resources)"
+        "  WHERE json_extract(value, '$.resource_type') = 'TOPIC' LIMIT 1),"
+        " (SELECT CAST(json_extract(value, '$.resource_name') AS INTEGER) FROM json_each(resources)"
+        "  WHERE json_extract(value, '$.resource_type') = 'BROKER'"
+        "  AND json_extract(value, '$.resource_name') GLOB '[0-9]*'"
+        "  AND json_extract(value, '$.resource_name') NOT GLOB '*[^0-9]*' LIMIT 1),"
+        " resources"
+    ),
+}
 _AUDIT_COLUMNS = (
     "id, time_ms, principal, client_id, client_host, forwarding_principal, forwarding_host,"
     " forwarding_broker_id, api, outcome, error_code, http_status, request_id, first_offset,"
-    " last_offset, duration_ms, resources"
+    " last_offset, duration_ms"
 )
-
-
-def _log_row(row: tuple[Any, ...], topics: dict[str, str]) -> tuple[Any, ...]:
-    """A metadata record as METADATA_LOG's columns (without `time`, added per batch)."""
-    (offset, record_type, epoch, ts, principal, client, host, request, broker) = row[:9]
-    topic_id, partition, resource_type, resource_name, data = row[9:]
-    if record_type in PARSED_RECORD_TYPES:
-        record = json.loads(data)
-        if record_type == "ConfigRecord":
-            data = json.dumps(redact_record_data(record_type, record), separators=(",", ":"))
-        else:  # a client quota's entity, as describe-client-quotas names it
-            resource_type = "CLIENT_QUOTA"
-            resource_name = ",".join(
-                f"{kind}={'<default>' if name is None else name}" for kind, name in record["entity"]
-            )
-    topic = topics.get(topic_id) if topic_id is not None else None
-    return (
-        offset,
-        record_type,
-        epoch,
-        ts,
-        principal,
-        client,
-        host,
-        request,
-        broker,
-        topic_id,
-        topic,
-        partition,
-        resource_type,
-        resource_name,
-        data,
-    )
-
-
-def _audit_row(row: tuple[Any, ...]) -> tuple[Any, ...]:
-    resources = row[-1]
-    named = json.loads(resources) if isinstance(resources, str) else resources
-    first = named[0] if named else {}
-    topic = next((r["resource_name"] for r in named if r.get("resource_type") == "TOPIC"), None)
-    broker = next((r["resource_name"] for r in named if r.get("resource_type") == "BROKER"), None)
-    return (
-        *row[:-1],
-        first.get("resource_type"),
-        first.get("resource_name"),
-        topic,
-        int(broker)
-        if broker is not None and str(broker).isascii() and str(broker).isdigit()
-        else None,
-        resources if isinstance(resources, str) else json.dumps(resources, separators=(",", ":")),
-    )
 
 
 # --- writing -----------------------------------------------------------------------------
@@ -450,6 +498,8 @@ def _arrow(dataset: Dataset, rows: list[tuple[Any, ...]], time_source: str) -> p
 
 
 def _by_day(table: pa.Table) -> Iterator[tuple[str, pa.Table]]:
-    days = pc.strftime(table.column("time"), format="%Y-%m-%d")
+    """The table's rows by UTC day (rows come in time order, mostly one day per batch)."""
+    days = pc.divide(table.column("time").cast(pa.int64()), MS_PER_DAY)
     for day in pc.unique(days).to_pylist():
-        yield day, table.filter(pc.equal(days, day))
+        name = (EPOCH + datetime.timedelta(days=day)).strftime("%Y-%m-%d")
+        yield name, table.filter(pc.equal(days, day))

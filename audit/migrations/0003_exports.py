@@ -3,7 +3,7 @@
 On PostgreSQL every audit row records the transaction that wrote it (`txid`, a column default
 the model does not know, so every insert gets it): audit rows come from many writers whose ids
 are not committed in id order, and the export takes only rows of transactions older than every
-transaction still running, so none commits behind its watermark. SQLite has one writer at a
+transaction of the database still running, so none commits behind its watermark. SQLite has one writer at a
 time: ids are in commit order there, and the column is not needed.
 """
 
