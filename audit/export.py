@@ -328,18 +328,7 @@ def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
     TopicRecord (deleted topics too), a config's sensitive value redacted, a client quota
     named by its entity as describe-client-quotas names it."""
     sql = _PG if postgres else _SQLITE
-    safe_types, safe_keys = _not_sensitive()
-    resource_type, key = f"r{sql.get('resource_type')}", f"r{sql.get('name')}"
-    checks = [f"{resource_type} IN ({_marks(safe_types)})"]
-    params: list[Any] = list(safe_types)
-    for kind, names in safe_keys.items():
-        checks.append(f"({resource_type} = %s AND {key} IN ({_marks(names)}))")
-        params += [kind, *names]
-    safe = " OR ".join(checks)
-    data = (
-        f"CASE WHEN r.record_type = 'ConfigRecord' AND r{sql.get('value')} IS NOT NULL"
-        f" AND NOT ({safe}) THEN {sql.redacted} ELSE {sql.text('r.data')} END"
-    )
+    data, params = exported_data_sql(sql)
     sql_text = (
         'SELECT r."offset", r.record_type, r.controller_epoch, r.timestamp_ms, r.principal,'
         " r.client_id, r.client_host, r.request_id, r.broker_id,"
@@ -356,6 +345,23 @@ def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
         ' WHERE r."offset" > %s AND r."offset" <= %s ORDER BY r."offset" LIMIT %s'
     )
     return sql_text, params
+
+
+def exported_data_sql(sql: _Dialect) -> tuple[str, list[Any]]:
+    """The SQL of a record's exported data (`r.data` as text): a ConfigRecord of a sensitive
+    key carries "(redacted)" for its value, as `redact_record_data` writes it."""
+    safe_types, safe_keys = _not_sensitive()
+    resource_type, key = f"r{sql.get('resource_type')}", f"r{sql.get('name')}"
+    checks = [f"{resource_type} IN ({_marks(safe_types)})"]
+    params: list[Any] = list(safe_types)
+    for kind, names in safe_keys.items():
+        checks.append(f"({resource_type} = %s AND {key} IN ({_marks(names)}))")
+        params += [kind, *names]
+    expression = (
+        f"CASE WHEN r.record_type = 'ConfigRecord' AND r{sql.get('value')} IS NOT NULL"
+        f" AND NOT ({' OR '.join(checks)}) THEN {sql.redacted} ELSE {sql.text('r.data')} END"
+    )
+    return expression, params
 
 
 def _marks(values: Sequence[Any]) -> str:

@@ -243,3 +243,34 @@ def test_an_audit_row_committed_late_is_not_skipped(workload: Workload, tmp_path
     ids = [e["id"] for e in committed_rows(tmp_path, "audit_events")]
     assert sorted(ids) == sorted(AuditEvent.objects.values_list("id", flat=True))
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("resource_type", ["TOPIC", "BROKER", "BROKER_LOGGER"])
+def test_the_database_redacts_exactly_what_redact_record_data_does(resource_type: str) -> None:
+    """The export redacts in SQL; its rule is the config schema's, key by key (and an unknown
+    key is sensitive), on this database's own JSON functions."""
+    from django.db import connection
+
+    from audit import export as exporter
+    from controlplane.controller.config_schema import redact_record_data, registry_of
+
+    dialect = exporter._PG if connection.vendor == "postgresql" else exporter._SQLITE
+    expression, params = exporter.exported_data_sql(dialect)
+    keys = [*(registry_of(resource_type) or {}), "not.a.known.key", "kafka.controller"]
+    cast = "::jsonb" if connection.vendor == "postgresql" else ""
+    for key in keys:
+        for value in ("s3cr3t-value", None):
+            data = {
+                "resource_type": resource_type,
+                "resource_name": "x",
+                "name": key,
+                "value": value,
+            }
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT {expression} FROM (SELECT 'ConfigRecord' AS record_type,"
+                    f" %s{cast} AS data) AS r",
+                    [*params, json.dumps(data)],
+                )
+                exported = json.loads(cursor.fetchone()[0])
+            assert exported == redact_record_data("ConfigRecord", data), (resource_type, key)
