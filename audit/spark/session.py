@@ -30,9 +30,9 @@ def spark_session(master: str | None = None, *, app_name: str = APP_NAME) -> Any
         raise SparkUnavailable(
             "Java is not installed: Spark needs Java 17 (apt-get install openjdk-17-jre-headless)."
         )
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    bind, host = _driver_address(master)
     from pyspark.sql import SparkSession
 
     try:
@@ -42,7 +42,8 @@ def spark_session(master: str | None = None, *, app_name: str = APP_NAME) -> Any
             .config("spark.ui.enabled", "false")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.sql.shuffle.partitions", os.environ.get("CP_SPARK_PARTITIONS", "8"))
-            .config("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
+            .config("spark.driver.bindAddress", bind)
+            .config("spark.driver.host", host)
             .getOrCreate()
         )
     except Exception as error:  # the JVM did not start: say why in one line
@@ -51,6 +52,17 @@ def spark_session(master: str | None = None, *, app_name: str = APP_NAME) -> Any
         ) from None
     session.sparkContext.setLogLevel(os.environ.get("CP_SPARK_LOG_LEVEL", "ERROR"))
     return session
+
+
+def _driver_address(master: str) -> tuple[str, str]:
+    """Where the driver listens and how executors reach it: loopback for local[*]; on a
+    cluster every interface, and this machine's address (CP_SPARK_DRIVER_HOST to say another:
+    behind NAT, or a container's service name)."""
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        return os.environ["SPARK_LOCAL_IP"], os.environ["SPARK_LOCAL_IP"]
+    host = os.environ.get("CP_SPARK_DRIVER_HOST") or socket.gethostbyname(socket.gethostname())
+    return "0.0.0.0", host
 
 
 def check_master(master: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,11 @@ COMPOSE_SCHEMA: dict[str, Any] = {
         },
     },
 }
+
+
+def load_pyproject() -> dict[str, Any]:
+    with (REPO_ROOT / "pyproject.toml").open("rb") as file:
+        return tomllib.load(file)
 
 
 def load_compose() -> dict[str, Any]:
@@ -480,15 +486,48 @@ def test_compose_semantics(compose: dict[str, Any], check: Callable[..., list[st
 
 
 def test_expected_services_are_defined(compose: dict[str, Any]) -> None:
-    expected = {"postgres", "redis", "migrate", "web", "internal", "worker", "beat", "spark"}
+    expected = {
+        "postgres",
+        "redis",
+        "migrate",
+        "web",
+        "internal",
+        "worker",
+        "beat",
+        "spark-master",
+        "spark-worker",
+    }
     assert expected <= set(compose["services"])
     assert any("run_controller" in command_words(s) for s in compose["services"].values())
 
 
+SPARK = ("spark-master", "spark-worker")
+
+
 def test_spark_only_starts_with_the_audit_profile(compose: dict[str, Any]) -> None:
-    assert compose["services"]["spark"].get("profiles") == ["audit"]
-    default = [n for n, s in compose["services"].items() if n != "spark" and s.get("profiles")]
-    assert default == [], "only spark is behind a profile"
+    assert all(compose["services"][name].get("profiles") == ["audit"] for name in SPARK)
+    default = [n for n, s in compose["services"].items() if n not in SPARK and s.get("profiles")]
+    assert default == [], "only the Spark cluster is behind a profile"
+
+
+def test_the_spark_cluster_reads_the_export_where_it_is_written(compose: dict[str, Any]) -> None:
+    """Reports run on the cluster with the same paths as the export: the worker mounts the
+    export's volume where the application writes it, and its image is the PySpark version."""
+    services = compose["services"]
+    export_path = compose["x-app-env"]["CP_AUDIT_EXPORT_PATH"]
+    mounts = [v.split(":") for v in services["spark-worker"]["volumes"]]
+    assert any(export_path.startswith(target) for _, target, *_ in mounts)
+    writers = [
+        n for n in ("web", "worker", "beat") if "audit:/data" in services[n].get("volumes", [])
+    ]
+    assert writers == ["web", "worker", "beat"]
+    pinned = next(
+        d for d in load_pyproject()["project"]["dependencies"] if d.startswith("pyspark==")
+    )
+    version = pinned.split("==")[1]
+    assert all(services[name]["image"] == f"apache/spark:{version}" for name in SPARK)
+    master = services["spark-worker"]["command"]
+    assert "spark://spark-master:7077" in master
 
 
 def test_dockerfile() -> None:
@@ -550,7 +589,7 @@ SCHEMA_BREAKAGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "replicas is a string": _set("services/controller/deploy/replicas", "2"),
     "environment is a string": _set("services/worker/environment", "DATABASE_URL=x"),
     "environment value is a mapping": _set("services/worker/environment/DATABASE_URL", {"a": 1}),
-    "profiles is a string": _set("services/spark/profiles", "audit"),
+    "profiles is a string": _set("services/spark-master/profiles", "audit"),
     "misspelt service key": _set("services/worker/depend_on", ["postgres"]),
     "volumes is a list": _set("volumes", ["pgdata"]),
 }
