@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin clean
+.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-audit clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -14,9 +14,11 @@ $(PY):
 
 install: $(PY)
 	$(PY) -m pip install -q -e .
+	bash scripts/install-java.sh
 
 install-test: $(PY)
 	$(PY) -m pip install -q -e '.[test]'
+	bash scripts/install-java.sh
 	bash scripts/install-chromium.sh
 
 services:
@@ -48,7 +50,7 @@ test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-admin
+bench: bench-heartbeats bench-replicas bench-admin bench-audit
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -61,5 +63,9 @@ bench-replicas: install-test services
 bench-admin: install-test services
 	$(PY) -m bench.admin_forwarding $(BENCH_ARGS)
 
+## bench-audit: the audit pipeline: export rate of 1M records + 200k audit events, report times
+bench-audit: install-test services
+	$(PY) -m bench.audit_pipeline $(BENCH_ARGS)
+
 clean:
-	rm -rf var/*.sqlite3* bench/results/*.json .mypy_cache .ruff_cache
+	rm -rf var/*.sqlite3* var/audit var/audit-reports bench/results/*.json .mypy_cache .ruff_cache
