@@ -240,6 +240,42 @@ class Stack:
             {"CP_NODE_ID": name, "CP_CONTROLLER_ID": str(controller_id)},
         )
 
+    def start_worker(self, name: str = "worker") -> subprocess.Popen[bytes]:
+        """A Celery worker on the default queue (background work; never `controller`)."""
+        return self.spawn(
+            name,
+            [
+                str(BIN / "celery"),
+                "-A",
+                "controlplane",
+                "worker",
+                "--queues",
+                "celery",
+                "--concurrency",
+                "2",
+                "--loglevel",
+                "WARNING",
+                "--hostname",
+                f"{name}@{self.key_prefix.rstrip(':')}",
+            ],
+        )
+
+    def start_beat(self, name: str = "beat") -> subprocess.Popen[bytes]:
+        """Celery beat, its schedule file beside the stack's logs."""
+        return self.spawn(
+            name,
+            [
+                str(BIN / "celery"),
+                "-A",
+                "controlplane",
+                "beat",
+                "--schedule",
+                str(self.logs / f"{name}-schedule"),
+                "--loglevel",
+                "WARNING",
+            ],
+        )
+
     def lease(self) -> tuple[str, int, int]:
         """(holder, epoch, controller id) as the cluster row says now."""
         row = self.sql(
