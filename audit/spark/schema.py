@@ -182,3 +182,12 @@ def markdown() -> str:
         ]
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+if __name__ == "__main__":  # python -m audit.spark.schema > docs/audit-export-schema.md
+    print("# The audit export's schema\n")
+    print(
+        "Generated from `audit/spark/schema.py` (`python -m audit.spark.schema`); "
+        "tests/unit/test_audit_schema.py keeps this file equal to it.\n"
+    )
+    print(markdown(), end="")
