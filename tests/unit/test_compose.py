@@ -447,6 +447,8 @@ def check_dockerfile(text: str) -> list[str]:
         problems.append("the image must not run `playwright install`")
     if not any(re.search(r"pip install\b[^&;]*\s\.(\s|$)", run) for run in runs):
         problems.append("the image must `pip install .` the project")
+    if not any("openjdk-17-jre-headless" in run for run in runs):
+        problems.append("the image must install Java 17 (PySpark needs it)")
     env = " ".join(args for keyword, args in instructions if keyword == "ENV")
     for variable in ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED"):
         if variable not in env:
