@@ -274,3 +274,24 @@ def test_the_database_redacts_exactly_what_redact_record_data_does(resource_type
                 )
                 exported = json.loads(cursor.fetchone()[0])
             assert exported == redact_record_data("ConfigRecord", data), (resource_type, key)
+
+
+def test_an_unreachable_database_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "DATABASE_URL": "postgres://nobody@127.0.0.1:1/none",
+        "CP_LOG_LEVEL": "ERROR",
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", "export_audit", "--to", str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert "Cannot read the metadata store" in done.stderr and "Traceback" not in done.stderr

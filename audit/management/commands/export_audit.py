@@ -4,6 +4,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import DatabaseError
 
 from audit.export import BATCH_ROWS, audit_export_run
 from audit.progress import TerminalProgress
@@ -50,6 +51,11 @@ class Command(BaseCommand):
             )
         except (ExportError, SparkUnavailable) as error:
             raise CommandError(str(error)) from None
+        except DatabaseError as error:
+            first = (
+                str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            )
+            raise CommandError(f"Cannot read the metadata store: {first}") from None
         progress.finish()
         if result.commit is None:
             self.stdout.write(f"Nothing new to export to {result.path}.")
