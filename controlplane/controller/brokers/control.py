@@ -171,11 +171,12 @@ def register_broker(
 
 
 def _with_canary_isolation(
-    view: MetadataDelta, broker_id: int, pod: str, moved: list[Record]
+    view: MetadataDelta, broker_id: int, pod: str | None, moved: list[Record]
 ) -> list[Record]:
-    """`moved` (the registration's partition changes) with whether each canary partition with
-    a replica on the broker is isolated, where its pod changes that (KIP-1095): folded into the
-    partition's change when it has one, else one change of its own."""
+    """`moved` (the partition changes of a registration, or of an unregistration: `pod` None)
+    with whether each canary partition with a replica on the broker is isolated, where the
+    broker's new pod (or its going) changes that (KIP-1095): folded into the partition's change
+    when it has one, else one change of its own. Isolated means on registered canary brokers."""
     canary = set(canary_brokers_of(view))
     if pod == CANARY_BROKER_POD:
         canary.add(broker_id)
@@ -395,7 +396,7 @@ def unregister_broker(
             Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
         )
     record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.epoch)
-    moved = _moved_off(view, [broker_id], configs)
+    moved = _with_canary_isolation(view, broker_id, None, _moved_off(view, [broker_id], configs))
     return ControllerResult([*moved, record], {"error_code": 0, "error_message": None})
 
 

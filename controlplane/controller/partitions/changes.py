@@ -76,6 +76,10 @@ def change_partition(
 
     order = leader_order(partition, canary_brokers)
     leader, unclean = _elect(partition, order, valid_leader, acceptable, offline, election)
+    if partition.is_canary and leader not in canary_brokers and not unclean:
+        # KIP-1095: a canary partition's leadership goes back to a canary broker as soon as
+        # one can lead it (in the ISR, online, active), whatever the election.
+        leader = next((r for r in order if r in canary_brokers and valid_leader(r)), leader)
     if unclean:
         isr = (leader,)
     record = PartitionChangeRecord(
