@@ -45,8 +45,9 @@ class NotIsolatedRow:
     @property
     def why(self) -> str:
         brokers = ", ".join(map(str, self.off_canary))
-        plural = "s" if len(self.off_canary) > 1 else ""
-        return f"replica{plural} on non-canary broker{plural} {brokers}"
+        if len(self.off_canary) == 1:
+            return f"broker {brokers} is not a canary broker"
+        return f"brokers {brokers} are not canary brokers"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

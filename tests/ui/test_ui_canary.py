@@ -71,7 +71,7 @@ def test_the_canary_page_shows_brokers_by_pod_and_version_and_what_is_not_isolat
     row = re.search(r'<tr class="not-isolated" data-topic="too-wide">(.*?)</tr>', body, re.S)
     assert row is not None
     assert 'data-partition="0"' in row.group(1) and 'data-partition="2"' in row.group(1)
-    assert "on non-canary brokers" in row.group(1)
+    assert "are not canary brokers" in row.group(1)
     assert 'data-testid="isolation-reason"' in body
     assert "Only 2 unfenced canary broker(s) for a replication factor of up to 3" in body
     assert 'data-testid="canary-not-isolated">2 not isolated' in body
