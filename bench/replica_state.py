@@ -48,12 +48,13 @@ def log(message: str) -> None:
 class Brokers:
     """Registers brokers and keeps their sessions alive with heartbeats every 2 s."""
 
-    def __init__(self, base: str, token: str, cluster_id: str, count: int) -> None:
+    def __init__(self, base: str, token: str, cluster_id: str, count: int, canary: int = 0) -> None:
         self.client = httpx.Client(
             base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30
         )
         self.cluster_id = cluster_id
         self.count = count
+        self.canary = canary  # the last `canary` brokers are in pod canary-broker (KIP-1095)
         self.epochs: dict[int, int] = {}
         self.offset = 0
         self._stop = threading.Event()
@@ -74,6 +75,7 @@ class Brokers:
                     }
                 ],
                 "rack": f"rack-{broker_id % 3}",
+                "pod": "canary-broker" if broker_id >= self.count - self.canary else "broker",
                 "log_dirs": [str(uuid.uuid4()), str(uuid.uuid4())],
             }
             answer = self.client.post("/internal/v1/broker-registration", json=body).json()
