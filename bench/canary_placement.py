@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -30,9 +28,15 @@ from typing import Any
 
 import httpx
 
-from bench.replica_state import Brokers, controller_commits, create_topic, log
+from bench.replica_state import (
+    Brokers,
+    controller_commits,
+    create_topic,
+    log,
+    run_with_controller,
+)
 from controlplane.controller.canary.rules import canary_partitions
-from devtools.stack import Stack, running_stack, wait_for
+from devtools.stack import Stack, wait_for
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PERCENT = "3.125"
@@ -227,21 +231,7 @@ def main() -> None:
     parser.add_argument("--core-runs", type=int, default=9)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
-    args = parser.parse_args()
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        running_stack(Path(tmp) / "logs", settings={"CP_LOG_LEVEL": "INFO"}) as stack,
-    ):
-        stack.spawn(  # INFO: the controller logs each large commit's timings
-            "controller",
-            [sys.executable, "manage.py", "run_controller", "--loglevel", "INFO"],
-            {"CP_NODE_ID": "controller", "CP_CONTROLLER_ID": "3000"},
-        )
-        stack.wait_active("controller")
-        result = measure(stack, args)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "canary_placement.json").write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2))
+    run_with_controller(measure, parser.parse_args(), "canary_placement.json")
 
 
 if __name__ == "__main__":

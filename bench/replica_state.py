@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -334,20 +335,29 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
-    args = parser.parse_args()
+    run_with_controller(measure, parser.parse_args(), "replica_state.json")
+
+
+def run_with_controller(
+    run: Callable[[Stack, argparse.Namespace], dict[str, Any]],
+    args: argparse.Namespace,
+    result_name: str,
+) -> None:
+    """`run` on a fresh stack with one `run_controller` worker logging at INFO (each large
+    commit's timings); its figures go to bench/results/`result_name` and stdout."""
     with (
         tempfile.TemporaryDirectory() as tmp,
         running_stack(Path(tmp) / "logs", settings={"CP_LOG_LEVEL": "INFO"}) as stack,
     ):
-        stack.spawn(  # INFO: the controller logs each large commit's timings
+        stack.spawn(
             "controller",
             [sys.executable, "manage.py", "run_controller", "--loglevel", "INFO"],
             {"CP_NODE_ID": "controller", "CP_CONTROLLER_ID": "3000"},
         )
         stack.wait_active("controller")
-        result = measure(stack, args)
+        result = run(stack, args)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "replica_state.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / result_name).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 
