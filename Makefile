@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-audit clean
+.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -50,7 +50,7 @@ test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-admin bench-audit
+bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -58,6 +58,10 @@ bench-heartbeats: install-test services
 ## bench-replicas: 10,000-partition topic creation and log dir failure (KIP-589)
 bench-replicas: install-test services
 	$(PY) -m bench.replica_state
+
+## bench-canary: a 10,000-partition topic at 3.125 % on 60 brokers (6 canary) vs isolation off
+bench-canary: install-test services
+	$(PY) -m bench.canary_placement $(BENCH_ARGS)
 
 ## bench-admin: admin writes direct vs forwarded in an Envelope (KIP-590): latency, writes/s
 bench-admin: install-test services

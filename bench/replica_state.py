@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,13 @@ def log(message: str) -> None:
 class Brokers:
     """Registers brokers and keeps their sessions alive with heartbeats every 2 s."""
 
-    def __init__(self, base: str, token: str, cluster_id: str, count: int) -> None:
+    def __init__(self, base: str, token: str, cluster_id: str, count: int, canary: int = 0) -> None:
         self.client = httpx.Client(
             base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30
         )
         self.cluster_id = cluster_id
         self.count = count
+        self.canary = canary  # the last `canary` brokers are in pod canary-broker (KIP-1095)
         self.epochs: dict[int, int] = {}
         self.offset = 0
         self._stop = threading.Event()
@@ -74,6 +76,7 @@ class Brokers:
                     }
                 ],
                 "rack": f"rack-{broker_id % 3}",
+                "pod": "canary-broker" if broker_id >= self.count - self.canary else "broker",
                 "log_dirs": [str(uuid.uuid4()), str(uuid.uuid4())],
             }
             answer = self.client.post("/internal/v1/broker-registration", json=body).json()
@@ -332,20 +335,29 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
-    args = parser.parse_args()
+    run_with_controller(measure, parser.parse_args(), "replica_state.json")
+
+
+def run_with_controller(
+    run: Callable[[Stack, argparse.Namespace], dict[str, Any]],
+    args: argparse.Namespace,
+    result_name: str,
+) -> None:
+    """`run` on a fresh stack with one `run_controller` worker logging at INFO (each large
+    commit's timings); its figures go to bench/results/`result_name` and stdout."""
     with (
         tempfile.TemporaryDirectory() as tmp,
         running_stack(Path(tmp) / "logs", settings={"CP_LOG_LEVEL": "INFO"}) as stack,
     ):
-        stack.spawn(  # INFO: the controller logs each large commit's timings
+        stack.spawn(
             "controller",
             [sys.executable, "manage.py", "run_controller", "--loglevel", "INFO"],
             {"CP_NODE_ID": "controller", "CP_CONTROLLER_ID": "3000"},
         )
         stack.wait_active("controller")
-        result = measure(stack, args)
+        result = run(stack, args)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "replica_state.json").write_text(json.dumps(result, indent=2) + "\n")
+    (RESULTS / result_name).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
 

@@ -16,6 +16,8 @@ class Broker(models.Model):
     fenced = models.BooleanField(default=True)
     in_controlled_shutdown = models.BooleanField(default=False)
     controlled_shutdown_offset = models.BigIntegerField(default=-1)
+    # What the broker reported running at registration (KIP-1095's canary rollouts).
+    software_version = models.CharField(max_length=128, null=True, blank=True)
 
     class Meta:
         db_table = "cp_broker"

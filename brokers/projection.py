@@ -19,6 +19,7 @@ UPDATE_FIELDS = [
     "fenced",
     "in_controlled_shutdown",
     "controlled_shutdown_offset",
+    "software_version",
 ]
 
 
@@ -34,6 +35,7 @@ def broker_row(registration: BrokerRegistration) -> Broker:
         fenced=registration.fenced,
         in_controlled_shutdown=registration.in_controlled_shutdown,
         controlled_shutdown_offset=registration.controlled_shutdown_offset,
+        software_version=registration.software_version,
     )
 
 
@@ -49,6 +51,7 @@ def registration_from_row(row: Broker) -> BrokerRegistration:
         fenced=row.fenced,
         in_controlled_shutdown=row.in_controlled_shutdown,
         controlled_shutdown_offset=row.controlled_shutdown_offset,
+        software_version=row.software_version,
     )
 
 

@@ -67,6 +67,7 @@ def broker_as_dict(broker: Broker, sessions: dict[int, dict[str, int]]) -> dict[
         "in_controlled_shutdown": broker.in_controlled_shutdown,
         "pod": broker.pod,
         "rack": broker.rack,
+        "software_version": broker.software_version,
         "listeners": broker.listeners,
         "log_dirs": broker.log_dirs,
         "last_contact_ms": session.get("last_contact_ms"),

@@ -196,7 +196,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 # --- The audit pipeline on Spark -----------------------------------------------------------
 CP_AUDIT_EXPORT_PATH = os.environ.get("CP_AUDIT_EXPORT_PATH", str(BASE_DIR / "var" / "audit"))
-CP_AUDIT_REPORTS_PATH = os.environ.get("CP_AUDIT_REPORTS_PATH", str(BASE_DIR / "var" / "audit-reports"))
+CP_AUDIT_REPORTS_PATH = os.environ.get(
+    "CP_AUDIT_REPORTS_PATH", str(BASE_DIR / "var" / "audit-reports")
+)
 CP_AUDIT_EXPORT_INTERVAL_SECONDS = env_int("CP_AUDIT_EXPORT_INTERVAL_SECONDS", 3600)
 CP_SPARK_MASTER = os.environ.get("CP_SPARK_MASTER", "local[*]")
 CELERY_BEAT_SCHEDULE["export-audit-trail"] = {

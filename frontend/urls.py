@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from frontend.views import acls, audit, auth, cluster, configs, quotas, tokens, topics
+from frontend.views import acls, audit, auth, canary, cluster, configs, quotas, tokens, topics
 from frontend.views.base import HOME_URL
 
 app_name = "frontend"
@@ -20,6 +20,7 @@ urlpatterns = [
     path("ui/topics/", topics.topic_list_view, name="topic-list"),
     path("ui/topics/<str:name>/", topics.topic_detail_view, name="topic-detail"),
     path("ui/incidents/", cluster.incident_list_view, name="incident-list"),
+    path("ui/canary/", canary.canary_view, name="canary"),
     # KIP-590's admin APIs: configs, ACLs, client quotas, delegation tokens, the audit trail.
     path("ui/configs/", configs.config_index_view, name="config-index"),
     path(

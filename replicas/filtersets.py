@@ -24,10 +24,12 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     leader = django_filters.NumberFilter()
     leaderless = django_filters.BooleanFilter(method="filter_leaderless")
     offline = django_filters.BooleanFilter(method="filter_offline", label="Has offline replicas")
+    canary = django_filters.BooleanFilter(field_name="is_canary", label="Canary (KIP-1095)")
+    canary_isolated = django_filters.BooleanFilter(label="Canary and isolated")
 
     class Meta:
         model = Partition
-        fields = ["topic", "broker", "leader", "leaderless", "offline"]
+        fields = ["topic", "broker", "leader", "leaderless", "offline", "canary", "canary_isolated"]
 
     def filter_broker(
         self, queryset: QuerySet[Partition], name: str, value: Any

@@ -43,6 +43,7 @@ class Partition(models.Model):
     replica_count = models.IntegerField(default=0)
     offline_replica_count = models.IntegerField(default=0)
     is_canary = models.BooleanField(default=False)
+    canary_isolated = models.BooleanField(default=False)  # every replica on a canary broker
 
     class Meta:
         db_table = "cp_partition"

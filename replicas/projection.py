@@ -32,13 +32,14 @@ PARTITION_COLUMNS = [
     Column("replica_count", "int"),
     Column("offline_replica_count", "int"),
     Column("is_canary", "boolean"),
+    Column("canary_isolated", "boolean"),
 ]
 
 
 STATE_COLUMNS = [
     c
     for c in PARTITION_COLUMNS
-    if c.name not in ("replicas", "replica_ids", "replica_count", "is_canary")
+    if c.name not in ("replicas", "replica_ids", "replica_count", "is_canary", "canary_isolated")
 ]
 
 
@@ -65,6 +66,7 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
         len(p.replicas),
         len(p.offline_replicas),
         p.is_canary,
+        p.canary_isolated,
     )
 
 
@@ -118,10 +120,11 @@ class TopicProjection:
             prepared_upsert(table="cp_partition", columns=PARTITION_COLUMNS, rows=inserts)
         )
         if updates:
-            # Elections and ISR changes leave the replica set alone; only a reassignment
-            # rewrites it, so the common update carries the columns that change.
+            # Elections and ISR changes leave the replica set alone; only a reassignment (or a
+            # replica's broker changing pod, KIP-1095) rewrites it, so the common update carries
+            # the columns that change.
             reassigned = any(
-                known[tp].replicas != p.replicas
+                known[tp].replicas != p.replicas or known[tp].canary_isolated != p.canary_isolated
                 for tp, p in delta.changed_partitions.items()
                 if p is not None and tp in known
             )
@@ -152,8 +155,9 @@ class TopicProjection:
             "partition_epoch",
             "offline_replicas",
             "is_canary",
+            "canary_isolated",
         )
-        for topic_id, index, replicas, isr, leader, le, pe, offline, canary in rows.iterator(
+        for topic_id, index, replicas, isr, leader, le, pe, offline, canary, iso in rows.iterator(
             chunk_size=5000
         ):
             image.put_partition(
@@ -166,6 +170,7 @@ class TopicProjection:
                     partition_epoch=pe,
                     offline_replicas=tuple(offline),
                     is_canary=canary,
+                    canary_isolated=iso,
                 ),
             )
 

@@ -127,6 +127,7 @@ def partition_as_dict(p: Partition) -> dict[str, Any]:
         "isr_nodes": p.isr,
         "offline_replicas": p.offline_replicas,
         "is_canary": p.is_canary,
+        "canary_isolated": p.canary_isolated,
     }
 
 

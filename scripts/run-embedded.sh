@@ -43,7 +43,8 @@ for _ in $(seq 1 100); do
 done
 
 $PY manage.py simulate_brokers --internal-url "$INTERNAL_URL" --url "$URL" --token "$BROKER_TOKEN" \
-  --brokers 5 --canary 1 --racks 3 > var/simulator.log 2>&1 &
+  --brokers 5 --canary 1 --racks 3 --software-version 3.9.0 --canary-software-version 3.9.1 \
+  > var/simulator.log 2>&1 &
 pids+=($!)
 
 # A demo topic once every simulated broker is unfenced (leaders go to unfenced brokers only).

@@ -32,6 +32,11 @@ class BrokerRegistrationSerializer(StrictSerializer):
     log_dirs = serializers.ListField(
         child=UuidStringField(), max_length=1024, required=False, default=list
     )
+    # KIP-1095's rollout guard compares brokers by what they run; optional, as Kafka's
+    # brokers do not send it.
+    software_version = StrictCharField(
+        max_length=128, allow_null=True, required=False, default=None
+    )
 
 
 class BrokerRegistrationResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -82,6 +87,7 @@ class BrokerSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "in_controlled_shutdown",
             "pod",
             "rack",
+            "software_version",
             "listeners",
             "log_dirs",
         ]

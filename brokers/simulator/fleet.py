@@ -83,6 +83,8 @@ class BrokerSimulator:
         log_dirs: int = 2,
         admin_token: str | None = None,
         track_partitions: bool = True,
+        software_version: str | None = None,
+        canary_software_version: str | None = None,
     ) -> None:
         _check_arguments(
             brokers=brokers,
@@ -130,7 +132,13 @@ class BrokerSimulator:
         )
         self._lifecycle = Lifecycle(
             new_brokers(
-                first_id=first_id, brokers=brokers, canary=canary, racks=racks, log_dirs=log_dirs
+                first_id=first_id,
+                brokers=brokers,
+                canary=canary,
+                racks=racks,
+                log_dirs=log_dirs,
+                software_version=software_version,
+                canary_software_version=canary_software_version,
             ),
             self._client,
             self._follower,
@@ -235,6 +243,12 @@ class BrokerSimulator:
         controller released the broker, False when `timeout_s` passed first (the broker is then
         stopped anyway, as Kafka's broker does when controlled shutdown times out)."""
         return await self._lifecycle.shutdown(broker_id, timeout_s)
+
+    async def deploy(self, broker_id: int, version: str, timeout_s: float | None = 30.0) -> bool:
+        """Roll `version` out to one broker (KIP-1095: canary brokers first): a controlled
+        shutdown, then a restart as a new incarnation reporting `software_version` = `version`.
+        Returns whether the shutdown was clean."""
+        return await self._lifecycle.deploy(broker_id, version, timeout_s)
 
     async def shutdown_all(self, timeout_s: float | None = 30.0) -> dict[int, bool]:
         """Controlled shutdown of every broker at once; broker id -> released cleanly."""

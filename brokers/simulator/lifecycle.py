@@ -52,20 +52,33 @@ from controlplane.controller.errors import Errors
 
 
 def new_brokers(
-    *, first_id: int, brokers: int, canary: int, racks: int, log_dirs: int
+    *,
+    first_id: int,
+    brokers: int,
+    canary: int,
+    racks: int,
+    log_dirs: int,
+    software_version: str | None = None,
+    canary_software_version: str | None = None,
 ) -> dict[int, LiveBroker]:
     """`brokers` regular brokers then `canary` canary ones (pod `canary-broker`, KIP-1095), ids
     from `first_id`, racks `rack-0 .. rack-{racks-1}` round robin over the ids (0: no rack),
-    each with `log_dirs` log directories whose uuids it keeps across incarnations."""
+    each with `log_dirs` log directories whose uuids it keeps across incarnations. They report
+    `software_version` (the canary ones `canary_software_version`, by default the same) at
+    registration; None reports none."""
     made: dict[int, LiveBroker] = {}
     for index in range(brokers + canary):
         broker_id = first_id + index
+        is_regular = index < brokers
         made[broker_id] = LiveBroker(
             BrokerState(
                 broker_id=broker_id,
-                pod=BROKER_POD if index < brokers else CANARY_BROKER_POD,
+                pod=BROKER_POD if is_regular else CANARY_BROKER_POD,
                 rack=f"rack-{index % racks}" if racks else None,
                 incarnation_id=str(uuid.uuid4()),
+                software_version=software_version
+                if is_regular or canary_software_version is None
+                else canary_software_version,
                 log_dirs=tuple(str(uuid.uuid4()) for _ in range(log_dirs)),
             )
         )
@@ -192,6 +205,15 @@ class Lifecycle:
             self.finish(broker, clean=False, error="controlled shutdown timed out")
         return bool(broker.state.clean_shutdown)
 
+    async def deploy(self, broker_id: int, version: str, timeout_s: float | None) -> bool:
+        """Deploy `version` to the broker as an operator would: controlled shutdown, then start
+        again as a new incarnation that reports `version`. True when the shutdown was clean."""
+        broker = self.get(broker_id)
+        clean = await self.shutdown(broker_id, timeout_s)
+        broker.state.software_version = version
+        self._restart(broker)
+        return clean
+
     async def shutdown_all(self, timeout_s: float | None) -> dict[int, bool]:
         ids = self.ids
         results = await asyncio.gather(*(self.shutdown(i, timeout_s) for i in ids))
@@ -297,6 +319,7 @@ class Lifecycle:
             "rack": state.rack,
             "pod": state.pod,
             "log_dirs": list(state.log_dirs),
+            **({"software_version": state.software_version} if state.software_version else {}),
         }
 
     def _registered(self, broker: LiveBroker, answer: dict[str, Any]) -> None:

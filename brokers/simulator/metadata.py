@@ -38,6 +38,7 @@ class PartitionView:
     partition_epoch: int
     offline_replicas: tuple[int, ...]
     is_canary: bool
+    canary_isolated: bool = False  # every replica on a canary broker (KIP-1095)
 
     @property
     def name(self) -> str:
@@ -159,4 +160,5 @@ class MetadataView:
             partition_epoch=registration.partition_epoch,
             offline_replicas=registration.offline_replicas,
             is_canary=registration.is_canary,
+            canary_isolated=registration.canary_isolated,
         )

@@ -41,6 +41,7 @@ class BrokerState:
     pod: str
     rack: str | None
     incarnation_id: str
+    software_version: str | None = None  # reported at registration (KIP-1095 rollouts)
     epoch: int | None = None
     phase: BrokerPhase = BrokerPhase.NOT_RUNNING
     fenced: bool | None = None  # the controller's last word (`is_fenced`); None before any

@@ -293,6 +293,14 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             maximum=100,
         ),
         ConfigDef(
+            "canary.bake.time.ms",
+            T.LONG,
+            "3600000",
+            "How long a new software version must run on the canary brokers before the "
+            "rollout guard answers PROCEED (KIP-1095).",
+            minimum=0,
+        ),
+        ConfigDef(
             "num.partitions",
             T.INT,
             "1",

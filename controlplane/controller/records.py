@@ -61,6 +61,7 @@ class RegisterBrokerRecord(Record):
     log_dirs: tuple[str, ...]
     fenced: bool = True
     in_controlled_shutdown: bool = False
+    software_version: str | None = None  # what the broker reported running (KIP-1095 rollouts)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -105,6 +106,10 @@ def _int_list(values: tuple[int, ...] | None) -> str:
     return "null" if values is None else "[" + ",".join(map(str, values)) + "]"
 
 
+def _optional_bool(value: bool | None) -> str:
+    return "null" if value is None else ("true" if value else "false")
+
+
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
 NO_OFFSET = -1  # no offset yet: an empty log, a broker that is not shutting down
@@ -119,7 +124,9 @@ class TopicRecord(Record):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PartitionRecord(Record):
-    """A new partition. `offline_replicas` are replicas in OfflineReplica state (KIP-589)."""
+    """A new partition. `offline_replicas` are replicas in OfflineReplica state (KIP-589);
+    `is_canary` is fixed at creation and `canary_isolated` says every replica is on a canary
+    broker (KIP-1095)."""
 
     TYPE: ClassVar[str] = "PartitionRecord"
     partition_id: int
@@ -131,6 +138,7 @@ class PartitionRecord(Record):
     partition_epoch: int = 0
     offline_replicas: tuple[int, ...] = ()
     is_canary: bool = False
+    canary_isolated: bool = False
 
     def to_data(self) -> dict[str, Any]:
         # Hot: a large topic writes thousands of these; dataclasses.asdict is too slow.
@@ -144,6 +152,7 @@ class PartitionRecord(Record):
             "partition_epoch": self.partition_epoch,
             "offline_replicas": list(self.offline_replicas),
             "is_canary": self.is_canary,
+            "canary_isolated": self.canary_isolated,
         }
 
     def to_json(self) -> str:
@@ -154,7 +163,8 @@ class PartitionRecord(Record):
             f'"leader":{self.leader},"leader_epoch":{self.leader_epoch},'
             f'"partition_epoch":{self.partition_epoch},'
             f'"offline_replicas":{_int_list(self.offline_replicas)},'
-            f'"is_canary":{"true" if self.is_canary else "false"}}}'
+            f'"is_canary":{"true" if self.is_canary else "false"},'
+            f'"canary_isolated":{"true" if self.canary_isolated else "false"}}}'
         )
 
 
@@ -172,6 +182,7 @@ class PartitionChangeRecord(Record):
     leader: int = NO_LEADER_CHANGE
     replicas: tuple[int, ...] | None = None
     offline_replicas: tuple[int, ...] | None = None
+    canary_isolated: bool | None = None  # set when the replicas' brokers change (KIP-1095)
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -183,6 +194,7 @@ class PartitionChangeRecord(Record):
             "offline_replicas": None
             if self.offline_replicas is None
             else list(self.offline_replicas),
+            "canary_isolated": self.canary_isolated,
         }
 
     def to_json(self) -> str:
@@ -190,7 +202,8 @@ class PartitionChangeRecord(Record):
             f'{{"partition_id":{self.partition_id},"topic_id":{_ENCODE(self.topic_id)},'
             f'"isr":{_int_list(self.isr)},"leader":{self.leader},'
             f'"replicas":{_int_list(self.replicas)},'
-            f'"offline_replicas":{_int_list(self.offline_replicas)}}}'
+            f'"offline_replicas":{_int_list(self.offline_replicas)},'
+            f'"canary_isolated":{_optional_bool(self.canary_isolated)}}}'
         )
 
 

@@ -77,6 +77,7 @@ class PartitionRow:
     isr: list[int]
     offline_replicas: list[int]
     is_canary: bool
+    canary_isolated: bool = False
 
     @property
     def leaderless(self) -> bool:
@@ -108,6 +109,7 @@ def partition_row(partition: Partition, *, topic_name: str | None = None) -> Par
         isr=isr,
         offline_replicas=offline,
         is_canary=partition.is_canary,
+        canary_isolated=partition.canary_isolated,
     )
 
 

@@ -183,6 +183,7 @@ class PartitionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
             "isr_nodes",
             "offline_replicas",
             "is_canary",
+            "canary_isolated",
         ]
 
 

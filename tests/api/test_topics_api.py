@@ -99,6 +99,7 @@ def test_create_topics_batch(api, tokens, brokers):
             "isr_nodes": [2, 0],
             "offline_replicas": [],
             "is_canary": False,
+            "canary_isolated": False,
         }
     ]
     records = list(

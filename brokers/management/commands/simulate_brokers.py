@@ -8,9 +8,11 @@ round robin over R racks, each with --log-dirs log directories. Runs until Ctrl-
 --duration, then shuts every broker down cleanly (controlled shutdown). A second Ctrl-C stops at
 once. With --topic NAME (and an admin token: --admin-token or $CP_ADMIN_TOKEN) it creates that
 topic once the brokers are unfenced: the load for the log-dir commands. Commands on stdin (when it
-is a TTY, or with --control stdin): stop ID, resume ID, shutdown ID, fail-dir ID [DIR],
-repair-dir ID [DIR], forward ID API JSON [--as User:NAME] [--client-id C] [--host H], status,
-quit (quit lets running commands finish first).
+is a TTY, or with --control stdin): stop ID, resume ID, shutdown ID, deploy ID VERSION,
+fail-dir ID [DIR], repair-dir ID [DIR], forward ID API JSON [--as User:NAME] [--client-id C]
+[--host H], status, quit (quit lets running commands finish first). Brokers report
+--software-version (canary ones --canary-software-version) at registration; `deploy` restarts
+one with another version (KIP-1095's canary rollouts).
 
 `forward 0 IncrementalAlterConfigs {"resources": [...]} --as User:alice`: broker 0 redirects an
 old client's admin request to the controller in an Envelope (KIP-590), as that client (default
@@ -46,7 +48,8 @@ from controlplane.controller.errors import Errors
 
 HELP_TEXT = (
     "commands: stop ID (heartbeats stop; fenced when its session lapses) | resume ID | "
-    "shutdown ID (controlled shutdown) | fail-dir ID [DIR] (a log dir fails: its replicas are "
+    "shutdown ID (controlled shutdown) | deploy ID VERSION (controlled shutdown, then restart "
+    "reporting VERSION) | fail-dir ID [DIR] (a log dir fails: its replicas are "
     "reported offline) | repair-dir ID [DIR] (the leaders take them back into the ISR) | "
     "forward ID API JSON [--as User:NAME] [--client-id C] [--host H] (the broker redirects a "
     "client's admin request to the controller in an Envelope, KIP-590) | status | quit"
@@ -65,7 +68,8 @@ class Command(BaseCommand):
     help = (
         "Simulate Kafka brokers against the control plane's internal API: register, heartbeat, "
         "follow the metadata log, unfence, controlled shutdown. Commands on stdin: stop ID, "
-        "resume ID, shutdown ID, fail-dir ID [DIR], repair-dir ID [DIR], status, quit, and "
+        "resume ID, shutdown ID, deploy ID VERSION, fail-dir ID [DIR], repair-dir ID [DIR], "
+        "status, quit, and "
         "forward ID API JSON [--as User:NAME] [--client-id C] [--host H]: broker ID redirects a "
         "client's admin request (API: a forwardable RPC's name, path or apiKey, e.g. "
         "IncrementalAlterConfigs) to the controller in an Envelope (KIP-590) as that client "
@@ -108,6 +112,16 @@ class Command(BaseCommand):
             help="racks rack-0..rack-R-1, round robin over the ids; 0: no rack",
         )
         parser.add_argument("--first-id", type=int, default=0, help="the first broker id")
+        parser.add_argument(
+            "--software-version",
+            default=None,
+            help="the software_version the brokers report at registration (default: none)",
+        )
+        parser.add_argument(
+            "--canary-software-version",
+            default=None,
+            help="the canary brokers' software_version (default: --software-version)",
+        )
         parser.add_argument(
             "--heartbeat-ms",
             type=int,
@@ -228,6 +242,8 @@ class Command(BaseCommand):
                 connect_timeout_s=options["connect_timeout"],
                 log_dirs=options["log_dirs"],
                 admin_token=admin_token,
+                software_version=options["software_version"],
+                canary_software_version=options["canary_software_version"],
             )
         except ValueError as error:
             raise CommandError(str(error)) from None
@@ -430,6 +446,8 @@ class _Session:
             return self._dir_command(verb, rest)
         if verb == "forward":
             return self._forward_command(line)
+        if verb == "deploy" and len(rest) == 2:
+            return self._deploy_command(rest[0], rest[1])
         if verb not in {"stop", "resume", "shutdown"} or len(rest) != 1:
             self.say(HELP_TEXT)
             return None
@@ -525,6 +543,23 @@ class _Session:
             f"(HTTP {result.response_status or '-'}): {answer}"
         )
 
+    def _deploy_command(self, broker: str, version: str) -> asyncio.Task[None] | None:
+        try:
+            broker_id = int(broker)
+            self.simulator.broker(broker_id)
+        except (ValueError, KeyError):
+            self.say(f"No simulated broker {broker!r}; ids are {self.simulator.broker_ids}.")
+            return None
+        self.say(f"broker {broker_id}: deploying {version} (controlled shutdown, restart)...")
+        return asyncio.create_task(self._deploy(broker_id, version))
+
+    async def _deploy(self, broker_id: int, version: str) -> None:
+        clean = await self.simulator.deploy(broker_id, version, self.options["shutdown_timeout"])
+        self.say(
+            f"broker {broker_id}: restarted running {version} "
+            f"({'clean' if clean else 'unclean'} shutdown before)"
+        )
+
     async def _shutdown(self, broker_id: int) -> None:
         clean = await self.simulator.shutdown(broker_id, self.options["shutdown_timeout"])
         self.say(f"broker {broker_id}: shut down ({'clean' if clean else 'timed out'})")
@@ -537,6 +572,8 @@ def _broker_line(state: BrokerState) -> str:
         flags += " failed-log-dirs=" + ",".join(map(str, state.failed_log_dirs))
     if state.forwarded_requests:
         flags += f" forwarded={state.forwarded_requests}"
+    if state.software_version:
+        flags += f" version={state.software_version}"
     return (
         f"  broker {state.broker_id:>5} {state.pod:<13} rack={state.rack or '-':<8} "
         f"epoch={state.epoch if state.epoch is not None else '-':<6} {state.phase.value:<27} "

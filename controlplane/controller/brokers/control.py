@@ -12,6 +12,13 @@ import dataclasses
 import uuid
 from collections.abc import Iterable, Mapping
 
+from controlplane.controller.canary.rules import (
+    BROKER_POD,
+    BROKER_PODS,
+    CANARY_BROKER_POD,
+    canary_brokers_of,
+    isolated,
+)
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.env import DEFAULT_SESSION_TIMEOUT_MS, BrokerSession
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
@@ -32,15 +39,14 @@ from controlplane.controller.records import (
     ControlledShutdownChange,
     FencingChange,
     Listener,
+    PartitionChangeRecord,
     Record,
     RegisterBrokerRecord,
     UnregisterBrokerRecord,
 )
 from controlplane.controller.result import ControllerResult
 
-BROKER_POD = "broker"
-CANARY_BROKER_POD = "canary-broker"
-BROKER_PODS = frozenset({BROKER_POD, CANARY_BROKER_POD})
+__all__ = ["BROKER_POD", "BROKER_PODS", "CANARY_BROKER_POD"]  # the pods, re-exported
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 
 DEFAULT_HEARTBEAT_INTERVAL_MS = 2000
@@ -70,6 +76,7 @@ class BrokerRegistrationRequest:
     rack: str | None
     pod: str
     log_dirs: tuple[str, ...]
+    software_version: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -150,15 +157,56 @@ def register_broker(
         pod=request.pod,
         log_dirs=request.log_dirs,
         fenced=True,
+        software_version=request.software_version,
     )
-    records: list[Record] = [record]
+    moved: list[Record] = []
     if existing is not None:
         # A new incarnation: the old one leaves every ISR, and its offline replicas are
         # forgotten (the restarted broker reports its log dirs afresh).
-        records += _moved_off(view, [request.broker_id], configs, clear_offline=True)
+        moved = _moved_off(view, [request.broker_id], configs, clear_offline=True)
+    records = [record, *_with_canary_isolation(view, request.broker_id, request.pod, moved)]
     return ControllerResult(
         records, registration_response(record.broker_epoch), contacts=(request.broker_id,)
     )
+
+
+def _with_canary_isolation(
+    view: MetadataDelta, broker_id: int, pod: str | None, moved: list[Record]
+) -> list[Record]:
+    """`moved` (the partition changes of a registration, or of an unregistration: `pod` None)
+    with whether each canary partition with a replica on the broker is isolated, where the
+    broker's new pod (or its going) changes that (KIP-1095): folded into the partition's change
+    when it has one, else one change of its own. Isolated means on registered canary brokers."""
+    canary = set(canary_brokers_of(view))
+    if pod == CANARY_BROKER_POD:
+        canary.add(broker_id)
+    else:
+        canary.discard(broker_id)
+    position = {
+        (r.topic_id, r.partition_id): i
+        for i, r in enumerate(moved)
+        if isinstance(r, PartitionChangeRecord)
+    }
+    records = list(moved)
+    for tp in sorted(view.partitions_with_replica(broker_id)):
+        partition = view.partition(tp)
+        if partition is None or not partition.is_canary:
+            continue
+        now_isolated = isolated(partition.replicas, canary)
+        if now_isolated == partition.canary_isolated:
+            continue
+        at = position.get(tp)
+        if at is None:
+            records.append(
+                PartitionChangeRecord(
+                    partition_id=tp[1], topic_id=tp[0], canary_isolated=now_isolated
+                )
+            )
+        else:
+            change = records[at]
+            assert isinstance(change, PartitionChangeRecord)
+            records[at] = dataclasses.replace(change, canary_isolated=now_isolated)
+    return records
 
 
 def _moved_off(
@@ -348,7 +396,7 @@ def unregister_broker(
             Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
         )
     record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.epoch)
-    moved = _moved_off(view, [broker_id], configs)
+    moved = _with_canary_isolation(view, broker_id, None, _moved_off(view, [broker_id], configs))
     return ControllerResult([*moved, record], {"error_code": 0, "error_message": None})
 
 

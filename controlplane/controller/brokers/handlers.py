@@ -24,6 +24,7 @@ def _broker_registration(
         rack=payload.get("rack"),
         pod=payload.get("pod") or control.BROKER_POD,
         log_dirs=tuple(payload.get("log_dirs", ())),
+        software_version=payload.get("software_version"),
     )
     return control.register_broker(
         view,

@@ -73,6 +73,7 @@ class BrokerRegistration:
     fenced: bool
     in_controlled_shutdown: bool
     controlled_shutdown_offset: int = NO_OFFSET
+    software_version: str | None = None
 
     @property
     def control_state(self) -> BrokerControlState:
@@ -151,6 +152,7 @@ class ClusterDelta:
             log_dirs=record.log_dirs,
             fenced=record.fenced,
             in_controlled_shutdown=record.in_controlled_shutdown,
+            software_version=record.software_version,
         )
 
     def replay_broker_change(self, record: BrokerRegistrationChangeRecord, offset: int) -> None:

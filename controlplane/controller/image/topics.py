@@ -42,6 +42,7 @@ class PartitionRegistration:
     partition_epoch: int = 0
     offline_replicas: tuple[int, ...] = ()
     is_canary: bool = False
+    canary_isolated: bool = False
 
     @classmethod
     def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
@@ -53,6 +54,7 @@ class PartitionRegistration:
             partition_epoch=record.partition_epoch,
             offline_replicas=record.offline_replicas,
             is_canary=record.is_canary,
+            canary_isolated=record.canary_isolated,
         )
 
     def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
@@ -67,6 +69,9 @@ class PartitionRegistration:
             if change.offline_replicas is None
             else change.offline_replicas,
             is_canary=self.is_canary,
+            canary_isolated=self.canary_isolated
+            if change.canary_isolated is None
+            else change.canary_isolated,
         )
 
     def has_leader(self) -> bool:

@@ -9,8 +9,9 @@ ones see earlier ones.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 
+from controlplane.controller.canary.rules import leader_order
 from controlplane.controller.image import MetadataDelta, PartitionRegistration, TopicPartition
 from controlplane.controller.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
 
@@ -56,12 +57,14 @@ def change_partition(
     target_isr: tuple[int, ...] | None = None,
     target_offline: tuple[int, ...] | None = None,
     election: Election = Election.ONLINE,
+    canary_brokers: Collection[int] = frozenset(),
 ) -> PartitionChangeRecord | None:
     """The record that moves `partition` to the target ISR / offline replicas with a valid
     leader, or None when nothing would change.
 
     The ISR never becomes empty: when the last member would leave, it stays and the partition
-    goes leaderless (leader -1), as Kafka's controller does.
+    goes leaderless (leader -1), as Kafka's controller does. A canary partition elects its
+    replicas on `canary_brokers` first (KIP-1095).
     """
     isr = partition.isr if target_isr is None else target_isr
     if not isr:
@@ -71,7 +74,12 @@ def change_partition(
     def valid_leader(replica: int) -> bool:
         return replica in isr and replica not in offline and acceptable(replica)
 
-    leader, unclean = _elect(partition, valid_leader, acceptable, offline, election)
+    order = leader_order(partition, canary_brokers)
+    leader, unclean = _elect(partition, order, valid_leader, acceptable, offline, election)
+    if partition.is_canary and leader not in canary_brokers and not unclean:
+        # KIP-1095: a canary partition's leadership goes back to a canary broker as soon as
+        # one can lead it (in the ISR, online, active), whatever the election.
+        leader = next((r for r in order if r in canary_brokers and valid_leader(r)), leader)
     if unclean:
         isr = (leader,)
     record = PartitionChangeRecord(
@@ -88,23 +96,25 @@ def change_partition(
 
 def _elect(
     partition: PartitionRegistration,
+    order: tuple[int, ...],
     valid_leader: Callable[[int], bool],
     acceptable: AcceptableLeader,
     offline: tuple[int, ...],
     election: Election,
 ) -> tuple[int, bool]:
-    """(leader, unclean): Kafka's electLeader, preferred / any in-ISR / unclean."""
-    if election is Election.PREFERRED and partition.replicas:
-        preferred = partition.replicas[0]
+    """(leader, unclean): Kafka's electLeader, preferred / any in-ISR / unclean, trying the
+    replicas in `order` (replica order; canary replicas first for a canary partition)."""
+    if election is Election.PREFERRED and order:
+        preferred = order[0]
         if valid_leader(preferred):
             return preferred, False
     if partition.leader != NO_LEADER and valid_leader(partition.leader):
         return partition.leader, False
-    for replica in partition.replicas:
+    for replica in order:
         if valid_leader(replica):
             return replica, False
     if election is Election.UNCLEAN:
-        for replica in partition.replicas:
+        for replica in order:
             if replica not in offline and acceptable(replica):
                 return replica, True
     return NO_LEADER, False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from controlplane.controller.canary.rules import canary_brokers_of
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.image import MetadataDelta, PartitionRegistration, TopicPartition
 from controlplane.controller.partitions.changes import (
@@ -62,6 +63,7 @@ def remove_from_isrs(
     acceptable = acceptable_leaders(view, excluded=broker_ids)
     policy = UncleanPolicy(view, configs)
     leaving = frozenset(broker_ids)
+    canary = canary_brokers_of(view)
     touched: set[TopicPartition] = set()
     for broker_id in broker_ids:
         touched |= view.partitions_with_isr_member(broker_id)
@@ -88,6 +90,7 @@ def remove_from_isrs(
                 target_isr=tuple(r for r in partition.isr if r not in leaving),
                 target_offline=offline,
                 election=policy.election(tp[0]),
+                canary_brokers=canary,
             )
         )
 
@@ -105,6 +108,7 @@ def elect_leaderless(
         return broker_id in newly or acceptable(broker_id)
 
     policy = UncleanPolicy(view, configs)
+    canary = canary_brokers_of(view)
     for tp in _sorted(view.partitions_led_by(NO_LEADER)):
         partition = changes.get(tp)
         if partition is None or partition.has_leader():
@@ -112,7 +116,13 @@ def elect_leaderless(
         if newly and not newly.intersection(partition.replicas):
             continue
         changes.add(
-            change_partition(tp, partition, acceptable=can_lead, election=policy.election(tp[0]))
+            change_partition(
+                tp,
+                partition,
+                acceptable=can_lead,
+                election=policy.election(tp[0]),
+                canary_brokers=canary,
+            )
         )
 
 

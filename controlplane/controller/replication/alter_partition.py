@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controlplane.controller.brokers.control import require_broker_epoch
+from controlplane.controller.canary.rules import canary_brokers_of
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.errors import Errors
 from controlplane.controller.image import MetadataDelta, PartitionRegistration
@@ -34,6 +35,7 @@ def alter_partition(
     changes = PartitionChanges(view)
     acceptable = acceptable_leaders(view)
     policy = UncleanPolicy(view, configs)
+    canary = canary_brokers_of(view)
     answered = []
     for topic in topics:
         topic_id = view.topic_id(topic["topic_name"])
@@ -62,6 +64,7 @@ def alter_partition(
                     target_isr=new_isr,
                     target_offline=offline,
                     election=policy.election(topic_id),
+                    canary_brokers=canary,
                 )
             )
             after = changes.get(tp)

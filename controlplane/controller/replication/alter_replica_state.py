@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.controller.brokers.control import require_broker_epoch
+from controlplane.controller.canary.rules import canary_brokers_of
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
 from controlplane.controller.image import MetadataDelta, TopicPartition
@@ -80,6 +81,7 @@ def alter_replica_state(
         }
     acceptable = acceptable_leaders(view)
     policy = UncleanPolicy(view, configs)
+    canary = canary_brokers_of(view)
     marked = 0
     for tp in _named_partitions(view, request):
         partition = changes.get(tp)
@@ -102,6 +104,7 @@ def alter_replica_state(
                 target_isr=tuple(r for r in partition.isr if r != broker_id),
                 target_offline=tuple(sorted((*partition.offline_replicas, broker_id))),
                 election=policy.election(tp[0]),
+                canary_brokers=canary,
             )
         )
     return changes, {

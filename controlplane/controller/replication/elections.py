@@ -4,9 +4,10 @@ move of leadership back to preferred replicas (maybeBalancePartitionLeaders).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from controlplane.controller.canary.rules import canary_brokers_of, preferred_leader
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.errors import Errors
 from controlplane.controller.image import MetadataDelta, TopicPartition
@@ -33,6 +34,7 @@ def elect_leaders(
     (and then partitions that need no election are left out of the answer)."""
     changes = PartitionChanges(view)
     acceptable = acceptable_leaders(view)
+    canary = canary_brokers_of(view)
     elect_all = topic_partitions is None
     requested = _all_partitions(view) if topic_partitions is None else topic_partitions
     results = []
@@ -41,7 +43,7 @@ def elect_leaders(
         partition_results = []
         for index in topic["partitions"]:
             tp = (topic_id or "", index)
-            error, message = _elect_one(changes, tp, election_type, acceptable)
+            error, message = _elect_one(changes, tp, election_type, acceptable, canary)
             if elect_all and error is Errors.ELECTION_NOT_NEEDED:
                 continue
             partition_results.append(
@@ -64,22 +66,26 @@ def _elect_one(
     tp: TopicPartition,
     election_type: str,
     acceptable: AcceptableLeader,
+    canary: Collection[int],
 ) -> tuple[Errors, str | None]:
     partition = changes.get(tp)
     if partition is None:
         return Errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
     preferred = election_type == "PREFERRED"
-    if preferred and partition.leader == partition.preferred_leader:
+    wanted = preferred_leader(partition, canary)
+    if preferred and partition.leader == wanted:
         return Errors.ELECTION_NOT_NEEDED, "Leader is already the preferred replica."
     if not preferred and partition.has_leader():
         return Errors.ELECTION_NOT_NEEDED, "The partition has a leader."
     election = Election.PREFERRED if preferred else Election.UNCLEAN
-    record = change_partition(tp, partition, acceptable=acceptable, election=election)
+    record = change_partition(
+        tp, partition, acceptable=acceptable, election=election, canary_brokers=canary
+    )
     if record is None or record.leader in (NO_LEADER,) or not changes.add(record):
         if preferred:
             return (
                 Errors.PREFERRED_LEADER_NOT_AVAILABLE,
-                f"The preferred leader {partition.preferred_leader} is not available.",
+                f"The preferred leader {wanted} is not available.",
             )
         return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, "No replica can become the leader."
     return Errors.NONE, None
@@ -94,11 +100,12 @@ def rebalance_leaders(
     if not configs.broker_value("auto.leader.rebalance.enable"):
         return changes, {"error_code": 0, "elections": 0, "enabled": False}
     acceptable = acceptable_leaders(view)
+    canary = canary_brokers_of(view)
     for topic in sorted(view.all_topics(), key=lambda t: t.name):
         for tp, partition in view.topic_partitions(topic):
             if changes.elections >= limit:
                 break
-            preferred = partition.preferred_leader
+            preferred = preferred_leader(partition, canary)
             if (
                 partition.leader == preferred
                 or preferred not in partition.isr
@@ -107,6 +114,12 @@ def rebalance_leaders(
             ):
                 continue
             changes.add(
-                change_partition(tp, partition, acceptable=acceptable, election=Election.PREFERRED)
+                change_partition(
+                    tp,
+                    partition,
+                    acceptable=acceptable,
+                    election=Election.PREFERRED,
+                    canary_brokers=canary,
+                )
             )
     return changes, {"error_code": 0, "elections": changes.elections, "enabled": True}

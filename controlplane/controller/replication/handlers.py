@@ -44,7 +44,7 @@ def _delete_topics(
 def _create_partitions(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    records, response = create_partitions(view, payload)
+    records, response = create_partitions(view, payload, configs=env.configs(view))
     return ControllerResult(records, response)
 
 

@@ -7,13 +7,20 @@ replica while any rack is left (Kafka's rack-aware assignment). Leaders are ther
 evenly and always unfenced: fenced brokers only ever hold followers, and only when there are not
 enough unfenced ones. Brokers in controlled shutdown get nothing. The start comes from the topic
 name, so placement is deterministic and different topics start at different brokers.
+
+Canary isolation (KIP-1095): canary partitions are striped over the unfenced canary brokers
+alone when there are at least as many as the replication factor; otherwise they are placed like
+every other partition (availability over isolation). Every other partition avoids canary
+brokers while enough unfenced regular brokers exist. Each group is striped by its own ordinal
+(the partition's rank among the topic's partitions of that group), so leaders spread evenly
+inside the canary set as outside it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from controlplane.controller.errors import ApiError, Errors
 
@@ -23,6 +30,15 @@ class UsableBroker:
     broker_id: int
     rack: str | None
     fenced: bool
+    canary: bool = False  # pod canary-broker (KIP-1095)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Placed:
+    """New partitions' replicas, in index order, and which canary ones are isolated."""
+
+    replicas: list[tuple[int, ...]]
+    isolated: list[bool]
 
 
 def rack_alternated(brokers: Iterable[UsableBroker]) -> list[UsableBroker]:
@@ -44,7 +60,56 @@ def place_replicas(
     num_partitions: int,
     replication_factor: int,
 ) -> list[tuple[int, ...]]:
-    """Replica lists for partitions first_partition .. first_partition + num_partitions - 1."""
+    """Replica lists for partitions first_partition .. first_partition + num_partitions - 1,
+    over all of `brokers` (no canary isolation)."""
+    _check(brokers, replication_factor)
+    ordinals = range(first_partition, first_partition + num_partitions)
+    return _place(brokers, seed_name, ordinals, replication_factor)
+
+
+def place_partitions(
+    brokers: Sequence[UsableBroker],
+    *,
+    seed_name: str,
+    first_partition: int,
+    num_partitions: int,
+    replication_factor: int,
+    canary: Collection[int] = (),
+    isolated_before: int = 0,
+) -> Placed:
+    """Canary-aware placement of partitions first_partition .. + num_partitions - 1, of which
+    `canary` (indexes) are canary partitions; `isolated_before` counts the topic's existing
+    isolated canary partitions (an expansion continues their stripes)."""
+    _check(brokers, replication_factor)
+    canary = frozenset(canary)
+    canary_ring = [b for b in brokers if b.canary and not b.fenced]
+    can_isolate = bool(canary) and len(canary_ring) >= replication_factor
+    regular = [b for b in brokers if not b.canary]
+    if sum(1 for b in regular if not b.fenced) < replication_factor:
+        regular = list(brokers)  # too few regular brokers: use the canary ones too
+    indexes = range(first_partition, first_partition + num_partitions)
+    in_canary_ring = [can_isolate and i in canary for i in indexes]
+    canary_ordinals: list[int] = []
+    regular_ordinals: list[int] = []
+    isolated_count = isolated_before
+    for index, on_canary in zip(indexes, in_canary_ring, strict=True):
+        if on_canary:
+            canary_ordinals.append(isolated_count)
+            isolated_count += 1
+        else:
+            regular_ordinals.append(index - isolated_count)
+    placed_canary = iter(_place(canary_ring, seed_name, canary_ordinals, replication_factor))
+    placed_regular = iter(_place(regular, seed_name, regular_ordinals, replication_factor))
+    replicas = [next(placed_canary if c else placed_regular) for c in in_canary_ring]
+    canary_ids = {b.broker_id for b in brokers if b.canary}
+    isolated = [
+        i in canary and all(r in canary_ids for r in assigned)
+        for i, assigned in zip(indexes, replicas, strict=True)
+    ]
+    return Placed(replicas, isolated)
+
+
+def _check(brokers: Sequence[UsableBroker], replication_factor: int) -> None:
     unfenced = [b for b in brokers if not b.fenced]
     if replication_factor <= 0:
         raise ApiError(
@@ -60,15 +125,27 @@ def place_replicas(
             f"The target replication factor of {replication_factor} cannot be reached because "
             f"only {len(brokers)} broker(s) are registered.",
         )
+
+
+def _place(
+    brokers: Sequence[UsableBroker],
+    seed_name: str,
+    ordinals: Sequence[int],
+    replication_factor: int,
+) -> list[tuple[int, ...]]:
+    """Replica lists for the partitions at `ordinals` of the stripes over `brokers`."""
+    if not ordinals:
+        return []
+    _check(brokers, replication_factor)
+    unfenced = [b for b in brokers if not b.fenced]
     seed = zlib.crc32(seed_name.encode())
     if len(unfenced) >= replication_factor:
-        ring = rack_alternated(unfenced)
-        return _striped(ring, seed, first_partition, num_partitions, replication_factor)
+        return _striped(rack_alternated(unfenced), seed, ordinals, replication_factor)
     # Too few unfenced brokers: the leader is unfenced, the rest fill in from the fenced ones.
     ring = rack_alternated(unfenced)
     spare = rack_alternated(b for b in brokers if b.fenced)
     placed = []
-    for p in range(first_partition, first_partition + num_partitions):
+    for p in ordinals:
         leaders = [ring[(seed + p + i) % len(ring)].broker_id for i in range(len(ring))]
         followers = [spare[(seed + p + i) % len(spare)].broker_id for i in range(len(spare))]
         placed.append(tuple((leaders + followers)[:replication_factor]))
@@ -78,8 +155,7 @@ def place_replicas(
 def _striped(
     ring: list[UsableBroker],
     seed: int,
-    first_partition: int,
-    num_partitions: int,
+    ordinals: Sequence[int],
     replication_factor: int,
 ) -> list[tuple[int, ...]]:
     n = len(ring)
@@ -87,7 +163,7 @@ def _striped(
     start = seed % n
     shift_base = (seed // n) % n
     placed: list[tuple[int, ...]] = []
-    for p in range(first_partition, first_partition + num_partitions):
+    for p in ordinals:
         shift = shift_base + p // n
         first = (p + start) % n
         leader = ring[first]

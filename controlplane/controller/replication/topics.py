@@ -11,6 +11,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from controlplane.controller.canary.rules import (
+    canary_brokers_of,
+    canary_partitions,
+    isolated,
+    topic_canary_percent,
+)
 from controlplane.controller.config_schema import (
     TOPIC_CONFIGS,
     ConfigView,
@@ -18,7 +24,8 @@ from controlplane.controller.config_schema import (
 )
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta, TopicInfo
-from controlplane.controller.partitions.changes import acceptable_leaders
+from controlplane.controller.partitions.changes import AcceptableLeader, acceptable_leaders
+from controlplane.controller.partitions.leadership import config_view
 from controlplane.controller.partitions.states import (
     PARTITION_CREATION_PATH,
     PARTITION_DELETION_PATH,
@@ -37,7 +44,11 @@ from controlplane.controller.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
-from controlplane.controller.replication.placement import UsableBroker, place_replicas
+from controlplane.controller.replication.placement import (
+    Placed,
+    UsableBroker,
+    place_partitions,
+)
 
 MAX_TOPIC_NAME_LENGTH = 249
 LEGAL_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -78,11 +89,80 @@ def validate_topic_name(name: str) -> None:
 
 def usable_brokers(view: MetadataDelta) -> list[UsableBroker]:
     """Brokers new replicas may go to: registered and not shutting down (fenced ones last)."""
+    canary = canary_brokers_of(view)
     return [
-        UsableBroker(b.broker_id, b.rack, b.fenced)
+        UsableBroker(b.broker_id, b.rack, b.fenced, b.broker_id in canary)
         for b in view.all_brokers()
         if not b.in_controlled_shutdown
     ]
+
+
+def _partition_records(
+    view: MetadataDelta,
+    topic_id: str,
+    first: int,
+    placed: Placed,
+    canary: Sequence[int],
+) -> list[PartitionRecord]:
+    """The new partitions' records: the ISR is every replica that can lead, the leader its
+    first (a canary partition's first canary replica, KIP-1095)."""
+    acceptable: AcceptableLeader = acceptable_leaders(view)
+    canary_brokers = canary_brokers_of(view)
+    canary_set = frozenset(canary)
+    records = []
+    for offset, (assigned, is_isolated) in enumerate(
+        zip(placed.replicas, placed.isolated, strict=True)
+    ):
+        index = first + offset
+        isr = tuple(r for r in assigned if acceptable(r))
+        if not isr:
+            raise ApiError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"All brokers specified in the manual partition assignment for partition "
+                f"{index} are fenced or in controlled shutdown.",
+            )
+        is_canary = index in canary_set
+        leader = isr[0]
+        if is_canary:
+            leader = next((r for r in isr if r in canary_brokers), leader)
+        records.append(
+            PartitionRecord(
+                partition_id=index,
+                topic_id=topic_id,
+                replicas=assigned,
+                isr=isr,
+                leader=leader,
+                is_canary=is_canary,
+                canary_isolated=is_isolated,
+            )
+        )
+    return records
+
+
+def _assigned(
+    view: MetadataDelta, replicas: list[tuple[int, ...]], first: int, canary: Sequence[int]
+) -> Placed:
+    """Manual assignments, with whether each canary partition landed on canary brokers alone."""
+    canary_brokers = canary_brokers_of(view)
+    canary_set = frozenset(canary)
+    return Placed(
+        replicas,
+        [
+            first + i in canary_set and isolated(assigned, canary_brokers)
+            for i, assigned in enumerate(replicas)
+        ],
+    )
+
+
+def canary_answer(first: int, placed: Placed, canary: Sequence[int]) -> dict[str, Any]:
+    """What a CreateTopics / CreatePartitions result says of the canary partitions it made:
+    nothing when it made none."""
+    if not canary:
+        return {}
+    return {
+        "canary_partitions": list(canary),
+        "canary_isolated": all(placed.isolated[i - first] for i in canary),
+    }
 
 
 def _duplicates(names: Sequence[str]) -> set[str]:
@@ -155,29 +235,20 @@ def _create_topic(
     if len(topic_configs) != len(topic.get("configs") or ()):
         raise ApiError(Errors.INVALID_REQUEST, "Duplicate config name.")
     validate_topic_configs(topic_configs)
+    percent = topic_canary_percent(configs, name, topic_configs)
     assignments = topic.get("assignments") or []
     if assignments:
         replicas = _manual_assignment(view, topic, assignments)
+        canary = canary_partitions(0, len(replicas), percent)
+        placed = _assigned(view, replicas, 0, canary)
     else:
-        replicas = _placed(view, topic, configs=configs, budget=budget)
+        placed, canary = _placed(view, topic, configs=configs, budget=budget, percent=percent)
+        replicas = placed.replicas
     _check_budget(len(replicas), budget)
     topic_id = new_topic_id()
     records: list[Record] = [TopicRecord(name=name, topic_id=topic_id)]
-    acceptable = acceptable_leaders(view)
     walk_partition(PartitionState.NON_EXISTENT, PARTITION_CREATION_PATH)
-    for index, assigned in enumerate(replicas):
-        isr = tuple(r for r in assigned if acceptable(r))
-        if not isr:
-            raise ApiError(
-                Errors.INVALID_REPLICA_ASSIGNMENT,
-                f"All brokers specified in the manual partition assignment for partition "
-                f"{index} are fenced or in controlled shutdown.",
-            )
-        records.append(
-            PartitionRecord(
-                partition_id=index, topic_id=topic_id, replicas=assigned, isr=isr, leader=isr[0]
-            )
-        )
+    records.extend(_partition_records(view, topic_id, 0, placed, canary))
     walk_replica(ReplicaState.NON_EXISTENT, REPLICA_CREATION_PATH)
     records.extend(
         ConfigRecord(resource_type="TOPIC", resource_name=name, name=key, value=value)
@@ -192,6 +263,7 @@ def _create_topic(
         "num_partitions": len(replicas),
         "replication_factor": len(replicas[0]),
         "configs": _described_topic_configs(name, topic_configs, configs),
+        **canary_answer(0, placed, canary),
     }
     return records, answer
 
@@ -210,8 +282,13 @@ def _check_collision(view: MetadataDelta, name: str) -> None:
 
 
 def _placed(
-    view: MetadataDelta, topic: Mapping[str, Any], *, configs: ConfigView, budget: int
-) -> list[tuple[int, ...]]:
+    view: MetadataDelta,
+    topic: Mapping[str, Any],
+    *,
+    configs: ConfigView,
+    budget: int,
+    percent: float,
+) -> tuple[Placed, list[int]]:
     num_partitions = topic.get("num_partitions", -1)
     replication_factor = topic.get("replication_factor", -1)
     if num_partitions == -1:
@@ -229,13 +306,16 @@ def _placed(
             Errors.INVALID_REPLICATION_FACTOR,
             "Replication factor must be larger than 0, or -1 to use the default value.",
         )
-    return place_replicas(
+    canary = canary_partitions(0, num_partitions, percent)
+    placed = place_partitions(
         usable_brokers(view),
         seed_name=topic["name"],
         first_partition=0,
         num_partitions=num_partitions,
         replication_factor=replication_factor,
+        canary=canary,
     )
+    return placed, canary
 
 
 def _manual_assignment(
@@ -376,8 +456,9 @@ def delete_topics(
 
 
 def create_partitions(
-    view: MetadataDelta, request: Mapping[str, Any]
+    view: MetadataDelta, request: Mapping[str, Any], *, configs: ConfigView | None = None
 ) -> tuple[list[Record], dict[str, Any]]:
+    configs = configs or config_view(view)
     topics = request["topics"]
     duplicates = _duplicates([t["name"] for t in topics])
     validate_only = bool(request.get("validate_only", False))
@@ -389,7 +470,7 @@ def create_partitions(
         try:
             if name in duplicates:
                 raise ApiError(Errors.INVALID_REQUEST, "Duplicate topic name.")
-            new_records = _create_partitions(view, topic, budget)
+            new_records, canary = _create_partitions(view, topic, budget, configs)
         except ApiError as error:
             results.append(
                 {"name": name, "error_code": int(error.error), "error_message": error.message}
@@ -398,11 +479,15 @@ def create_partitions(
         budget -= len(new_records)
         if not validate_only:
             records.extend(new_records)
-        results.append({"name": name, "error_code": 0, "error_message": None})
+        results.append({"name": name, "error_code": 0, "error_message": None, **canary})
     return records, {"results": results}
 
 
-def _create_partitions(view: MetadataDelta, topic: Mapping[str, Any], budget: int) -> list[Record]:
+def _create_partitions(
+    view: MetadataDelta, topic: Mapping[str, Any], budget: int, configs: ConfigView
+) -> tuple[list[PartitionRecord], dict[str, Any]]:
+    """The new partitions' records, and what the result says of the canary ones among them
+    (classified by the stride rule over the new partition count; the old ones keep theirs)."""
     info = view.topic_by_name(topic["name"])
     if info is None:
         raise ApiError(
@@ -421,6 +506,7 @@ def _create_partitions(view: MetadataDelta, topic: Mapping[str, Any], budget: in
     _check_budget(additional, budget)
     first = view.partition((info.topic_id, 0))
     rf = len(first.replicas) if first is not None else 1
+    canary = canary_partitions(current, count, topic_canary_percent(configs, info.name))
     assignments = topic.get("assignments")
     if assignments:
         if len(assignments) != additional:
@@ -430,31 +516,18 @@ def _create_partitions(view: MetadataDelta, topic: Mapping[str, Any], budget: in
                 f"{len(assignments)} assignment(s) were specified.",
             )
         replicas = _checked_assignments(view, [tuple(a["broker_ids"]) for a in assignments], rf)
+        placed = _assigned(view, replicas, current, canary)
     else:
-        replicas = place_replicas(
+        placed = place_partitions(
             usable_brokers(view),
             seed_name=info.name,
             first_partition=current,
             num_partitions=additional,
             replication_factor=rf,
+            canary=canary,
+            isolated_before=sum(
+                1 for _, p in view.topic_partitions(info) if p.is_canary and p.canary_isolated
+            ),
         )
-    acceptable = acceptable_leaders(view)
-    records: list[Record] = []
-    for offset, assigned in enumerate(replicas):
-        isr = tuple(r for r in assigned if acceptable(r))
-        if not isr:
-            raise ApiError(
-                Errors.INVALID_REPLICA_ASSIGNMENT,
-                f"All brokers specified in the manual partition assignment for partition "
-                f"{current + offset} are fenced or in controlled shutdown.",
-            )
-        records.append(
-            PartitionRecord(
-                partition_id=current + offset,
-                topic_id=info.topic_id,
-                replicas=assigned,
-                isr=isr,
-                leader=isr[0],
-            )
-        )
-    return records
+    records = _partition_records(view, info.topic_id, current, placed, canary)
+    return records, canary_answer(current, placed, canary)
