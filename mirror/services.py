@@ -165,12 +165,24 @@ def _heartbeat_answer(
             "config_offset": config_offset,
         }
     answer = _with_session_key(group_answer((source, target), group, member_id))
+    current = group.assignment_generation == group.generation
+    reports = member_store().reports([mirror_flow_name(source=source, target=target)])
     answer.update(
         {
             "flow_offset": group.offset,
             "config_offset": config_offset,
             "task_configs": {k: [dict(t) for t in v] for k, v in group.task_configs.items()},
             "target_states": dict(group.target_states),
+            "assignments": [
+                {"member_id": a.member_id, "connectors": list(a.connectors), "tasks": list(a.tasks)}
+                for a in (group.assignments if current else ())
+            ],
+            # The members' connector and task states (for each REST server's status views).
+            "member_statuses": {
+                member: {"connectors": r.get("connectors", {}), "tasks": r.get("tasks", {})}
+                for member, r in next(iter(reports.values()), {}).items()
+                if group.member(member) is not None
+            },
         }
     )
     return answer

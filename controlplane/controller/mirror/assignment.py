@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from controlplane.controller.mirror_records import MirrorMember, WorkerAssignment
+from controlplane.controller.mirror_records import WorkerAssignment
 
 ASSIGNED_PARTITIONS = "task.assigned.partitions"
 TASK_INDEX = "task.index"
@@ -70,28 +70,26 @@ def assigned_partition_counts(task_config: Mapping[str, str]) -> dict[str, int]:
 
 
 def eager_assignment(
-    members: Sequence[MirrorMember],
+    members: Sequence[tuple[str, str]],
     connectors: Iterable[str],
     task_counts: Mapping[str, int],
 ) -> tuple[WorkerAssignment, ...]:
-    """Connect's EagerAssignor over members sorted by worker id (stable across nodes)."""
-    ordered = sorted(members, key=lambda m: (m.worker_id, m.member_id))
+    """Connect's EagerAssignor over the (member id, worker id) pairs sorted by worker id
+    (stable across nodes)."""
+    ordered = [member_id for member_id, _ in sorted(members, key=lambda m: (m[1], m[0]))]
     if not ordered:
         return ()
     names = sorted(connectors)
-    given_connectors: dict[str, list[str]] = {m.member_id: [] for m in ordered}
-    given_tasks: dict[str, list[str]] = {m.member_id: [] for m in ordered}
+    given_connectors: dict[str, list[str]] = {m: [] for m in ordered}
+    given_tasks: dict[str, list[str]] = {m: [] for m in ordered}
     turn = 0
     for connector in names:
-        given_connectors[ordered[turn % len(ordered)].member_id].append(connector)
+        given_connectors[ordered[turn % len(ordered)]].append(connector)
         turn += 1
     for connector in names:
         for index in range(task_counts.get(connector, 0)):
-            given_tasks[ordered[turn % len(ordered)].member_id].append(task_id(connector, index))
+            given_tasks[ordered[turn % len(ordered)]].append(task_id(connector, index))
             turn += 1
     return tuple(
-        WorkerAssignment(
-            m.member_id, tuple(given_connectors[m.member_id]), tuple(given_tasks[m.member_id])
-        )
-        for m in ordered
+        WorkerAssignment(m, tuple(given_connectors[m]), tuple(given_tasks[m])) for m in ordered
     )

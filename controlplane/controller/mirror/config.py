@@ -78,6 +78,7 @@ CONNECTOR_SETTINGS = frozenset(
         "emit.checkpoints.enabled",
         "emit.checkpoints.interval.seconds",
         "heartbeats.replication.enabled",
+        "heartbeats.topic.replication.factor",
         "replication.factor",
         "tasks.max",
         "topic.filter.class",

@@ -179,6 +179,7 @@ CHECKS: dict[str, Check] = {
     ),
     "tasks.max": _integer(1),
     "replication.factor": _integer(1, also=(-1,)),
+    "heartbeats.topic.replication.factor": _integer(1, also=(-1,)),
     "session.timeout.ms": _integer(1000),
     "heartbeat.interval.ms": _integer(100),
     "replication.policy.separator": _separator,
