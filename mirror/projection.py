@@ -50,7 +50,11 @@ class MirrorProjection:
             writes.append(
                 prepared_upsert(
                     table="cp_mirror_config",
-                    columns=[Column("id", "int"), Column("text", "text"), Column("offset", "bigint")],
+                    columns=[
+                        Column("id", "int"),
+                        Column("text", "text"),
+                        Column("offset", "bigint"),
+                    ],
                     rows=[(1, changes.changed_config.text, changes.changed_config.offset)],
                     conflict=["id"],
                     update=["text", "offset"],
@@ -87,9 +91,7 @@ class MirrorProjection:
             image.mirror_image.config = MirrorConfig(*stored)
         names = [c.name for c in FLOW_COLUMNS]
         for row in MirrorFlowGroup.objects.values(*names).iterator(chunk_size=500):
-            image.mirror_image.flows[(str(row["source"]), str(row["target"]))] = flow_group_of(
-                row
-            )
+            image.mirror_image.flows[(str(row["source"]), str(row["target"]))] = flow_group_of(row)
 
 
 register_projection(MirrorProjection())

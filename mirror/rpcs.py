@@ -19,13 +19,13 @@ SyncGroup answers carry them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from rest_framework import serializers, status
 
+from controlplane.api.fields import StrictCharField, StrictSerializer
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.api_keys import ApiKey
-from controlplane.api.fields import StrictCharField, StrictSerializer
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.mirror.config import MirrorConfigError, mirror_config_parse
 from controlplane.http_errors import error_body
@@ -75,7 +75,9 @@ def _spec(
     handler: Handler,
     resources: Callable[[Body, Body, int, Body], Iterable[Body]],
 ) -> ApiSpec:
-    return ApiSpec(ApiKey(name, NOT_A_KAFKA_API, path, False), request, authorize, handler, resources)
+    return ApiSpec(
+        ApiKey(name, NOT_A_KAFKA_API, path, False), request, authorize, handler, resources
+    )
 
 
 def _not_found(source: str, target: str) -> Reply:
@@ -201,10 +203,8 @@ def _on_flow(serializer: type[StrictSerializer]) -> type[StrictSerializer]:
         "source": StrictCharField(max_length=s.NAME_MAX),
         "target": StrictCharField(max_length=s.NAME_MAX),
     }
-    made: type[StrictSerializer] = type(serializer)(
-        f"{serializer.__name__}OnFlow", (serializer,), fields
-    )
-    return made
+    made = serializers.SerializerMetaclass(f"{serializer.__name__}OnFlow", (serializer,), fields)
+    return cast(type[StrictSerializer], made)
 
 
 ALTER_CONFIG = _spec(

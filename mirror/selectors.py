@@ -22,7 +22,8 @@ from controlplane.controller.mirror_records import PAUSED, STARTED
 from controlplane.controller.records import NO_OFFSET
 from controlplane.runtime.lease import now_ms
 from mirror.members import Report, member_store
-from mirror.models import MirrorFlowGroup, MirrorMakerConfig as ConfigRow
+from mirror.models import MirrorFlowGroup
+from mirror.models import MirrorMakerConfig as ConfigRow
 from mirror.projection import FLOW_COLUMNS, flow_group_of
 
 UNASSIGNED = "UNASSIGNED"
@@ -65,7 +66,9 @@ def _groups() -> dict[tuple[str, str], FlowGroup]:
     }
 
 
-def mirror_flow_list(*, source: str | None = None, target: str | None = None) -> list[dict[str, Any]]:
+def mirror_flow_list(
+    *, source: str | None = None, target: str | None = None
+) -> list[dict[str, Any]]:
     """Every flow of the configuration (optionally of one source or target), as
     `GET /api/v1/mirror/flows` answers them."""
     stored = mirror_config_get()
@@ -139,7 +142,9 @@ def flow_view(
             }
         )
     source_report = current.get(runs.get(SOURCE_CONNECTOR, ""), {})
-    emitted = [int(r["emitted_heartbeat_ms"]) for r in current.values() if r.get("emitted_heartbeat_ms")]
+    emitted = [
+        int(r["emitted_heartbeat_ms"]) for r in current.values() if r.get("emitted_heartbeat_ms")
+    ]
     return {
         "source": flow.source,
         "target": flow.target,
@@ -155,7 +160,9 @@ def flow_view(
                 "worker_id": m.worker_id,
                 "rest_url": m.rest_url,
                 "leader": m.member_id == group.leader,
-                "last_heartbeat_ms": int(current.get(m.member_id, {}).get("contact_ms", m.joined_ms)),
+                "last_heartbeat_ms": int(
+                    current.get(m.member_id, {}).get("contact_ms", m.joined_ms)
+                ),
             }
             for m in sorted(group.members, key=lambda m: m.worker_id)
         ],

@@ -80,7 +80,10 @@ class MemberReportSerializer(StrictSerializer):
     connectors = _StatusMapField(required=False, default=dict)
     tasks = _StatusMapField(required=False, default=dict)
     topics = serializers.ListField(
-        child=_TopicSerializer(), max_length=MAX_TOPICS, required=False, allow_null=True,
+        child=_TopicSerializer(),
+        max_length=MAX_TOPICS,
+        required=False,
+        allow_null=True,
         default=None,
     )
     lagging_topics = serializers.ListField(
@@ -138,17 +141,9 @@ class ConfigTextSerializer(StrictSerializer):
 
 
 class TargetStateSerializer(StrictSerializer):
-    source = StrictCharField(max_length=NAME_MAX)
+    source = StrictCharField(max_length=NAME_MAX)  # type: ignore[assignment]  # a field named source
     target = StrictCharField(max_length=NAME_MAX)
     state = serializers.ChoiceField(choices=("PAUSED", "STARTED"))
     connectors = serializers.ListField(
         child=StrictCharField(max_length=NAME_MAX), max_length=10, required=False, default=list
     )
-
-
-class GroupRequestSerializer(StrictSerializer):
-    """A group RPC as the registry validates it: the flow from the URL and the body."""
-
-    source = StrictCharField(max_length=NAME_MAX)
-    target = StrictCharField(max_length=NAME_MAX)
-    body = serializers.DictField()

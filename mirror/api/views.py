@@ -4,6 +4,7 @@ selectors; the group heartbeat (no metadata write) through its service."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.http import HttpResponse
@@ -52,7 +53,7 @@ class MirrorConfigView(APIView):
 
     permission_classes = [IsPrincipal]
 
-    def get_permissions(self) -> list[Any]:
+    def get_permissions(self) -> Sequence[Any]:
         if self.request.method == "GET":
             return [ClusterDescribePermission()]
         return super().get_permissions()

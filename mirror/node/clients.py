@@ -87,7 +87,9 @@ class Http:
         except ValueError:
             answer = None
         if response.status_code >= 400:
-            raise CallFailed(f"{method} {path} on {self.endpoint.name}", response.status_code, answer)
+            raise CallFailed(
+                f"{method} {path} on {self.endpoint.name}", response.status_code, answer
+            )
         return answer
 
 

@@ -182,7 +182,9 @@ class Runner:
                 self.trace = "; ".join(
                     filter(None, [f"{error} (retrying in {delay:.1f}s)", self._unresolved()])
                 )
-                logger.warning("%s %s on %s: %s", self.kind, self.name, self.worker.flow.name, self.trace)
+                logger.warning(
+                    "%s %s on %s: %s", self.kind, self.name, self.worker.flow.name, self.trace
+                )
             except Exception:  # a bug: the runner fails visibly and retries
                 delay = self._backoff.next()
                 self.state, self.trace = FAILED, "internal error (see the node's log)"
@@ -373,7 +375,9 @@ class SourceTask(Runner):
             return REVERIFY_S
         present = self.target.topics()
         create = sorted(t for t in missing if remote(t) not in present)
-        grow = sorted(t for t in missing if remote(t) in present and present[remote(t)] < missing[t])
+        grow = sorted(
+            t for t in missing if remote(t) in present and present[remote(t)] < missing[t]
+        )
         for topic in missing:
             if remote(topic) in present and present[remote(topic)] >= missing[topic]:
                 self.ensured[remote(topic)] = present[remote(topic)]
@@ -400,14 +404,14 @@ class SourceTask(Runner):
             code = result.get("error_code", 0)
             if code == 0:
                 self.ensured[result["name"]] = int(result.get("num_partitions", 0)) or 1
-                logger.info(
-                    "%s: created remote topic %s", self.worker.flow.name, result["name"]
-                )
+                logger.info("%s: created remote topic %s", self.worker.flow.name, result["name"])
             elif code != TOPIC_ALREADY_EXISTS:  # made meanwhile: checked again next tick
                 raise CallFailed(f"creating remote topic {result.get('name')}", 200, result)
 
     def grow(self, topics: list[str], counts: Mapping[str, int]) -> None:
-        wanted = [{"name": self.selection.remote_topic(t), "count": counts[t]} for t in topics]
+        wanted: list[dict[str, Any]] = [
+            {"name": self.selection.remote_topic(t), "count": counts[t]} for t in topics
+        ]
         for asked, result in zip(wanted, self.target.create_partitions(wanted), strict=True):
             code = result.get("error_code", 0)
             if code in (0, INVALID_PARTITIONS):  # grown, or it has as many already

@@ -87,7 +87,9 @@ class FlowWorker:
     # --- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         self.rest.start(f"{self.flow.name}:rest")
-        say.info("%s: REST server at %s (worker id %s)", self.flow.name, self.rest_url, self.worker_id)
+        say.info(
+            "%s: REST server at %s (worker id %s)", self.flow.name, self.rest_url, self.worker_id
+        )
         if self.worker_trace:
             say.warning("%s: %s", self.flow.name, self.worker_trace)
         self._thread.start()
@@ -123,7 +125,9 @@ class FlowWorker:
                 backoff.reset()
             except (ClusterUnreachable, CallFailed) as failure:
                 delay = backoff.next()
-                logger.warning("%s: group call failed: %s (retrying in %.1fs)", self.flow.name, failure, delay)
+                logger.warning(
+                    "%s: group call failed: %s (retrying in %.1fs)", self.flow.name, failure, delay
+                )
                 self._stop.wait(delay)
 
     def _join(self) -> dict[str, Any]:
@@ -160,7 +164,11 @@ class FlowWorker:
     def _apply(self, answer: dict[str, Any]) -> None:
         code = answer.get("error_code", 0)
         if code == UNKNOWN_MEMBER_ID:
-            say.warning("%s: no longer a member (%s): joining again", self.flow.name, answer.get("error_message"))
+            say.warning(
+                "%s: no longer a member (%s): joining again",
+                self.flow.name,
+                answer.get("error_message"),
+            )
             with self._lock:
                 self._joined, self.group = False, {}
             self._reconcile(stop_all=True)
@@ -205,7 +213,11 @@ class FlowWorker:
             ]
             if sorted(group.get("assignments", []), key=str) == sorted(wanted, key=str):
                 return
-            body = {"member_id": self.member_id, "generation": group["generation"], "assignments": wanted}
+            body = {
+                "member_id": self.member_id,
+                "generation": group["generation"],
+                "assignments": wanted,
+            }
         answer = self.coordinator.group(self.flow.source, self.flow.target, "sync", body)
         if answer.get("error_code") == 0:
             with self._lock:
@@ -233,14 +245,32 @@ class FlowWorker:
         headers = {"Content-Type": "application/json", **signature_headers(key, body)}
         url = f"{leader_url}/connectors/{connector}/tasks"
         try:
-            response = httpx.post(url, content=body, headers=headers, timeout=10, verify=self.peer_tls)
+            response = httpx.post(
+                url, content=body, headers=headers, timeout=10, verify=self.peer_tls
+            )
         except httpx.HTTPError as failure:
-            logger.warning("%s: leader at %s unreachable: %s", self.flow.name, leader_url, type(failure).__name__)
+            logger.warning(
+                "%s: leader at %s unreachable: %s",
+                self.flow.name,
+                leader_url,
+                type(failure).__name__,
+            )
             return False
         if response.status_code not in (200, 204):
-            logger.info("%s: leader answered %d to new task configs of %s", self.flow.name, response.status_code, connector)
+            logger.info(
+                "%s: leader answered %d to new task configs of %s",
+                self.flow.name,
+                response.status_code,
+                connector,
+            )
             return False
-        say.info("%s: new task configs of %s (%d task(s)) sent to the leader at %s", self.flow.name, connector, len(configs), leader_url)
+        say.info(
+            "%s: new task configs of %s (%d task(s)) sent to the leader at %s",
+            self.flow.name,
+            connector,
+            len(configs),
+            leader_url,
+        )
         return True
 
     def _persist(self, connector: str, configs: list[dict[str, str]]) -> int:
@@ -253,7 +283,9 @@ class FlowWorker:
             "task_configs": configs,
         }
         try:
-            answer = self.coordinator.group(self.flow.source, self.flow.target, "task-configs", body)
+            answer = self.coordinator.group(
+                self.flow.source, self.flow.target, "task-configs", body
+            )
         except (ClusterUnreachable, CallFailed) as failure:
             logger.warning("%s: could not persist task configs: %s", self.flow.name, failure)
             return 503
@@ -262,7 +294,12 @@ class FlowWorker:
             return 409
         with self._lock:
             self.group.setdefault("task_configs", {})[connector] = configs
-        say.info("%s: persisted task configs of %s (%d task(s)) as leader", self.flow.name, connector, len(configs))
+        say.info(
+            "%s: persisted task configs of %s (%d task(s)) as leader",
+            self.flow.name,
+            connector,
+            len(configs),
+        )
         self._lead()
         self._reconcile()
         return 204
@@ -325,7 +362,9 @@ class FlowWorker:
         if self.target_cluster_id is None:
             from mirror.node.connectors import cluster_admin
 
-            values = self.providers.resolve(self.config.connector_config(self.flow, CONNECTORS[0])).values
+            values = self.providers.resolve(
+                self.config.connector_config(self.flow, CONNECTORS[0])
+            ).values
             client = cluster_admin(values, "target", self.worker_id)
             try:
                 self.target_cluster_id = client.cluster_id()
@@ -392,7 +431,12 @@ class FlowWorker:
         tasks = []
         for index in range(count):
             tasks.append({"id": index, **entry(task_id(name, index), "tasks")})
-        return {"name": name, "connector": entry(name, "connectors"), "tasks": tasks, "type": "source"}
+        return {
+            "name": name,
+            "connector": entry(name, "connectors"),
+            "tasks": tasks,
+            "type": "source",
+        }
 
     def alter_target_state(self, name: str, state: str, authorization: str) -> Answer:
         """Pause or resume through the control plane, as the caller (its own Bearer token):
@@ -425,7 +469,11 @@ class FlowWorker:
             leader_url = self.group.get("leader_url", "")
         problem = signature_problem(key, body, headers)
         if problem is not None:
-            logger.warning("%s: refused unsigned or wrongly signed task configs for %s", self.flow.name, name[:80])
+            logger.warning(
+                "%s: refused unsigned or wrongly signed task configs for %s",
+                self.flow.name,
+                name[:80],
+            )
             return error(403, problem)
         if self._stop.is_set():
             return error(404, f"Flow {self.flow.name} is not served here")
@@ -441,9 +489,17 @@ class FlowWorker:
             return error(400, "Expected a list of task configs (objects of strings)")
         if self.is_leader():
             status = self._persist(name, configs)
-            return (204, None) if status == 204 else error(status, "Could not persist the task configs")
+            return (
+                (204, None)
+                if status == 204
+                else error(status, "Could not persist the task configs")
+            )
         if forward is False or not leader_url:
-            return error(409, "Cannot complete request because of a conflicting operation (e.g. worker rebalance)")
+            return error(
+                409,
+                "Cannot complete request because of a conflicting operation "
+                "(e.g. worker rebalance)",
+            )
         try:
             response = httpx.post(
                 f"{leader_url}/connectors/{name}/tasks",

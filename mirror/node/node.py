@@ -93,7 +93,9 @@ class MirrorNode:
             logger.error("the stored configuration does not parse here: %s", refused)
             return
         if offset != self.config_offset:
-            say.info("configuration at offset %d: flows %s", offset, [f.name for f in config.flows()])
+            say.info(
+                "configuration at offset %d: flows %s", offset, [f.name for f in config.flows()]
+            )
         self.config, self.config_offset = config, offset
         self.apply(config)
 

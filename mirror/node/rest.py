@@ -66,7 +66,9 @@ ROUTES: list[tuple[str, re.Pattern[str], str]] = [
 ]
 
 
-def route(herder: Herder, method: str, raw_path: str, body: bytes, headers: Mapping[str, str]) -> Answer:
+def route(
+    herder: Herder, method: str, raw_path: str, body: bytes, headers: Mapping[str, str]
+) -> Answer:
     """The answer to one request (pure dispatch, so tests can call it without sockets)."""
     parts = urllib.parse.urlsplit(raw_path)
     query = urllib.parse.parse_qs(parts.query)

@@ -117,13 +117,18 @@ def test_bad_configurations_are_refused_whole(client, tokens, text, why):
     assert body["error"] == "INVALID_CONFIG" and why in body["error_message"], body
     assert "s3cr3t-literal" not in response.content.decode()
     assert MetadataRecord.objects.count() == before  # nothing half-stored
-    assert client.get(CONFIG, HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}").content.decode() == TEXT
+    assert (
+        client.get(CONFIG, HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}").content.decode() == TEXT
+    )
 
 
 def test_unreadable_bodies_and_missing_rights_are_refused(client, tokens):
     assert put_config(client, tokens["admin"], TEXT, "application/json").status_code == 400
     response = client.put(
-        CONFIG, b"\xff\xfe", content_type="text/plain", HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}"
+        CONFIG,
+        b"\xff\xfe",
+        content_type="text/plain",
+        HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}",
     )
     assert response.status_code == 400 and response.json()["error"] == "INVALID_REQUEST"
     response = put_config(client, tokens["alice"], TEXT)
@@ -172,32 +177,61 @@ def test_group_protocol_generations_leader_and_fencing(client, api, tokens):
     assert MetadataRecord.objects.count() == before
 
     # Only the leader of the current generation writes: a follower, a stale generation.
-    configs = {"member_id": "m2", "generation": 2, "connector": "MirrorSourceConnector",
-               "task_configs": [{"task.assigned.partitions": "orders-0"}]}
+    configs = {
+        "member_id": "m2",
+        "generation": 2,
+        "connector": "MirrorSourceConnector",
+        "task_configs": [{"task.assigned.partitions": "orders-0"}],
+    }
     status, answer = api.post(f"{GROUP}/task-configs", configs, token=admin)
     assert status == 200 and answer["error"] == "REBALANCE_IN_PROGRESS", answer
-    status, answer = api.post(f"{GROUP}/task-configs", {**configs, "member_id": "m1", "generation": 1}, token=admin)
+    status, answer = api.post(
+        f"{GROUP}/task-configs", {**configs, "member_id": "m1", "generation": 1}, token=admin
+    )
     assert answer["error"] == "ILLEGAL_GENERATION", answer
     status, answer = api.post(f"{GROUP}/task-configs", {**configs, "member_id": "m1"}, token=admin)
     assert answer["error_code"] == 0, answer
-    sync = {"member_id": "m1", "generation": 2, "assignments": [
-        {"member_id": "m1", "connectors": ["MirrorCheckpointConnector", "MirrorSourceConnector"],
-         "tasks": []},
-        {"member_id": "m2", "connectors": ["MirrorHeartbeatConnector"],
-         "tasks": ["MirrorSourceConnector-0"]},
-    ]}
+    sync = {
+        "member_id": "m1",
+        "generation": 2,
+        "assignments": [
+            {
+                "member_id": "m1",
+                "connectors": ["MirrorCheckpointConnector", "MirrorSourceConnector"],
+                "tasks": [],
+            },
+            {
+                "member_id": "m2",
+                "connectors": ["MirrorHeartbeatConnector"],
+                "tasks": ["MirrorSourceConnector-0"],
+            },
+        ],
+    }
     status, answer = api.post(f"{GROUP}/sync", sync, token=admin)
     assert answer["error_code"] == 0 and answer["state"] == "Stable", answer
     beat = heartbeat(api, admin, "m2")
-    assert beat["assignment"] == {"connectors": ["MirrorHeartbeatConnector"], "tasks": ["MirrorSourceConnector-0"]}
-    assert beat["task_configs"]["MirrorSourceConnector"] == [{"task.assigned.partitions": "orders-0"}]
+    assert beat["assignment"] == {
+        "connectors": ["MirrorHeartbeatConnector"],
+        "tasks": ["MirrorSourceConnector-0"],
+    }
+    assert beat["task_configs"]["MirrorSourceConnector"] == [
+        {"task.assigned.partitions": "orders-0"}
+    ]
     bad = {**sync, "assignments": [{"member_id": "m9", "connectors": [], "tasks": ["nope-3"]}]}
     status, answer = api.post(f"{GROUP}/sync", bad, token=admin)
     assert status == 400 and answer["error"] == "INVALID_REQUEST", answer
 
     # The same worker id from another live member is fenced.
-    status, answer = api.post(f"{GROUP}/join", {"member_id": "m3", "worker_id": "127.0.0.2/A__B",
-        "rest_url": "http://127.0.0.2:9999", "session_timeout_ms": 3000}, token=admin)
+    status, answer = api.post(
+        f"{GROUP}/join",
+        {
+            "member_id": "m3",
+            "worker_id": "127.0.0.2/A__B",
+            "rest_url": "http://127.0.0.2:9999",
+            "session_timeout_ms": 3000,
+        },
+        token=admin,
+    )
     assert answer["error"] == "FENCED_INSTANCE_ID", answer
 
     # The leader leaves: m2 leads generation 3; the old leader's writes are refused.
@@ -247,11 +281,18 @@ def test_pause_resume_and_the_flows_list(client, api, tokens):
     (flow,) = listed["results"]
     assert flow["source"] == "A" and flow["target"] == "B" and flow["paused"] is True
     assert flow["nodes"] == [
-        {"worker_id": "127.0.0.2/A__B", "rest_url": "http://127.0.0.2:8083", "leader": True,
-         "last_heartbeat_ms": flow["nodes"][0]["last_heartbeat_ms"]}
+        {
+            "worker_id": "127.0.0.2/A__B",
+            "rest_url": "http://127.0.0.2:8083",
+            "leader": True,
+            "last_heartbeat_ms": flow["nodes"][0]["last_heartbeat_ms"],
+        }
     ]
     assert {c["name"] for c in flow["connectors"]} == {
-        "MirrorSourceConnector", "MirrorCheckpointConnector", "MirrorHeartbeatConnector"}
+        "MirrorSourceConnector",
+        "MirrorCheckpointConnector",
+        "MirrorHeartbeatConnector",
+    }
     status, answer = put_json(client, f"{FLOWS}/A/B/resume", tokens["admin"])
     assert status == 200
     assert api.get(FLOWS, token=tokens["admin"])[1]["results"][0]["paused"] is False
@@ -269,9 +310,13 @@ def test_the_flows_list_costs_the_same_queries_whatever_its_size(client, api, to
     join(api, tokens["admin"], "m1", "127.0.0.2")
     with CaptureQueriesContext(connection) as small:
         assert api.get(FLOWS, token=tokens["admin"])[0] == 200
-    many = TEXT + "".join(f"A->B.x{i} = y\n" for i in range(3)) + "clusters = A, B, C, D\n" + "".join(
-        f"{c}.bootstrap.servers = http://127.0.0.1:1900{i}\n" for i, c in enumerate("CD")
-    ) + "C->D.enabled = true\nD->C.enabled = true\n"
+    many = (
+        TEXT
+        + "".join(f"A->B.x{i} = y\n" for i in range(3))
+        + "clusters = A, B, C, D\n"
+        + "".join(f"{c}.bootstrap.servers = http://127.0.0.1:1900{i}\n" for i, c in enumerate("CD"))
+        + "C->D.enabled = true\nD->C.enabled = true\n"
+    )
     assert put_config(client, tokens["admin"], many).status_code == 200
     join(api, tokens["admin"], "m2", "127.0.0.3")
     with CaptureQueriesContext(connection) as large:

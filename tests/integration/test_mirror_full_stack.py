@@ -153,7 +153,9 @@ def dynamic_configs(cluster: Cluster, topic: str) -> dict[str, str]:
 
 def audit(cluster: Cluster, **filters: str) -> list[dict[str, Any]]:
     query = "&".join(f"{k}={v}" for k, v in filters.items())
-    status, answer = cluster.http.get(f"/api/v1/audit-events?page_size=500&{query}", cluster.token("admin"))
+    status, answer = cluster.http.get(
+        f"/api/v1/audit-events?page_size=500&{query}", cluster.token("admin")
+    )
     assert status == 200, answer
     return list(answer["results"])
 
@@ -180,7 +182,12 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
             node_env["MM2_SOURCE_CLIENT_ID"] = f"reader-{host}"
         nodes.append(
             start_mirror_node(
-                b, name=f"mirror-{index}", host=host, token=node_token, clusters=("B",), env=node_env
+                b,
+                name=f"mirror-{index}",
+                host=host,
+                token=node_token,
+                clusters=("B",),
+                env=node_env,
             )
         )
         if index == 0:
@@ -223,12 +230,14 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         0.3,
     )
     wait_for(
-        lambda: topic_acls(b, "A.orders.eu")
-        == {
-            ("User:alice", "READ", "ALLOW"),
-            ("User:carol", "READ", "ALLOW"),  # ALLOW ALL becomes READ
-            ("User:mallory", "READ", "DENY"),  # DENY kept; ALLOW WRITE not synced
-        },
+        lambda: (
+            topic_acls(b, "A.orders.eu")
+            == {
+                ("User:alice", "READ", "ALLOW"),
+                ("User:carol", "READ", "ALLOW"),  # ALLOW ALL becomes READ
+                ("User:mallory", "READ", "DENY"),  # DENY kept; ALLOW WRITE not synced
+            }
+        ),
         30,
         "topic ACLs synced",
         0.3,
@@ -244,7 +253,9 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         {"name": "retention.ms", "config_operation": "SET", "value": "7200000"},
         {"name": "min.insync.replicas", "config_operation": "SET", "value": "2"},
     ]
-    body = {"resources": [{"resource_type": "TOPIC", "resource_name": "orders.eu", "configs": change}]}
+    body = {
+        "resources": [{"resource_type": "TOPIC", "resource_name": "orders.eu", "configs": change}]
+    }
     a.admin("/api/v1/incremental-alter-configs", body)
     wait_for(
         lambda: dynamic_configs(b, "A.orders.eu") == {"retention.ms": "7200000"},
@@ -262,7 +273,9 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     topics = {t["source_topic"]: t for t in b.flow("A", "B")["topics"]}
     assert "B.orders.us" not in topics
     assert topics["orders.eu"] == {
-        "source_topic": "orders.eu", "remote_topic": "A.orders.eu", "matched_filter": ".*orders.*"
+        "source_topic": "orders.eu",
+        "remote_topic": "A.orders.eu",
+        "matched_filter": ".*orders.*",
     }
 
     # The source grows: so does the remote topic.
@@ -270,11 +283,16 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     wait_for(lambda: b.topics().get("A.orders.eu") == 5, 30, "A.orders.eu grown to 5", 0.2)
 
     # --- references stay references; each node resolves its own -----------------------------
-    stored = urllib.request.urlopen(
-        urllib.request.Request(
-            b.url + "/api/v1/mirror/config", headers={"Authorization": f"Bearer {b.token('admin')}"}
+    stored = (
+        urllib.request.urlopen(
+            urllib.request.Request(
+                b.url + "/api/v1/mirror/config",
+                headers={"Authorization": f"Bearer {b.token('admin')}"},
+            )
         )
-    ).read().decode()
+        .read()
+        .decode()
+    )
     assert stored == text
     status, config = get(leader_url + "/connectors/MirrorSourceConnector/config")
     assert status == 200 and config["source.cluster.token"] == "${env:MM2_A_TOKEN}"
@@ -288,15 +306,26 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     # The node at .4 has no MM2_SOURCE_CLIENT_ID: its reference stays literal, and says so.
     flow = b.flow("A", "B")
     traces = [c["trace"] for c in flow["connectors"] if c["worker_id"] == "127.0.0.4/A__B"]
-    traces += [t["trace"] for c in flow["connectors"] for t in c["tasks"] if t["worker_id"] == "127.0.0.4/A__B"]
-    assert any(t and "${env:MM2_SOURCE_CLIENT_ID}" in t and "not set on this node" in t for t in traces), traces
+    traces += [
+        t["trace"]
+        for c in flow["connectors"]
+        for t in c["tasks"]
+        if t["worker_id"] == "127.0.0.4/A__B"
+    ]
+    assert any(
+        t and "${env:MM2_SOURCE_CLIENT_ID}" in t and "not set on this node" in t for t in traces
+    ), traces
 
     # --- the REST server: Connect's shapes; internal requests must be signed ---------------
     status, info = get(leader_url + "/")
     assert status == 200 and set(info) == {"version", "commit", "kafka_cluster_id"}
     assert info["kafka_cluster_id"] == b.stack.sql("SELECT cluster_id FROM cp_cluster")[0][0]
     status, names = get(leader_url + "/connectors")
-    assert sorted(names) == ["MirrorCheckpointConnector", "MirrorHeartbeatConnector", "MirrorSourceConnector"]
+    assert sorted(names) == [
+        "MirrorCheckpointConnector",
+        "MirrorHeartbeatConnector",
+        "MirrorSourceConnector",
+    ]
     status, state = get(leader_url + "/connectors/MirrorSourceConnector/status")
     assert state["name"] == "MirrorSourceConnector" and state["type"] == "source"
     assert state["connector"] == {"state": "RUNNING", "worker_id": source["worker_id"]} or (
@@ -313,13 +342,20 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     }
     assert send(tasks_url, "POST", body, forged)[0] == 403  # wrongly signed
     generation = b.flow("A", "B")["generation"]
-    key = hmac.new(SECRET_KEY.encode(), f"mirror-session-key/A->B/{generation}".encode(), hashlib.sha256).digest()
+    key = hmac.new(
+        SECRET_KEY.encode(), f"mirror-session-key/A->B/{generation}".encode(), hashlib.sha256
+    ).digest()
     signed = {
-        "X-Connect-Authorization": base64.b64encode(hmac.new(key, body, hashlib.sha256).digest()).decode(),
+        "X-Connect-Authorization": base64.b64encode(
+            hmac.new(key, body, hashlib.sha256).digest()
+        ).decode(),
         "X-Connect-Request-Signature-Algorithm": "HmacSHA256",
     }
     status, answer = send(leader_url + "/connectors/NoSuchConnector/tasks", "POST", body, signed)
-    assert status == 404 and answer == {"error_code": 404, "message": "Connector NoSuchConnector not found"}
+    assert status == 404 and answer == {
+        "error_code": 404,
+        "message": "Connector NoSuchConnector not found",
+    }
     # Pausing through a REST server needs the caller's own token (audited as the caller).
     assert send(leader_url + "/connectors/MirrorSourceConnector/pause", "PUT", b"", {})[0] == 401
 
@@ -328,11 +364,17 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     a.create_topic("invoices")
     wait_for(lambda: "A.invoices" in b.topics(), 30, "A.invoices after the filter changed", 0.2)
     status, _ = send(
-        b.url + "/api/v1/mirror/flows/A/B/pause", "PUT", b"", {"Authorization": f"Bearer {b.token('admin')}"}
+        b.url + "/api/v1/mirror/flows/A/B/pause",
+        "PUT",
+        b"",
+        {"Authorization": f"Bearer {b.token('admin')}"},
     )
     assert status == 200
     wait_for(
-        lambda: all(c["state"] == "PAUSED" for c in b.flow("A", "B")["connectors"]), 30, "paused", 0.3
+        lambda: all(c["state"] == "PAUSED" for c in b.flow("A", "B")["connectors"]),
+        30,
+        "paused",
+        0.3,
     )
     a.create_topic("orders.while-paused")
     wait_for(lambda: b.flow("A", "B")["paused"], 5, "the flow to show paused", 0.2)
@@ -340,8 +382,15 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
 
     time.sleep(3)  # three refresh intervals: nothing flows while paused
     assert "A.orders.while-paused" not in b.topics()
-    send(b.url + "/api/v1/mirror/flows/A/B/resume", "PUT", b"", {"Authorization": f"Bearer {b.token('admin')}"})
-    wait_for(lambda: "A.orders.while-paused" in b.topics(), 30, "the paused topic after resume", 0.2)
+    send(
+        b.url + "/api/v1/mirror/flows/A/B/resume",
+        "PUT",
+        b"",
+        {"Authorization": f"Bearer {b.token('admin')}"},
+    )
+    wait_for(
+        lambda: "A.orders.while-paused" in b.topics(), 30, "the paused topic after resume", 0.2
+    )
 
     # --- kill the leader: a new one is elected and new topics still flow --------------------
     nodes[0].kill(signal.SIGKILL)
@@ -349,7 +398,9 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     assert after["leader"] in {"127.0.0.3/A__B", "127.0.0.4/A__B"}
     assert after["generation"] > generation
     a.create_topic("orders.after-failover", 2)
-    wait_for(lambda: b.topics().get("A.orders.after-failover") == 2, 30, "a topic after failover", 0.2)
+    wait_for(
+        lambda: b.topics().get("A.orders.after-failover") == 2, 30, "a topic after failover", 0.2
+    )
     flow = b.flow("A", "B")
     assert flow["lagging_topics"] == [] or wait_for(
         lambda: b.flow("A", "B")["lagging_topics"] == [], 10, "no lagging topics", 0.3

@@ -40,9 +40,7 @@ class FlowGroup:
     members: tuple[MirrorMember, ...] = ()
     assignment_generation: int = 0  # 0: no assignment yet
     assignments: tuple[WorkerAssignment, ...] = ()
-    task_configs: Mapping[str, tuple[dict[str, str], ...]] = dataclasses.field(
-        default_factory=dict
-    )
+    task_configs: Mapping[str, tuple[dict[str, str], ...]] = dataclasses.field(default_factory=dict)
     target_states: Mapping[str, str] = dataclasses.field(default_factory=dict)
     offset: int = NO_OFFSET  # the offset of the flow's last record
 
@@ -210,6 +208,4 @@ class MirrorDelta:
         key = (record.source, record.target)
         current = self.flow(key)
         states = {**current.target_states, record.connector: record.state}
-        self.changed_flows[key] = dataclasses.replace(
-            current, target_states=states, offset=offset
-        )
+        self.changed_flows[key] = dataclasses.replace(current, target_states=states, offset=offset)

@@ -197,9 +197,7 @@ class MirrorMakerConfig:
     def connector_config(self, flow: Flow, connector: str) -> dict[str, str]:
         """A connector's config as Kafka's connectorBaseConfig makes it, references unresolved."""
         props = {k: v for k, v in self.properties.items() if k in CONNECTOR_SETTINGS}
-        props.update(
-            {k: v for k, v in self.properties.items() if k.startswith(CONNECTOR_PREFIXES)}
-        )
+        props.update({k: v for k, v in self.properties.items() if k.startswith(CONNECTOR_PREFIXES)})
         for role, alias in (("source", flow.source), ("target", flow.target)):
             for key, value in self.cluster_props(alias).items():
                 client = key.startswith(("consumer", "producer", "admin"))

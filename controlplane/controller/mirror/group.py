@@ -165,9 +165,7 @@ def join_group(view: MetadataDelta, payload: Mapping[str, Any], now_ms: int) -> 
             f"Worker id {joining.worker_id} belongs to a live member of flow "
             f"{key[0]}->{key[1]}; it can join once that member leaves or its session lapses.",
         )
-    kept = [
-        m for m in group.members if m.member_id != joining.member_id and m is not holder
-    ]
+    kept = [m for m in group.members if m.member_id != joining.member_id and m is not holder]
     record = _new_generation(key, group, [*kept, joining])
     return ControllerResult([record], _answered(view, [record], key, joining.member_id))
 
@@ -196,9 +194,7 @@ def expire_members(
         live = [m for m in group.members if _live(m, contacts, now_ms)]
         if len(live) != len(group.members):
             records.append(_new_generation(key, group, live))
-            expired[f"{key[0]}->{key[1]}"] = [
-                m.member_id for m in group.members if m not in live
-            ]
+            expired[f"{key[0]}->{key[1]}"] = [m.member_id for m in group.members if m not in live]
     return ControllerResult(records, {**OK, "expired_members": expired})
 
 
@@ -329,4 +325,6 @@ def alter_config(view: MetadataDelta, payload: Mapping[str, Any]) -> ControllerR
     stored = view.mirror_delta.config()
     if stored is not None and stored.text == text:
         return ControllerResult([], {**OK, "flows": flows, "changed": False})
-    return ControllerResult([MirrorMakerConfigRecord(text)], {**OK, "flows": flows, "changed": True})
+    return ControllerResult(
+        [MirrorMakerConfigRecord(text)], {**OK, "flows": flows, "changed": True}
+    )

@@ -137,7 +137,7 @@ def config_sync_ops(
         }
 
     wanted, present = dynamic(source_entries), dynamic(target_entries)
-    ops = [
+    ops: list[dict[str, Any]] = [
         {"name": name, "config_operation": "SET", "value": value}
         for name, value in sorted(wanted.items())
         if present.get(name) != value
@@ -155,7 +155,7 @@ def creation_configs(
 ) -> list[dict[str, str]]:
     """The configs a new remote topic is created with (its source's, by the same rule)."""
     ops = config_sync_ops(source_entries, (), exclude)
-    return [{"name": op["name"], "value": op["value"]} for op in ops]
+    return [{"name": str(op["name"]), "value": str(op["value"])} for op in ops]
 
 
 ACL_KEYS = ("principal", "host", "operation", "permission_type")

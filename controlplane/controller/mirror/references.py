@@ -71,9 +71,7 @@ def transform(value: str, lookup: Lookup) -> tuple[str, list[Reference]]:
     unresolved: list[Reference] = []
 
     def replace(match: re.Match[str]) -> str:
-        reference = Reference(
-            match.group(1), match.group(3) or "", match.group(4), match.group(0)
-        )
+        reference = Reference(match.group(1), match.group(3) or "", match.group(4), match.group(0))
         resolved = lookup(reference.provider, reference.path, reference.key)
         if resolved is None:
             unresolved.append(reference)

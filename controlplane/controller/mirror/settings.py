@@ -121,7 +121,9 @@ def _listeners(value: str) -> str | None:
 
 def listener_parts(listener: str) -> tuple[str, str, int]:
     """(protocol, host, port) of `protocol://host:port` (host may be empty: every interface)."""
-    match = re.fullmatch(r"(?P<protocol>[A-Za-z]+)://(?P<host>\[[^\]]*\]|[^:/]*):(?P<port>\d+)", listener)
+    match = re.fullmatch(
+        r"(?P<protocol>[A-Za-z]+)://(?P<host>\[[^\]]*\]|[^:/]*):(?P<port>\d+)", listener
+    )
     if match is None:
         raise SettingsError(f"{listener!r} is not a listener (protocol://host:port)")
     protocol = match.group("protocol").lower()
