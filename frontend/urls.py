@@ -1,7 +1,7 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from frontend.views import acls, audit, auth, cluster, configs, quotas, tokens, topics
+from frontend.views import acls, audit, auth, cluster, configs, mirror, quotas, tokens, topics
 from frontend.views.base import HOME_URL
 
 app_name = "frontend"
@@ -92,4 +92,12 @@ urlpatterns = [
     path("ui/tokens/renew/", tokens.token_renew_view, name="token-renew"),
     path("ui/tokens/expire/", tokens.token_expire_view, name="token-expire"),
     path("ui/audit/", audit.audit_list_view, name="audit-list"),
+    # KIP-710's MirrorMaker 2 flows.
+    path("ui/mirror/", mirror.flow_list_view, name="mirror-flows"),
+    path("ui/mirror/<str:source>/<str:target>/", mirror.flow_detail_view, name="mirror-flow"),
+    path(
+        "ui/mirror/<str:source>/<str:target>/<str:action>/",
+        mirror.flow_state_view,
+        name="mirror-flow-state",
+    ),
 ]

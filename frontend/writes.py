@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from django.http import HttpRequest
 
 from controlplane.controller.errors import Errors
-from controlplane.rpc import REGISTRY, Caller, execute
+from controlplane.rpc import REGISTRY, ApiSpec, Caller, execute
 from frontend.tables.common import KafkaProblem, error_code_of, error_name
 from frontend.views.base import client_host
 
@@ -30,13 +30,18 @@ def rpc_call(request: HttpRequest, api_name: str, body: dict[str, Any]) -> RpcAn
     logged-in principal from the browser's address, with the request's id. So a write view
     asks only for a login: refusing a principal here would keep the refusal out of the audit
     trail."""
+    return spec_call(request, REGISTRY[api_name], body)
+
+
+def spec_call(request: HttpRequest, spec: ApiSpec, body: dict[str, Any]) -> RpcAnswer:
+    """`rpc_call` for a spec outside Kafka's RPCs (MirrorMaker's, mirror.rpcs)."""
     caller = Caller(
         request.principal,  # type: ignore[attr-defined]
         host=client_host(request),
         client_id=UI_CLIENT_ID,
         request_id=request.request_id,  # type: ignore[attr-defined]
     )
-    answer = execute(REGISTRY[api_name], body, caller)
+    answer = execute(spec, body, caller)
     return RpcAnswer(answer.status, answer.data)
 
 

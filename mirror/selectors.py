@@ -66,13 +66,9 @@ def _groups() -> dict[tuple[str, str], FlowGroup]:
     }
 
 
-def mirror_flow_list(
-    *, source: str | None = None, target: str | None = None
+def _flows(
+    config: MirrorMakerConfig | None, source: str | None, target: str | None
 ) -> list[dict[str, Any]]:
-    """Every flow of the configuration (optionally of one source or target), as
-    `GET /api/v1/mirror/flows` answers them."""
-    stored = mirror_config_get()
-    config = mirror_config_parsed(stored)
     if config is None:
         return []
     flows = [
@@ -89,9 +85,44 @@ def mirror_flow_list(
     ]
 
 
+def mirror_flow_list(
+    *, source: str | None = None, target: str | None = None
+) -> list[dict[str, Any]]:
+    """Every flow of the configuration (optionally of one source or target), as
+    `GET /api/v1/mirror/flows` answers them."""
+    return _flows(mirror_config_parsed(), source, target)
+
+
 def mirror_flow_detail(*, source: str, target: str) -> dict[str, Any] | None:
     found = mirror_flow_list(source=source, target=target)
     return found[0] if found else None
+
+
+def mirror_overview() -> dict[str, Any]:
+    """The clusters and every flow (the UI's picture): two queries."""
+    stored = mirror_config_get()
+    config = mirror_config_parsed(stored)
+    return {
+        "configured": config is not None,
+        "config_offset": stored[1] if stored else None,
+        "clusters": list(config.clusters) if config else [],
+        "flows": _flows(config, None, None),
+    }
+
+
+def mirror_flow_page(*, source: str, target: str) -> dict[str, Any] | None:
+    """One flow with its connectors' configs and its worker config as stored (references as
+    references): two queries."""
+    config = mirror_config_parsed()
+    found = _flows(config, source, target)
+    if config is None or not found:
+        return None
+    flow = Flow(source, target)
+    return {
+        "flow": found[0],
+        "connector_configs": {c: config.connector_config(flow, c) for c in CONNECTORS},
+        "worker_config": config.worker_config(flow),
+    }
 
 
 def _state(report: Report | None, kind: str, name: str) -> tuple[str, str | None]:

@@ -410,3 +410,114 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     for node in nodes[1:]:
         node.kill(signal.SIGTERM)
     assert b.stack.manage("verify_metadata").returncode == 0
+
+
+def restart_web(cluster: Cluster) -> None:
+    """Start the cluster's web process again on the same two ports (its URL stays the same)."""
+    from devtools.stack import BIN
+
+    port = cluster.http.base.rsplit(":", 1)[1]
+    internal = cluster.http.internal.rsplit(":", 1)[1]
+    cluster.stack.spawn(
+        "web-again",
+        [
+            str(BIN / "gunicorn"),
+            "controlplane.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--bind",
+            f"127.0.0.1:{internal}",
+            "--workers",
+            "2",
+            "--threads",
+            "8",
+            "--worker-class",
+            "gthread",
+            "--no-control-socket",
+            "--config",
+            "python:controlplane.gunicorn_conf",
+        ],
+        {"CP_INTERNAL_PORT": internal},
+    )
+    wait_for(lambda: cluster.http.call("GET", "/api/v1/whoami")[0] == 401, 30, "web again", 0.2)
+
+
+def test_a_source_that_is_down_shows_retries_and_recovers_and_a_paused_leader_is_replaced(
+    clusters: tuple[Cluster, Cluster], tmp_path: Path
+) -> None:
+    a, b = clusters
+    a_token = a.principal("mm2-a", "--super-user")
+    b_token = b.principal("mm2-b", "--super-user")
+    secrets = tmp_path / "mm2" / "secrets.properties"
+    secrets.parent.mkdir()
+    secrets.write_text(f"b.token = {b_token}\n")
+    assert b.put_mirror_config(mirror_config(a, b, secrets, r"orders.*")) == 200
+    env = {"MM2_A_TOKEN": a_token, "MM2_SOURCE_CLIENT_ID": "reader", "MM2_NODE_NAME": "n"}
+    first = start_mirror_node(b, name="mirror-0", host=HOSTS[0], token=b.token("admin"), env=env)
+    wait_for(lambda: stable(b, 1), 60, "the first node alone", 0.3)
+    second = start_mirror_node(b, name="mirror-1", host=HOSTS[1], token=b.token("admin"), env=env)
+    flow = wait_for(lambda: stable(b, 2), 60, "two members", 0.3)
+    assert flow["leader"] == f"{HOSTS[0]}/A__B"
+
+    # --- the source control plane goes down: the flow shows it and retries with backoff -----
+    a.stack.kill("web", signal.SIGKILL)
+
+    def source_failing() -> str | None:
+        state = connector(b.flow("A", "B"), "MirrorSourceConnector")
+        trace = state["trace"] or ""
+        return trace if state["state"] == "FAILED" and "cluster A" in trace else None
+
+    trace = wait_for(source_failing, 30, "MirrorSourceConnector FAILED while A is down", 0.3)
+    assert "retrying in" in trace and a_token not in trace
+    restart_web(a)
+    a.create_topic("orders.back")
+    wait_for(lambda: "A.orders.back" in b.topics(), 60, "A.orders.back after A came back", 0.3)
+    wait_for(lambda: stable(b, 2), 30, "every connector RUNNING again", 0.3)
+
+    # --- the leader stops (paused past its session): a new leader; the old one is fenced ------
+    before = b.flow("A", "B")["generation"]
+    first.kill(signal.SIGSTOP)
+    after = wait_for(
+        lambda: (
+            (f := b.flow("A", "B"))["generation"] > before
+            and f["leader"] == f"{HOSTS[1]}/A__B"
+            and f
+        ),
+        30,
+        "the follower to lead once the paused leader's session lapsed",
+        0.3,
+    )
+    assert [n["worker_id"] for n in after["nodes"]] == [f"{HOSTS[1]}/A__B"]
+    a.create_topic("orders.during-pause")
+    wait_for(
+        lambda: "A.orders.during-pause" in b.topics(),
+        30,
+        "a topic while the old leader sleeps",
+        0.3,
+    )
+    first.kill(signal.SIGCONT)
+    back = wait_for(lambda: stable(b, 2), 60, "the old leader back, as a follower", 0.3)
+    assert back["leader"] == f"{HOSTS[1]}/A__B" and back["generation"] > after["generation"]
+    assert "no longer a member" in first.output()
+    writes = audit(b, api="SyncMirrorGroup") + audit(b, api="PutMirrorTaskConfigs")
+    late = [
+        e
+        for e in writes
+        if e["client_id"] == f"{HOSTS[0]}/A__B"
+        and e["outcome"] == "SUCCESS"
+        and e["first_offset"] is not None
+        and e["first_offset"] > after_offset(b, after)
+    ]
+    assert late == [], late  # nothing the stale leader wrote after it lost its place
+    second.kill(signal.SIGTERM)
+    first.kill(signal.SIGTERM)
+
+
+def after_offset(cluster: Cluster, flow: dict[str, Any]) -> int:
+    """The log offset of the group record that made `flow`'s generation."""
+    rows = cluster.stack.sql(
+        "SELECT max(\"offset\") FROM cp_metadata_record WHERE record_type = 'MirrorGroupRecord'"
+        " AND (data->>'generation')::int = %s",
+        flow["generation"],
+    )
+    return int(rows[0][0])

@@ -73,7 +73,11 @@ def test_references_as_kafkas_config_transformer_reads_them() -> None:
         ("file", "/etc/a.properties", "k"),
         ("directory", "/run/s", "token"),
     ]
-    assert reference_problems("${env:X") and reference_problems("${:x}") and reference_problems("${env:}")
+    assert (
+        reference_problems("${env:X")
+        and reference_problems("${:x}")
+        and reference_problems("${env:}")
+    )
     assert reference_problems("plain $ and {braces}") == []
     assert is_single_reference(" ${env:X} ") and not is_single_reference("a${env:X}")
     value, left = transform(
@@ -134,7 +138,9 @@ def test_rest_listener_binding_as_the_seed_says() -> None:
     flow = cluster + "A->B.worker.listeners = https://127.0.0.7:0\n"
     assert (worker(flow).protocol, worker(flow).host) == ("https", "127.0.0.7")  # per flow
     assert worker(flow, Flow("B", "A")).host == "127.0.0.5"  # B->A: A has no listeners
-    tls = worker("listeners.https.ssl.keystore.location = /k.pem\nA->B.worker.session.timeout.ms = 4000\n")
+    tls = worker(
+        "listeners.https.ssl.keystore.location = /k.pem\nA->B.worker.session.timeout.ms = 4000\n"
+    )
     assert tls.tls == {"ssl.keystore.location": "/k.pem"} and tls.session_timeout_ms == 4000
 
 
@@ -174,7 +180,10 @@ REFUSED = [
         "A.token = ${f:relative.properties:t}",
         "needs an absolute path",
     ),
-    ("clusters = A, B\nconfig.providers = v\nconfig.providers.v.class = com.Vault", "unknown config provider class"),
+    (
+        "clusters = A, B\nconfig.providers = v\nconfig.providers.v.class = com.Vault",
+        "unknown config provider class",
+    ),
     (BASE + "config.providers.env.param.allowed.paths = /x", "has no parameter 'allowed.paths'"),
     (BASE + "config.providers.env.param.allowlist.pattern = (", "invalid regular expression"),
     (
@@ -182,7 +191,10 @@ REFUSED = [
         "config.providers.f.param.allowed.paths = relative/dir",
         "every allowed path must be absolute",
     ),
-    ("clusters = A, B\nconfig.providers.ghost.class = FileConfigProvider", "not listed in config.providers"),
+    (
+        "clusters = A, B\nconfig.providers.ghost.class = FileConfigProvider",
+        "not listed in config.providers",
+    ),
     ("clusters = A, B\nA.token = plain-secret", "A.token: a secret cannot be stored"),
     ("clusters = A, B\nlisteners.https.ssl.key.password = hunter2", "a secret cannot be stored"),
     (BASE + "A.token = prefix-${env:X}", "a secret cannot be stored"),
@@ -201,14 +213,24 @@ def test_bad_configurations_name_their_key(text: str, why: str) -> None:
 
 
 def test_sensitive_keys() -> None:
-    for key in ("A.token", "source.cluster.token", "ssl.key.password", "sasl.jaas.config",
-                "listeners.https.ssl.keystore.password", "client.secret"):
+    for key in (
+        "A.token",
+        "source.cluster.token",
+        "ssl.key.password",
+        "sasl.jaas.config",
+        "listeners.https.ssl.keystore.password",
+        "client.secret",
+    ):
         assert is_sensitive(key), key
     for key in ("A.bootstrap.servers", "topics", "sync.topic.acls.enabled", "tokens.max"):
         assert not is_sensitive(key), key
 
 
-@given(st.dictionaries(st.from_regex(r"[a-z][a-z.]{0,12}", fullmatch=True), st.text(max_size=30), max_size=8))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z.]{0,12}", fullmatch=True), st.text(max_size=30), max_size=8
+    )
+)
 def test_any_properties_text_is_read_or_refused_never_crashes(values: dict[str, str]) -> None:
     text = "clusters = A, B\n" + "\n".join(f"{k} = {v}" for k, v in values.items())
     try:

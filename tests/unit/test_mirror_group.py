@@ -63,8 +63,13 @@ def flow(**payload: Any) -> dict[str, Any]:
 def join(cluster: Cluster, member: str, worker: str, **extra: Any) -> dict[str, Any]:
     return cluster.run(
         "JoinMirrorGroup",
-        flow(member_id=member, worker_id=f"{worker}/A__B", rest_url=f"http://{worker}:1",
-             session_timeout_ms=SESSION_MS, **extra),
+        flow(
+            member_id=member,
+            worker_id=f"{worker}/A__B",
+            rest_url=f"http://{worker}:1",
+            session_timeout_ms=SESSION_MS,
+            **extra,
+        ),
     )
 
 
@@ -76,14 +81,27 @@ def cluster() -> Cluster:
 
 
 def test_a_flow_must_exist(cluster: Cluster) -> None:
-    answer = cluster.run("JoinMirrorGroup", {"source": "B", "target": "A", "member_id": "m",
-                                             "worker_id": "w", "rest_url": "u", "session_timeout_ms": 3000})
+    answer = cluster.run(
+        "JoinMirrorGroup",
+        {
+            "source": "B",
+            "target": "A",
+            "member_id": "m",
+            "worker_id": "w",
+            "rest_url": "u",
+            "session_timeout_ms": 3000,
+        },
+    )
     assert answer["error"] == "INVALID_REQUEST" and "B->A" in answer["error_message"]
 
 
 def test_generations_leader_and_no_op_joins(cluster: Cluster) -> None:
     first = join(cluster, "m1", "127.0.0.2")
-    assert (first["generation"], first["leader_id"], first["state"]) == (1, "m1", "CompletingRebalance")
+    assert (first["generation"], first["leader_id"], first["state"]) == (
+        1,
+        "m1",
+        "CompletingRebalance",
+    )
     records = len(cluster.log)
     again = join(cluster, "m1", "127.0.0.2")  # the same member again: nothing written
     assert again["generation"] == 1 and len(cluster.log) == records
@@ -108,8 +126,12 @@ def test_a_stale_leader_is_fenced_by_generation(cluster: Cluster) -> None:
     join(cluster, "m1", "127.0.0.2")
     stale = cluster.group.generation
     join(cluster, "m2", "127.0.0.3")  # a rebalance while m1 was paused
-    write = flow(member_id="m1", generation=stale, connector="MirrorSourceConnector",
-                 task_configs=[{"task.assigned.partitions": "t-0"}])
+    write = flow(
+        member_id="m1",
+        generation=stale,
+        connector="MirrorSourceConnector",
+        task_configs=[{"task.assigned.partitions": "t-0"}],
+    )
     records = len(cluster.log)
     assert cluster.run("PutMirrorTaskConfigs", write)["error"] == "ILLEGAL_GENERATION"
     sync = flow(member_id="m1", generation=stale, assignments=[])
@@ -117,8 +139,11 @@ def test_a_stale_leader_is_fenced_by_generation(cluster: Cluster) -> None:
     follower = flow(member_id="m2", generation=cluster.group.generation, assignments=[])
     assert cluster.run("SyncMirrorGroup", follower)["error"] == "REBALANCE_IN_PROGRESS"
     assert len(cluster.log) == records  # nothing of theirs was written
-    secret = {**write, "generation": cluster.group.generation,
-              "task_configs": [{"source.cluster.token": "literal-token"}]}
+    secret = {
+        **write,
+        "generation": cluster.group.generation,
+        "task_configs": [{"source.cluster.token": "literal-token"}],
+    }
     answer = cluster.run("PutMirrorTaskConfigs", secret)
     assert answer["error"] == "INVALID_CONFIG" and "literal-token" not in str(answer)
     ok = {**write, "generation": cluster.group.generation}
@@ -141,7 +166,10 @@ def test_target_states_and_the_config_no_op(cluster: Cluster) -> None:
     cluster.run("AlterMirrorTargetState", flow(state="PAUSED", connectors=[]))
     assert cluster.run("AlterMirrorConfig", {"text": CONFIG})["changed"] is False
     assert len(cluster.log) == records
-    assert cluster.run("AlterMirrorTargetState", flow(state="PAUSED", connectors=["Nope"]))["error"] == "INVALID_REQUEST"
+    assert (
+        cluster.run("AlterMirrorTargetState", flow(state="PAUSED", connectors=["Nope"]))["error"]
+        == "INVALID_REQUEST"
+    )
 
 
 class GroupMachine(RuleBasedStateMachine):
@@ -199,14 +227,34 @@ class GroupMachine(RuleBasedStateMachine):
         generation = group.generation - 1 if stale else group.generation
         records = len(self.cluster.log)
         configs = [{"task.assigned.partitions": f"t-{i}"} for i in range(tasks)]
-        put = self.cluster.run("PutMirrorTaskConfigs", flow(
-            member_id=group.leader, generation=generation, connector="MirrorSourceConnector",
-            task_configs=configs))
+        put = self.cluster.run(
+            "PutMirrorTaskConfigs",
+            flow(
+                member_id=group.leader,
+                generation=generation,
+                connector="MirrorSourceConnector",
+                task_configs=configs,
+            ),
+        )
         counts = {c: len(self.cluster.group.task_configs.get(c, ())) for c in CONNECTORS}
-        plan = eager_assignment([(m.member_id, m.worker_id) for m in group.members], CONNECTORS, counts)
-        sync = self.cluster.run("SyncMirrorGroup", flow(
-            member_id=group.leader, generation=generation,
-            assignments=[{"member_id": a.member_id, "connectors": list(a.connectors), "tasks": list(a.tasks)} for a in plan]))
+        plan = eager_assignment(
+            [(m.member_id, m.worker_id) for m in group.members], CONNECTORS, counts
+        )
+        sync = self.cluster.run(
+            "SyncMirrorGroup",
+            flow(
+                member_id=group.leader,
+                generation=generation,
+                assignments=[
+                    {
+                        "member_id": a.member_id,
+                        "connectors": list(a.connectors),
+                        "tasks": list(a.tasks),
+                    }
+                    for a in plan
+                ],
+            ),
+        )
         if stale:
             assert put["error"] == sync["error"] == "ILLEGAL_GENERATION"
             assert len(self.cluster.log) == records, "a stale leader wrote"

@@ -22,7 +22,12 @@ from controlplane.controller.mirror.config import Flow, mirror_config_parse
 from mirror.node.clients import Endpoint
 from mirror.node.herder import FlowWorker
 from mirror.node.providers import Providers
-from mirror.node.signature import ALGORITHM_HEADER, SIGNATURE_HEADER, signature_headers, signature_problem
+from mirror.node.signature import (
+    ALGORITHM_HEADER,
+    SIGNATURE_HEADER,
+    signature_headers,
+    signature_problem,
+)
 
 PROVIDERS = """clusters = A, B
 emit.heartbeats.enabled = false
@@ -85,8 +90,12 @@ def test_connects_request_signature() -> None:
     assert "invalid signature" in str(signature_problem(key, body + b" ", headers))
     other = base64.b64encode(b"o" * 32).decode()
     assert "invalid signature" in str(signature_problem(other, body, headers))
-    assert "does not support" in str(signature_problem(key, body, {**headers, ALGORITHM_HEADER: "HmacMD5"}))
-    assert "invalid signature" in str(signature_problem(key, body, {**headers, SIGNATURE_HEADER: "%%%"}))
+    assert "does not support" in str(
+        signature_problem(key, body, {**headers, ALGORITHM_HEADER: "HmacMD5"})
+    )
+    assert "invalid signature" in str(
+        signature_problem(key, body, {**headers, SIGNATURE_HEADER: "%%%"})
+    )
 
 
 @pytest.fixture
@@ -95,10 +104,26 @@ def pem(tmp_path: Path) -> Path:
         pytest.fail("openssl is needed to make the test's certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
-         "-out", str(cert), "-days", "1", "-subj", "/CN=127.0.0.2",
-         "-addext", "subjectAltName=IP:127.0.0.2"],
-        check=True, capture_output=True,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.2",
+            "-addext",
+            "subjectAltName=IP:127.0.0.2",
+        ],
+        check=True,
+        capture_output=True,
     )
     keystore = tmp_path / "keystore.pem"
     keystore.write_text(cert.read_text() + key.read_text())
@@ -136,8 +161,13 @@ def worker(pem: Path) -> Iterator[FlowWorker]:
     made.rest.stop()
 
 
-def call(url: str, context: ssl.SSLContext, method: str = "GET", body: bytes | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, Any]:
+def call(
+    url: str,
+    context: ssl.SSLContext,
+    method: str = "GET",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, Any]:
     request = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(request, context=context, timeout=5) as response:
@@ -158,14 +188,27 @@ def test_a_flows_rest_server_over_tls(worker: FlowWorker, pem: Path) -> None:
     with pytest.raises(urllib.error.URLError, match="CERTIFICATE_VERIFY_FAILED"):
         call(base + "/", ssl.create_default_context())
     status, names = call(base + "/connectors", trusted)
-    assert names == ["MirrorCheckpointConnector", "MirrorHeartbeatConnector", "MirrorSourceConnector"]
+    assert names == [
+        "MirrorCheckpointConnector",
+        "MirrorHeartbeatConnector",
+        "MirrorSourceConnector",
+    ]
     status, config = call(base + "/connectors/MirrorSourceConnector/config", trusted)
     assert config["source.cluster.token"] == "${env:MM2_A_TOKEN}"  # never the node's value
     status, info = call(base + "/connectors/MirrorSourceConnector", trusted)
-    assert info == {"name": "MirrorSourceConnector", "config": config, "tasks": [], "type": "source"}
+    assert info == {
+        "name": "MirrorSourceConnector",
+        "config": config,
+        "tasks": [],
+        "type": "source",
+    }
     status, state = call(base + "/connectors/MirrorSourceConnector/status", trusted)
-    assert state == {"name": "MirrorSourceConnector", "connector": {"state": "UNASSIGNED", "worker_id": None},
-                     "tasks": [], "type": "source"}
+    assert state == {
+        "name": "MirrorSourceConnector",
+        "connector": {"state": "UNASSIGNED", "worker_id": None},
+        "tasks": [],
+        "type": "source",
+    }
     assert call(base + "/connectors/Nope/config", trusted)[0] == 404
     assert call(base + "/connectors/Nope", trusted, "DELETE")[0] == 405
 
@@ -175,7 +218,16 @@ def test_a_flows_rest_server_over_tls(worker: FlowWorker, pem: Path) -> None:
     assert (status, answer["error_code"]) == (403, 403) and "missing" in answer["message"]
     key = base64.b64encode(b"s" * 32).decode()
     worker.group = {"session_key": key, "leader_id": "someone-else", "leader_url": ""}
-    assert call(tasks, trusted, "POST", body, signature_headers(base64.b64encode(b"x" * 32).decode(), body))[0] == 403
+    assert (
+        call(
+            tasks,
+            trusted,
+            "POST",
+            body,
+            signature_headers(base64.b64encode(b"x" * 32).decode(), body),
+        )[0]
+        == 403
+    )
     signed = signature_headers(key, body)
     status, answer = call(base + "/connectors/Nope/tasks", trusted, "POST", body, signed)
     assert status == 404 and answer == {"error_code": 404, "message": "Connector Nope not found"}

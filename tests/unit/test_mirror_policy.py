@@ -123,9 +123,17 @@ def test_acl_sync_rule(source: dict[str, Any], expected: tuple[str, str] | None)
         assert synced["pattern_type"] == "LITERAL" and synced["principal"] == "User:alice"
 
 
-def entry(name: str, value: str | None, source: str = "DYNAMIC_TOPIC_CONFIG", **flags: Any) -> dict[str, Any]:
-    return {"name": name, "value": value, "config_source": source, "read_only": False,
-            "is_sensitive": False, **flags}
+def entry(
+    name: str, value: str | None, source: str = "DYNAMIC_TOPIC_CONFIG", **flags: Any
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": value,
+        "config_source": source,
+        "read_only": False,
+        "is_sensitive": False,
+        **flags,
+    }
 
 
 def test_config_sync_rule() -> None:
@@ -145,7 +153,12 @@ def test_config_sync_rule() -> None:
         {"name": "cleanup.policy", "config_operation": "SET", "value": "compact"},
         {"name": "compression.type", "config_operation": "DELETE", "value": None},
     ]
-    assert config_sync_ops(source, [entry("retention.ms", "1000"), entry("cleanup.policy", "compact")], exclude) == []
+    assert (
+        config_sync_ops(
+            source, [entry("retention.ms", "1000"), entry("cleanup.policy", "compact")], exclude
+        )
+        == []
+    )
     assert creation_configs(source, exclude) == [
         {"name": "cleanup.policy", "value": "compact"},
         {"name": "retention.ms", "value": "1000"},
@@ -172,7 +185,12 @@ def test_task_configs_round_robin_as_mirror_source_connector() -> None:
 def test_eager_assignment_is_connects() -> None:
     members = [("m-c", "127.0.0.4/A__B"), ("m-a", "127.0.0.2/A__B"), ("m-b", "127.0.0.3/A__B")]
     connectors = ["MirrorSourceConnector", "MirrorCheckpointConnector", "MirrorHeartbeatConnector"]
-    plan = {a.member_id: a for a in eager_assignment(members, connectors, {"MirrorHeartbeatConnector": 1, "MirrorSourceConnector": 2})}
+    plan = {
+        a.member_id: a
+        for a in eager_assignment(
+            members, connectors, {"MirrorHeartbeatConnector": 1, "MirrorSourceConnector": 2}
+        )
+    }
     assert plan["m-a"].connectors == ("MirrorCheckpointConnector",)
     assert plan["m-b"].connectors == ("MirrorHeartbeatConnector",)
     assert plan["m-c"].connectors == ("MirrorSourceConnector",)
