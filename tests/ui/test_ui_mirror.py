@@ -143,7 +143,10 @@ def test_the_flow_page_shows_nodes_connectors_topics_and_references(admin_client
             },
         ],
     )
-    trace = "Unresolved config provider references (left literal): ${env:MM2_X} in source.cluster.client.id"
+    trace = (
+        "Unresolved config provider references (left literal): "
+        "${env:MM2_X} in source.cluster.client.id"
+    )
     beat = {
         "member_id": "m2",
         "report": {

@@ -124,8 +124,9 @@ def test_connector_configs_keep_references_and_follow_precedence() -> None:
 
 
 def test_rest_listener_binding_as_the_seed_says() -> None:
-    def worker(extra: str, flow: Flow = Flow("A", "B")) -> WorkerSettings:
-        return WorkerSettings.parse(mirror_config_parse(BASE + extra).worker_config(flow))
+    def worker(extra: str, flow: Flow | None = None) -> WorkerSettings:
+        config = mirror_config_parse(BASE + extra)
+        return WorkerSettings.parse(config.worker_config(flow or Flow("A", "B")))
 
     # Nothing set: any interface, any free port, http.
     assert (worker("").protocol, worker("").host, worker("").port) == ("http", "", 0)
@@ -151,7 +152,7 @@ def test_source_settings_defaults_are_kafkas() -> None:
     assert "min\\.insync\\.replicas" in settings.config_properties_exclude
     assert settings.refresh_topics_interval_s == 600 and settings.separator == "."
     assert settings.replication_factor == 2 and settings.tasks_max == 1
-    with pytest.raises(SettingsError, match="refresh.topics.interval.seconds"):
+    with pytest.raises(SettingsError, match=r"refresh\.topics\.interval\.seconds"):
         SourceSettings.parse({"refresh.topics.interval.seconds": "${env:UNSET}"})
 
 
