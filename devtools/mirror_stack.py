@@ -126,6 +126,53 @@ def running_cluster(alias: str, logs: Path, *, brokers: int = 3) -> Iterator[Clu
         yield cluster
 
 
+def mirror_config_text(
+    a: Cluster,
+    b: Cluster,
+    secrets: Path,
+    *,
+    topics: str,
+    refresh_s: int = 1,
+    sync_s: int = 1,
+) -> str:
+    """mm2.properties for the flow A->B, held by B: tokens and each node's REST host and client
+    id as config provider references (A's token from the node's environment, B's from a file)."""
+    return f"""# A is the source, B the target; B holds this configuration
+clusters = A, B
+A.bootstrap.servers = {a.url}
+A.token = ${{env:MM2_A_TOKEN}}
+A.client.id = ${{env:MM2_SOURCE_CLIENT_ID}}
+B.bootstrap.servers = {b.url}
+B.token = ${{file:{secrets}:b.token}}
+B.client.id = ${{env:MM2_NODE_NAME}}
+config.providers = env, file
+config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
+config.providers.env.param.allowlist.pattern = MM2_.*
+config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider
+config.providers.file.param.allowed.paths = {secrets.parent}
+emit.heartbeats.enabled = false
+A->B.enabled = true
+A->B.emit.heartbeats.enabled = true
+A->B.topics = {topics}
+A->B.refresh.topics.interval.seconds = {refresh_s}
+A->B.sync.topic.configs.interval.seconds = {sync_s}
+A->B.sync.topic.acls.interval.seconds = {sync_s}
+replication.factor = 1
+heartbeats.topic.replication.factor = 1
+mm.rest.host.name = ${{env:MM2_REST_HOST}}
+session.timeout.ms = 3000
+heartbeat.interval.ms = 500
+"""
+
+
+def write_secrets(directory: Path, b_token: str) -> Path:
+    """The file B's token is read from (the file provider's allowed path)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    secrets = directory / "secrets.properties"
+    secrets.write_text(f"b.token = {b_token}\n")
+    return secrets
+
+
 @dataclasses.dataclass
 class MirrorNodeProcess:
     name: str

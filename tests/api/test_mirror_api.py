@@ -323,3 +323,56 @@ def test_the_flows_list_costs_the_same_queries_whatever_its_size(client, api, to
         status, listed = api.get(FLOWS, token=tokens["admin"])
     assert status == 200 and listed["count"] > 1
     assert len(large) == len(small), [q["sql"] for q in large]
+
+
+HOSTILE = [
+    [],
+    "text",
+    7,
+    None,
+    {"unexpected": {"deeply": [1, {"x": None}]}},
+    {"a" * 300: 1},
+    {"member_id": 5},
+    {"member_id": "m", "report": "not an object"},
+    {"member_id": "m", "generation": "1", "assignments": "x"},
+    {"member_id": "m", "generation": 1, "connector": "c", "task_configs": [{"k": 1}]},
+]
+
+
+@pytest.mark.parametrize("rpc", ["join", "sync", "task-configs", "leave", "heartbeat"])
+def test_hostile_group_bodies_get_kafkas_error_never_a_500(client, api, tokens, rpc):
+    stored(client, tokens)
+    before = MetadataRecord.objects.count()
+    for body in HOSTILE:
+        status, answer = api.post(f"{GROUP}/{rpc}", body, token=tokens["admin"])
+        assert status == 400, (body, status, answer)
+        assert answer["error"] == "INVALID_REQUEST" and answer["error_message"], answer
+    status, answer = api.post(f"{GROUP}/{rpc}", "{", token=tokens["admin"], raw=True)
+    assert status == 400 and answer["error"] == "INVALID_REQUEST"
+    assert MetadataRecord.objects.count() == before
+
+
+def test_unknown_flows_rpcs_and_group_authorization(client, api, tokens):
+    stored(client, tokens)
+    body = {"member_id": "m1", "worker_id": "h/A__C", "rest_url": "http://h:1", "session_timeout_ms": 3000}
+    status, answer = api.post("/api/v1/mirror/groups/A/C/join", body, token=tokens["admin"])
+    assert status == 404 and answer["error"] == "INVALID_REQUEST", answer
+    status, answer = api.post(f"{GROUP}/rebalance", {}, token=tokens["admin"])
+    assert status == 404
+    # No GROUP ACL: refused (and audited); READ on the mm2- groups: a node's least privilege.
+    status, answer = api.post(f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"])
+    assert status == 403 and answer["error"] == "GROUP_AUTHORIZATION_FAILED", answer
+    beat = {"member_id": "m1", "report": {"worker_id": "h/A__B"}}
+    assert api.post(f"{GROUP}/heartbeat", beat, token=tokens["alice"])[0] == 403
+    grant = {"resource_type": "GROUP", "resource_name": "mm2-", "pattern_type": "PREFIXED",
+             "principal": "User:alice", "host": "*", "operation": "READ", "permission_type": "ALLOW"}
+    status, answer = api.post("/api/v1/create-acls", {"creations": [grant]}, token=tokens["admin"])
+    assert status == 200 and answer["results"][0]["error_code"] == 0, answer
+    status, answer = api.post(f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"])
+    assert status == 200 and answer["error_code"] == 0, answer
+    assert api.post(f"{GROUP}/heartbeat", beat, token=tokens["alice"])[1]["generation"] == 1
+    assert api.post(f"{GROUP}/join", body, token=tokens["broker"])[0] == 403  # KIP-590
+    denied = AuditEvent.objects.filter(api="JoinMirrorGroup", outcome="DENIED")
+    assert {e.principal for e in denied} == {"User:alice", "User:broker-a"}
+    joined = AuditEvent.objects.get(api="JoinMirrorGroup", outcome="SUCCESS")
+    assert json.loads(json.dumps(joined.resources))[0]["resource_name"] == "mm2-A->B"

@@ -26,7 +26,13 @@ from typing import Any
 
 import pytest
 
-from devtools.mirror_stack import Cluster, MirrorNodeProcess, running_cluster, start_mirror_node
+from devtools.mirror_stack import (
+    Cluster,
+    MirrorNodeProcess,
+    mirror_config_text,
+    running_cluster,
+    start_mirror_node,
+)
 from devtools.stack import wait_for
 from tests.conftest import need_postgres, need_redis
 
@@ -37,32 +43,7 @@ HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
 
 
 def mirror_config(a: Cluster, b: Cluster, secrets: Path, topics: str) -> str:
-    return f"""# A is the source, B the target; B holds this configuration
-clusters = A, B
-A.bootstrap.servers = {a.url}
-A.token = ${{env:MM2_A_TOKEN}}
-A.client.id = ${{env:MM2_SOURCE_CLIENT_ID}}
-B.bootstrap.servers = {b.url}
-B.token = ${{file:{secrets}:b.token}}
-B.client.id = ${{env:MM2_NODE_NAME}}
-config.providers = env, file
-config.providers.env.class = org.apache.kafka.common.config.provider.EnvVarConfigProvider
-config.providers.env.param.allowlist.pattern = MM2_.*
-config.providers.file.class = org.apache.kafka.common.config.provider.FileConfigProvider
-config.providers.file.param.allowed.paths = {secrets.parent}
-emit.heartbeats.enabled = false
-A->B.enabled = true
-A->B.emit.heartbeats.enabled = true
-A->B.topics = {topics}
-A->B.refresh.topics.interval.seconds = 1
-A->B.sync.topic.configs.interval.seconds = 1
-A->B.sync.topic.acls.interval.seconds = 1
-replication.factor = 1
-heartbeats.topic.replication.factor = 1
-mm.rest.host.name = ${{env:MM2_REST_HOST}}
-session.timeout.ms = 3000
-heartbeat.interval.ms = 500
-"""
+    return mirror_config_text(a, b, secrets, topics=topics)
 
 
 @pytest.fixture

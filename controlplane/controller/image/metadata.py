@@ -1,6 +1,6 @@
 """The whole image and the whole delta: each made of one part per domain, as Kafka's MetadataImage
 and MetadataDelta are (ClusterImage, TopicsImage, ConfigurationsImage, ClientQuotasImage,
-AclsImage, DelegationTokenImage).
+AclsImage, DelegationTokenImage), and MirrorMaker 2's (MirrorImage).
 
 `MetadataDelta.replay` is the one place records are applied: it hands each record to the part
 that owns its type (one dict lookup), so a new record type is added to its domain's part alone.
