@@ -18,6 +18,7 @@ SyncGroup answers carry them.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
@@ -127,9 +128,9 @@ def group_read_allowed(caller: Caller, *, source: str, target: str) -> bool:
     return caller.allowed(AclOperation.READ, ResourceType.GROUP, group)
 
 
-def _group_call(run: Callable[[Body, Caller], Body]) -> Handler:
-    """Per-flow checks of a group RPC: READ on its GROUP (else 403), the flow known (else 404);
-    Kafka's group errors answer in the body."""
+def _group_call(service: Callable[..., Body]) -> Handler:
+    """A group RPC: READ on the flow's GROUP (else 403), the flow known (else 404), then
+    `service` with the validated body's fields; Kafka's group errors answer in the body."""
 
     def handler(body: Body, caller: Caller) -> Body | Reply:
         source, target = body["source"], body["target"]
@@ -144,57 +145,13 @@ def _group_call(run: Callable[[Body, Caller], Body]) -> Handler:
             )
         if not selectors.mirror_flow_exists(source=source, target=target):
             return _not_found(source, target)
-        answer = run(body, caller)
+        answer = service(**json.loads(json.dumps(body)), context=caller.context)  # plain JSON
         code = answer.get("error_code", 0)
         if code and Errors(code) not in GROUP_ERRORS:
             raise ApiError(Errors(code), answer.get("error_message"))
         return answer
 
     return handler
-
-
-def join(body: Body, caller: Caller) -> Body:
-    return services.mirror_group_join(
-        source=body["source"],
-        target=body["target"],
-        member_id=body["member_id"],
-        worker_id=body["worker_id"],
-        rest_url=body["rest_url"],
-        session_timeout_ms=body["session_timeout_ms"],
-        context=caller.context,
-    )
-
-
-def sync(body: Body, caller: Caller) -> Body:
-    return services.mirror_group_sync(
-        source=body["source"],
-        target=body["target"],
-        member_id=body["member_id"],
-        generation=body["generation"],
-        assignments=[dict(a) for a in body["assignments"]],
-        context=caller.context,
-    )
-
-
-def task_configs(body: Body, caller: Caller) -> Body:
-    return services.mirror_task_configs_put(
-        source=body["source"],
-        target=body["target"],
-        member_id=body["member_id"],
-        generation=body["generation"],
-        connector=body["connector"],
-        task_configs=[dict(t) for t in body["task_configs"]],
-        context=caller.context,
-    )
-
-
-def leave(body: Body, caller: Caller) -> Body:
-    return services.mirror_group_leave(
-        source=body["source"],
-        target=body["target"],
-        member_id=body["member_id"],
-        context=caller.context,
-    )
 
 
 def _on_flow(serializer: type[StrictSerializer]) -> type[StrictSerializer]:
@@ -228,7 +185,7 @@ JOIN_GROUP = _spec(
     "mirror/groups/join",
     _on_flow(s.JoinSerializer),
     public_write,
-    _group_call(join),
+    _group_call(services.mirror_group_join),
     _group_resources,
 )
 SYNC_GROUP = _spec(
@@ -236,7 +193,7 @@ SYNC_GROUP = _spec(
     "mirror/groups/sync",
     _on_flow(s.SyncSerializer),
     public_write,
-    _group_call(sync),
+    _group_call(services.mirror_group_sync),
     _group_resources,
 )
 PUT_TASK_CONFIGS = _spec(
@@ -244,7 +201,7 @@ PUT_TASK_CONFIGS = _spec(
     "mirror/groups/task-configs",
     _on_flow(s.TaskConfigsSerializer),
     public_write,
-    _group_call(task_configs),
+    _group_call(services.mirror_task_configs_put),
     _group_resources,
 )
 LEAVE_GROUP = _spec(
@@ -252,7 +209,7 @@ LEAVE_GROUP = _spec(
     "mirror/groups/leave",
     _on_flow(s.MemberSerializer),
     public_write,
-    _group_call(leave),
+    _group_call(services.mirror_group_leave),
     _group_resources,
 )
 GROUP_SPECS = {

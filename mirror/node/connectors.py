@@ -233,24 +233,32 @@ class ConnectorRunner(Runner):
         return False
 
 
-class SourceConnector(ConnectorRunner):
+class _BothClusters(Runner):
+    """A runner that reads the source and writes the target with MirrorSourceConfig's
+    settings (the source connector and its tasks)."""
+
     def setup(self, values: Mapping[str, str]) -> None:
         self.settings = SourceSettings.parse(values)
         flow = self.worker.flow
         self.selection = TopicSelection.of(flow.source, flow.target, self.settings)
         self.source = cluster_admin(values, "source", self.worker.worker_id)
         self.target = cluster_admin(values, "target", self.worker.worker_id)
+
+    def close(self) -> None:
+        for client in (getattr(self, "source", None), getattr(self, "target", None)):
+            if client is not None:
+                client.close()
+
+
+class SourceConnector(_BothClusters, ConnectorRunner):
+    def setup(self, values: Mapping[str, str]) -> None:
+        super().setup(values)
         self.selected: dict[str, int] = {}
         now = time.monotonic()
         self.next_refresh = now
         self.next_lag_check = now
         self.next_configs = now
         self.next_acls = now
-
-    def close(self) -> None:
-        for client in (getattr(self, "source", None), getattr(self, "target", None)):
-            if client is not None:
-                client.close()
 
     def tick(self) -> float:
         now = time.monotonic()
@@ -348,23 +356,14 @@ class SourceConnector(ConnectorRunner):
             logger.info("%s: synced %d topic ACL(s)", self.worker.flow.name, len(missing))
 
 
-class SourceTask(Runner):
+class SourceTask(_BothClusters):
     kind = "task"
 
     def setup(self, values: Mapping[str, str]) -> None:
-        self.settings = SourceSettings.parse(values)
-        flow = self.worker.flow
-        self.selection = TopicSelection.of(flow.source, flow.target, self.settings)
-        self.source = cluster_admin(values, "source", self.worker.worker_id)
-        self.target = cluster_admin(values, "target", self.worker.worker_id)
+        super().setup(values)
         self.assigned = assigned_partition_counts(values)
         self.ensured: dict[str, int] = {}
         self.verified = time.monotonic()
-
-    def close(self) -> None:
-        for client in (getattr(self, "source", None), getattr(self, "target", None)):
-            if client is not None:
-                client.close()
 
     def tick(self) -> float:
         if time.monotonic() - self.verified > REVERIFY_S:

@@ -15,7 +15,6 @@ import json
 import logging
 import socket
 import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -33,6 +32,7 @@ from mirror.node.connectors import (
     UNASSIGNED,
     Backoff,
     Runner,
+    cluster_admin,
 )
 from mirror.node.providers import Providers
 from mirror.node.rest import Answer, RestServer, client_tls, error, server_tls
@@ -360,8 +360,6 @@ class FlowWorker:
     # --- the REST server's Herder -------------------------------------------------------------
     def server_info(self) -> dict[str, Any]:
         if self.target_cluster_id is None:
-            from mirror.node.connectors import cluster_admin
-
             values = self.providers.resolve(
                 self.config.connector_config(self.flow, CONNECTORS[0])
             ).values
@@ -513,16 +511,3 @@ class FlowWorker:
         except httpx.HTTPError:
             return error(409, "The leader is unreachable (a rebalance is likely under way)")
         return response.status_code, (response.json() if response.content else None)
-
-    def flow_answer_for_tests(self) -> dict[str, Any]:
-        with self._lock:
-            return dict(self.group)
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False

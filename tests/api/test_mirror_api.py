@@ -354,21 +354,37 @@ def test_hostile_group_bodies_get_kafkas_error_never_a_500(client, api, tokens, 
 
 def test_unknown_flows_rpcs_and_group_authorization(client, api, tokens):
     stored(client, tokens)
-    body = {"member_id": "m1", "worker_id": "h/A__C", "rest_url": "http://h:1", "session_timeout_ms": 3000}
+    body = {
+        "member_id": "m1",
+        "worker_id": "h/A__C",
+        "rest_url": "http://h:1",
+        "session_timeout_ms": 3000,
+    }
     status, answer = api.post("/api/v1/mirror/groups/A/C/join", body, token=tokens["admin"])
     assert status == 404 and answer["error"] == "INVALID_REQUEST", answer
     status, answer = api.post(f"{GROUP}/rebalance", {}, token=tokens["admin"])
     assert status == 404
     # No GROUP ACL: refused (and audited); READ on the mm2- groups: a node's least privilege.
-    status, answer = api.post(f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"])
+    status, answer = api.post(
+        f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"]
+    )
     assert status == 403 and answer["error"] == "GROUP_AUTHORIZATION_FAILED", answer
     beat = {"member_id": "m1", "report": {"worker_id": "h/A__B"}}
     assert api.post(f"{GROUP}/heartbeat", beat, token=tokens["alice"])[0] == 403
-    grant = {"resource_type": "GROUP", "resource_name": "mm2-", "pattern_type": "PREFIXED",
-             "principal": "User:alice", "host": "*", "operation": "READ", "permission_type": "ALLOW"}
+    grant = {
+        "resource_type": "GROUP",
+        "resource_name": "mm2-",
+        "pattern_type": "PREFIXED",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": "READ",
+        "permission_type": "ALLOW",
+    }
     status, answer = api.post("/api/v1/create-acls", {"creations": [grant]}, token=tokens["admin"])
     assert status == 200 and answer["results"][0]["error_code"] == 0, answer
-    status, answer = api.post(f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"])
+    status, answer = api.post(
+        f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"]
+    )
     assert status == 200 and answer["error_code"] == 0, answer
     assert api.post(f"{GROUP}/heartbeat", beat, token=tokens["alice"])[1]["generation"] == 1
     assert api.post(f"{GROUP}/join", body, token=tokens["broker"])[0] == 403  # KIP-590

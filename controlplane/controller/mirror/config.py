@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 from controlplane.controller.mirror import settings as typed
 from controlplane.controller.mirror.properties import PropertiesError, parse_properties
@@ -398,10 +398,3 @@ def _check_flows(config: MirrorMakerConfig, problems: list[str]) -> None:
                     f"{alias}.bootstrap.servers: required by flow {flow.name} (the base URL "
                     f"of cluster {alias}'s control plane)"
                 )
-
-
-def flow_keys(config: MirrorMakerConfig) -> Iterator[tuple[Flow, str]]:
-    for key in config.properties:
-        parsed = _flow_key(key)
-        if parsed is not None:
-            yield Flow(parsed[0], parsed[1]), parsed[2]
