@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -190,6 +191,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "source_connector_on": source["worker_id"],
             "watch_poll_ms": int(POLL_S * 1000),
             "task_config_records": int(hops),
+            # The machine is shared: its load during the run, to read the figures by.
+            "load_average_1_5_15": [round(x, 2) for x in os.getloadavg()],
+            "cpus": os.cpu_count(),
             "results": results,
             "goal_met": all(r["goal_met"] for r in results),
         }

@@ -122,7 +122,7 @@ def running_cluster(alias: str, logs: Path, *, brokers: int = 3) -> Iterator[Clu
             status, answer = http.get("/api/v1/brokers?fenced=false", stack.tokens["admin"])
             return status == 200 and answer["count"] >= brokers
 
-        wait_for(unfenced, 60, f"cluster {alias}'s brokers to be unfenced", 0.3)
+        wait_for(unfenced, 180, f"cluster {alias}'s brokers to be unfenced", 0.3)
         yield cluster
 
 

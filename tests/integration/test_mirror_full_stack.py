@@ -338,7 +338,19 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         "message": "Connector NoSuchConnector not found",
     }
     # Pausing through a REST server needs the caller's own token (audited as the caller).
-    assert send(leader_url + "/connectors/MirrorSourceConnector/pause", "PUT", b"", {})[0] == 401
+    checkpoint = leader_url + "/connectors/MirrorCheckpointConnector"
+    assert send(checkpoint + "/pause", "PUT", b"", {})[0] == 401
+    admin = {"Authorization": f"Bearer {b.token('admin')}"}
+    assert send(checkpoint + "/pause", "PUT", b"", admin)[0] == 202
+    wait_for(
+        lambda: connector(b.flow("A", "B"), "MirrorCheckpointConnector")["state"] == "PAUSED",
+        30,
+        "the checkpoint connector paused through a REST server",
+        0.3,
+    )
+    assert send(checkpoint + "/resume", "PUT", b"", admin)[0] == 202
+    paused_by = audit(b, api="AlterMirrorTargetState")
+    assert [e["principal"] for e in paused_by] == ["User:admin", "User:admin"]
 
     # --- live filter change, pause and resume -----------------------------------------------
     b.put_mirror_config(mirror_config(a, b, secrets, r".*orders.*, payments, invoices"))

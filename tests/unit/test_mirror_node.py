@@ -236,3 +236,11 @@ def test_a_flows_rest_server_over_tls(worker: FlowWorker, pem: Path) -> None:
     bad = b'{"not": "a list"}'
     assert call(tasks, trusted, "POST", bad, signature_headers(key, bad))[0] == 400
     assert call(base + "/connectors/MirrorSourceConnector/pause", trusted, "PUT")[0] == 401
+
+
+def test_the_node_command_needs_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.core.management import CommandError, call_command
+
+    monkeypatch.delenv("CP_MIRROR_TOKEN", raising=False)
+    with pytest.raises(CommandError, match="--token"):
+        call_command("run_mirror_node", "--url", "http://127.0.0.1:1", "--token", "")
