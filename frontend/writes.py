@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 from django.http import HttpRequest
 
 from controlplane.controller.errors import Errors
-from controlplane.rpc import REGISTRY, ApiSpec, Caller, execute
+from controlplane.rpc import HOUSE_RPCS, REGISTRY, Caller, execute
 from frontend.tables.common import KafkaProblem, error_code_of, error_name
 from frontend.views.base import client_host
 
@@ -26,15 +26,11 @@ class RpcAnswer(NamedTuple):
 
 
 def rpc_call(request: HttpRequest, api_name: str, body: dict[str, Any]) -> RpcAnswer:
-    """The admin RPC `api_name` (Kafka's name) with `body` as the API takes it, run as the
-    logged-in principal from the browser's address, with the request's id. So a write view
-    asks only for a login: refusing a principal here would keep the refusal out of the audit
-    trail."""
-    return spec_call(request, REGISTRY[api_name], body)
-
-
-def spec_call(request: HttpRequest, spec: ApiSpec, body: dict[str, Any]) -> RpcAnswer:
-    """`rpc_call` for a spec outside Kafka's RPCs (MirrorMaker's, mirror.rpcs)."""
+    """The admin RPC `api_name` (Kafka's name, or one of the house's own RPCs) with `body` as
+    the API takes it, run as the logged-in principal from the browser's address, with the
+    request's id. So a write view asks only for a login: refusing a principal here would keep
+    the refusal out of the audit trail."""
+    spec = REGISTRY.get(api_name) or HOUSE_RPCS[api_name]
     caller = Caller(
         request.principal,  # type: ignore[attr-defined]
         host=client_host(request),

@@ -30,7 +30,16 @@ from controlplane.controller.api_keys import ApiKey
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.mirror.config import MirrorConfigError, mirror_config_parse
 from controlplane.http_errors import error_body
-from controlplane.rpc import ApiSpec, Authorize, Caller, Handler, Reply, cluster, public_write
+from controlplane.rpc import (
+    HOUSE_RPCS,
+    ApiSpec,
+    Authorize,
+    Caller,
+    Handler,
+    Reply,
+    cluster,
+    public_write,
+)
 from mirror import selectors, services
 from mirror.api import serializers as s
 
@@ -219,3 +228,4 @@ GROUP_SPECS = {
     "leave": LEAVE_GROUP,
 }
 MIRROR_SPECS = (ALTER_CONFIG, ALTER_TARGET_STATE, *GROUP_SPECS.values())
+HOUSE_RPCS.update({spec.name: spec for spec in MIRROR_SPECS})

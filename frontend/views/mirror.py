@@ -13,8 +13,7 @@ from django.views.decorators.http import require_POST
 from controlplane.runtime.lease import now_ms
 from frontend.tables.mirror import config_rows, flow_picture, flow_row
 from frontend.views.base import login_required, principal_required, render_page, result_page
-from frontend.writes import answer_problems, refusal_status, spec_call
-from mirror.rpcs import ALTER_TARGET_STATE
+from frontend.writes import answer_problems, refusal_status, rpc_call
 from mirror.selectors import mirror_flow_page, mirror_overview
 
 ACTIONS = {"pause": "PAUSED", "resume": "STARTED"}
@@ -72,7 +71,7 @@ def flow_state_view(request: HttpRequest, source: str, target: str, action: str)
     back = reverse("frontend:mirror-flow", args=[source, target])
     state = ACTIONS.get(action)
     body = {"source": source, "target": target, "state": state or action, "connectors": []}
-    answer = spec_call(request, ALTER_TARGET_STATE, body)
+    answer = rpc_call(request, "AlterMirrorTargetState", body)
     problems = answer_problems(answer)
     if problems:
         return result_page(
