@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit clean
+.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -50,7 +50,7 @@ test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit
+bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -70,6 +70,10 @@ bench-admin: install-test services
 ## bench-audit: the audit pipeline: export rate of 1M records + 200k audit events, report times
 bench-audit: install-test services
 	$(PY) -m bench.audit_pipeline $(BENCH_ARGS)
+
+## bench-mirror: new source topic -> remote topic through the follower -> leader hop (KIP-710)
+bench-mirror: install-test services
+	$(PY) -m bench.mirror $(BENCH_ARGS)
 
 clean:
 	rm -rf var/*.sqlite3* var/audit var/audit-reports bench/results/*.json .mypy_cache .ruff_cache

@@ -25,7 +25,7 @@ from audit.models import AuditEvent, AuditExport, ExportState
 from audit.resources import Namers, replica_state_report, request_outcome, request_resources
 from audit.spark.session import SparkUnavailable, spark_session
 from audit.spark.storage import ExportError, is_uri
-from controlplane.rpc import REGISTRY, Executed, Forwarding
+from controlplane.rpc import HOUSE_RPCS, REGISTRY, Executed, Forwarding
 from controlplane.runtime.bulk import Column, Write, prepared_upsert
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.metadata_log import AppliedWrite
@@ -181,8 +181,7 @@ class CommitAudit:
 def _commit_row(write: AppliedWrite, timestamp: int) -> dict[str, Any]:
     audit = write.audit or {}
     api = str(audit.get("rpc") or write.api)
-    spec = REGISTRY.get(api)
-    namers = spec.resources if spec is not None else CONTROLLER_WRITE_NAMERS[write.api]
+    namers = _namers_of(api, write.api)
     forwarding = audit.get("forwarding")
     context = write.context
     return _row(
@@ -202,6 +201,19 @@ def _commit_row(write: AppliedWrite, timestamp: int) -> dict[str, Any]:
         forwarding=Forwarding(**forwarding) if isinstance(forwarding, dict) else None,
         duration_ms=float(max(0, timestamp - int(audit.get("started_ms") or timestamp))),
     )
+
+
+def _namers_of(rpc: str, controller_api: str) -> Namers:
+    """How the audit trail names a request's resources: its RPC's (the registry's, or the
+    house's own RPCs such as the mirror's), else the controller write's. Never a reason for a
+    commit to fail: an RPC nobody taught it names no resources (and says so in the log)."""
+    spec = REGISTRY.get(rpc) or HOUSE_RPCS.get(rpc)
+    if spec is not None:
+        return spec.resources
+    if controller_api in CONTROLLER_WRITE_NAMERS:
+        return CONTROLLER_WRITE_NAMERS[controller_api]
+    logger.warning("no resource names for %s in the audit trail", rpc)
+    return lambda body, answer, top, notes: []
 
 
 def _with_refused(response: dict[str, Any], refused: dict[str, Any]) -> dict[str, Any]:

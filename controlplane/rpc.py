@@ -141,6 +141,10 @@ class ApiSpec:
 
 
 REGISTRY: dict[str, ApiSpec] = {}
+# The house's own RPCs, which Kafka never numbered (MirrorMaker's): run by `execute` like every
+# admin RPC, routed by their app at the contract's paths, never carried in an Envelope. Apps add
+# theirs in their rpcs.py.
+HOUSE_RPCS: dict[str, ApiSpec] = {}
 
 
 def register(

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "security.apps.SecurityConfig",
     "configs.apps.ConfigsConfig",
     "canary.apps.CanaryConfig",
+    "mirror.apps.MirrorConfig",
     "audit.apps.AuditConfig",
     "frontend.apps.FrontendConfig",
 ]

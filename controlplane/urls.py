@@ -32,6 +32,7 @@ urlpatterns = [
     path("api/v1/", include("configs.api.urls")),
     path("api/v1/", include("audit.api.urls")),
     path("api/v1/", include("canary.api.urls")),
+    path("api/v1/", include("mirror.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("metrics", views.metrics_view, name="metrics"),

@@ -1,7 +1,18 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from frontend.views import acls, audit, auth, canary, cluster, configs, quotas, tokens, topics
+from frontend.views import (
+    acls,
+    audit,
+    auth,
+    canary,
+    cluster,
+    configs,
+    mirror,
+    quotas,
+    tokens,
+    topics,
+)
 from frontend.views.base import HOME_URL
 
 app_name = "frontend"
@@ -97,4 +108,12 @@ urlpatterns = [
     path("ui/audit/exports/start/", audit.audit_export_start_view, name="audit-export-start"),
     path("ui/audit/reports/", audit.audit_report_list_view, name="audit-report-list"),
     path("ui/audit/reports/<str:name>/", audit.audit_report_view, name="audit-report"),
+    # KIP-710's MirrorMaker 2 flows.
+    path("ui/mirror/", mirror.flow_list_view, name="mirror-flows"),
+    path("ui/mirror/<str:source>/<str:target>/", mirror.flow_detail_view, name="mirror-flow"),
+    path(
+        "ui/mirror/<str:source>/<str:target>/<str:action>/",
+        mirror.flow_state_view,
+        name="mirror-flow-state",
+    ),
 ]

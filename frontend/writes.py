@@ -16,7 +16,7 @@ from audit.models import AuditExport
 from controlplane.authz import refuse_broker_on_public_write, require_cluster
 from controlplane.controller.acls.bindings import AclOperation
 from controlplane.controller.errors import Errors
-from controlplane.rpc import REGISTRY, Caller, execute
+from controlplane.rpc import HOUSE_RPCS, REGISTRY, Caller, execute
 from frontend.tables.common import KafkaProblem, error_code_of, error_name
 from frontend.views.base import client_host
 
@@ -33,17 +33,18 @@ class RpcAnswer(NamedTuple):
 
 
 def rpc_call(request: HttpRequest, api_name: str, body: dict[str, Any]) -> RpcAnswer:
-    """The admin RPC `api_name` (Kafka's name) with `body` as the API takes it, run as the
-    logged-in principal from the browser's address, with the request's id. So a write view
-    asks only for a login: refusing a principal here would keep the refusal out of the audit
-    trail."""
+    """The admin RPC `api_name` (Kafka's name, or one of the house's own RPCs) with `body` as
+    the API takes it, run as the logged-in principal from the browser's address, with the
+    request's id. So a write view asks only for a login: refusing a principal here would keep
+    the refusal out of the audit trail."""
+    spec = REGISTRY.get(api_name) or HOUSE_RPCS[api_name]
     caller = Caller(
         request.principal,  # type: ignore[attr-defined]
         host=client_host(request),
         client_id=UI_CLIENT_ID,
         request_id=request.request_id,  # type: ignore[attr-defined]
     )
-    answer = execute(REGISTRY[api_name], body, caller)
+    answer = execute(spec, body, caller)
     return RpcAnswer(answer.status, answer.data)
 
 

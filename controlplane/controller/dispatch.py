@@ -16,6 +16,7 @@ from controlplane.controller.configs import handlers as configs
 from controlplane.controller.env import BrokerSession, ControllerEnv, Handler
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
+from controlplane.controller.mirror import handlers as mirror
 from controlplane.controller.quotas import handlers as quotas
 from controlplane.controller.replication import handlers as replication
 from controlplane.controller.result import ControllerResult
@@ -41,10 +42,14 @@ HANDLERS: Mapping[str, Handler] = _joined(
     configs.HANDLERS,
     quotas.HANDLERS,
     tokens.HANDLERS,
+    mirror.HANDLERS,
 )
 # APIs whose retries are naturally idempotent (their outcome follows from state alone).
 STATE_IDEMPOTENT_APIS: frozenset[str] = (
-    brokers.STATE_IDEMPOTENT_APIS | replication.STATE_IDEMPOTENT_APIS | tokens.STATE_IDEMPOTENT_APIS
+    brokers.STATE_IDEMPOTENT_APIS
+    | replication.STATE_IDEMPOTENT_APIS
+    | tokens.STATE_IDEMPOTENT_APIS
+    | mirror.STATE_IDEMPOTENT_APIS
 )
 
 

@@ -303,6 +303,9 @@ def record_from_data(record_type: str, data: Mapping[str, Any]) -> Record:
         cls = RECORD_TYPES[record_type]
     except KeyError:
         raise UnknownRecordType(f"Unknown metadata record type {record_type!r}") from None
+    decode = getattr(cls, "from_data", None)  # a record type with nested fields decodes itself
+    if decode is not None:
+        return decode(data)  # type: ignore[no-any-return]
     if cls is RegisterBrokerRecord:
         fields = dict(data)
         fields["listeners"] = tuple(Listener(**item) for item in data["listeners"])

@@ -3,7 +3,8 @@
 `MetadataImage` is the state after some offset of the log; `MetadataDelta` layers changes over
 an image. Each domain owns its part and the replay of its record types, as in Kafka's
 org.apache.kafka.image: `cluster` (brokers), `topics` (topics and partitions), `configs`,
-`client_quotas`, `acls` and `delegation_tokens`; `metadata` joins them. The image sits below
+`client_quotas`, `acls`, `delegation_tokens` and `mirror` (MirrorMaker 2's configuration and flow
+groups); `metadata` joins them. The image sits below
 every domain's rules (which all read it), so it imports none of them.
 
 Import these names from here, the image's one public place.

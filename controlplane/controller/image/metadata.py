@@ -1,6 +1,6 @@
 """The whole image and the whole delta: each made of one part per domain, as Kafka's MetadataImage
 and MetadataDelta are (ClusterImage, TopicsImage, ConfigurationsImage, ClientQuotasImage,
-AclsImage, DelegationTokenImage).
+AclsImage, DelegationTokenImage), and MirrorMaker 2's (MirrorImage).
 
 `MetadataDelta.replay` is the one place records are applied: it hands each record to the part
 that owns its type (one dict lookup), so a new record type is added to its domain's part alone.
@@ -27,6 +27,7 @@ from controlplane.controller.image.delegation_tokens import (
     DelegationTokenDelta,
     DelegationTokenImage,
 )
+from controlplane.controller.image.mirror import MirrorDelta, MirrorImage
 from controlplane.controller.image.topics import (
     PartitionRegistration,
     TopicInfo,
@@ -61,6 +62,7 @@ class MetadataImage:
     delegation_tokens_image: DelegationTokenImage = dataclasses.field(
         default_factory=DelegationTokenImage
     )
+    mirror_image: MirrorImage = dataclasses.field(default_factory=MirrorImage)
 
     @property
     def brokers(self) -> dict[int, BrokerRegistration]:
@@ -134,6 +136,7 @@ class MetadataImage:
         self.configs_image.apply(delta.configs_delta)
         self.client_quotas_image.apply(delta.client_quotas_delta)
         self.delegation_tokens_image.apply(delta.delegation_tokens_delta)
+        self.mirror_image.apply(delta.mirror_delta)
         self.last_offset = delta.last_offset
 
     def as_comparable(self) -> dict[str, Any]:
@@ -146,6 +149,7 @@ class MetadataImage:
             **self.configs_image.as_comparable(),
             **self.client_quotas_image.as_comparable(),
             **self.delegation_tokens_image.as_comparable(),
+            **self.mirror_image.as_comparable(),
         }
 
 
@@ -162,6 +166,7 @@ class MetadataDelta:
         self.client_quotas_delta = ClientQuotasDelta(base.client_quotas_image)
         self.acls_delta = AclsDelta(base.acls_image)
         self.delegation_tokens_delta = DelegationTokenDelta(base.delegation_tokens_image)
+        self.mirror_delta = MirrorDelta(base.mirror_image)
         self._replayers = self._replayers_by_type()
 
     def _replayers_by_type(self) -> dict[type[Record], Replayer]:
@@ -176,6 +181,7 @@ class MetadataDelta:
             self.client_quotas_delta,
             self.acls_delta,
             self.delegation_tokens_delta,
+            self.mirror_delta,
         ):
             for record_type, replayer in part.replayers().items():
                 if record_type in replayers:

@@ -1,0 +1,231 @@
+"""MirrorMaker 2's writes as RPC specs of the house registry's kind, run through
+`controlplane.rpc.execute` (authorize, validate, run, Kafka's errors, audit) like every admin
+request. Kafka numbers none of them (there is no MirrorMaker RPC in Kafka's protocol), so they
+are not Kafka RPCs of `ADMIN_APIS`: they are routed at the contract's own paths
+(`mirror/api/urls.py`) and never travel in an Envelope.
+
+- AlterMirrorConfig (PUT /api/v1/mirror/config): ALTER on CLUSTER.
+- AlterMirrorTargetState (PUT /api/v1/mirror/flows/{source}/{target}/pause|resume): ALTER on
+  CLUSTER.
+- JoinMirrorGroup, SyncMirrorGroup, PutMirrorTaskConfigs, LeaveMirrorGroup (a mirror node's
+  group protocol, POST /api/v1/mirror/groups/{source}/{target}/...): READ on the flow's GROUP
+  (`mm2-<source>-><target>`), as Kafka's group RPCs need READ on their group.
+
+Group RPCs answer Kafka's group errors (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) in the body with HTTP 200, as Kafka's JoinGroup and
+SyncGroup answers carry them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, cast
+
+from rest_framework import serializers, status
+
+from controlplane.api.fields import StrictCharField, StrictSerializer
+from controlplane.controller.acls.bindings import AclOperation, ResourceType
+from controlplane.controller.api_keys import ApiKey
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.mirror.config import MirrorConfigError, mirror_config_parse
+from controlplane.http_errors import error_body
+from controlplane.rpc import (
+    HOUSE_RPCS,
+    ApiSpec,
+    Authorize,
+    Caller,
+    Handler,
+    Reply,
+    cluster,
+    public_write,
+)
+from mirror import selectors, services
+from mirror.api import serializers as s
+
+Body = dict[str, Any]
+NOT_A_KAFKA_API = -1  # MirrorMaker's coordination has no apiKey in Kafka's protocol
+GROUP_ERRORS = frozenset(
+    {
+        Errors.UNKNOWN_MEMBER_ID,
+        Errors.ILLEGAL_GENERATION,
+        Errors.REBALANCE_IN_PROGRESS,
+        Errors.FENCED_INSTANCE_ID,
+    }
+)
+CONFIG_RESOURCE = ("MIRROR_CONFIG", "mm2.properties")
+
+
+def _resource(kind: str, name: str, code: int) -> dict[str, Any]:
+    return {"resource_type": kind, "resource_name": name, "error_code": code}
+
+
+def _flow_name(body: Body) -> str:
+    source, target = body.get("source"), body.get("target")
+    return f"{source}->{target}" if isinstance(source, str) and isinstance(target, str) else "?"
+
+
+def _config_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable[Body]:
+    return [_resource(*CONFIG_RESOURCE, top)]
+
+
+def _flow_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable[Body]:
+    return [_resource("MIRROR_FLOW", _flow_name(body), top)]
+
+
+def _group_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable[Body]:
+    return [_resource("GROUP", services.GROUP_PREFIX + _flow_name(body), top)]
+
+
+def _spec(
+    name: str,
+    path: str,
+    request: type[serializers.Serializer],  # type: ignore[type-arg]
+    authorize: Authorize,
+    handler: Handler,
+    resources: Callable[[Body, Body, int, Body], Iterable[Body]],
+) -> ApiSpec:
+    return ApiSpec(
+        ApiKey(name, NOT_A_KAFKA_API, path, False), request, authorize, handler, resources
+    )
+
+
+def _not_found(source: str, target: str) -> Reply:
+    return Reply(
+        status.HTTP_404_NOT_FOUND,
+        error_body(
+            Errors.INVALID_REQUEST,
+            f"No replication flow {source}->{target} in the MirrorMaker configuration.",
+        ),
+    )
+
+
+def _succeeded(answer: Body) -> Body:
+    """A controller answer whose error is the whole request's: raised, for its HTTP status."""
+    code = answer.get("error_code", 0)
+    if code:
+        raise ApiError(Errors(code), answer.get("error_message"))
+    return answer
+
+
+# --- the configuration and target states (ALTER on CLUSTER) --------------------------------
+def alter_config(body: Body, caller: Caller) -> Body:
+    try:  # validate early: a refused text never reaches the controller
+        mirror_config_parse(body["text"])
+    except MirrorConfigError as error:
+        raise ApiError(Errors.INVALID_CONFIG, "; ".join(error.problems)) from None
+    return _succeeded(services.mirror_config_alter(text=body["text"], context=caller.context))
+
+
+def alter_target_state(body: Body, caller: Caller) -> Body | Reply:
+    if not selectors.mirror_flow_exists(source=body["source"], target=body["target"]):
+        return _not_found(body["source"], body["target"])
+    return _succeeded(
+        services.mirror_target_state_alter(
+            source=body["source"],
+            target=body["target"],
+            state=body["state"],
+            connectors=list(body["connectors"]),
+            context=caller.context,
+        )
+    )
+
+
+# --- a mirror node's group protocol (READ on the flow's GROUP) ------------------------------
+def group_read_allowed(caller: Caller, *, source: str, target: str) -> bool:
+    group = services.mirror_group_id(source=source, target=target)
+    return caller.allowed(AclOperation.READ, ResourceType.GROUP, group)
+
+
+def _group_call(service: Callable[..., Body]) -> Handler:
+    """A group RPC: READ on the flow's GROUP (else 403), the flow known (else 404), then
+    `service` with the validated body's fields; Kafka's group errors answer in the body."""
+
+    def handler(body: Body, caller: Caller) -> Body | Reply:
+        source, target = body["source"], body["target"]
+        if not group_read_allowed(caller, source=source, target=target):
+            group = services.mirror_group_id(source=source, target=target)
+            return Reply(
+                status.HTTP_403_FORBIDDEN,
+                error_body(
+                    Errors.GROUP_AUTHORIZATION_FAILED,
+                    f"{caller.name} is not authorized to READ group {group}.",
+                ),
+            )
+        if not selectors.mirror_flow_exists(source=source, target=target):
+            return _not_found(source, target)
+        answer = service(**json.loads(json.dumps(body)), context=caller.context)  # plain JSON
+        code = answer.get("error_code", 0)
+        if code and Errors(code) not in GROUP_ERRORS:
+            raise ApiError(Errors(code), answer.get("error_message"))
+        return answer
+
+    return handler
+
+
+def _on_flow(serializer: type[StrictSerializer]) -> type[StrictSerializer]:
+    """`serializer` with the flow's aliases (from the URL) beside its fields."""
+    fields = {
+        "source": StrictCharField(max_length=s.NAME_MAX),
+        "target": StrictCharField(max_length=s.NAME_MAX),
+    }
+    made = serializers.SerializerMetaclass(f"{serializer.__name__}OnFlow", (serializer,), fields)
+    return cast(type[StrictSerializer], made)
+
+
+ALTER_CONFIG = _spec(
+    "AlterMirrorConfig",
+    "mirror/config",
+    s.ConfigTextSerializer,
+    cluster(AclOperation.ALTER, write=True),
+    alter_config,
+    _config_resources,
+)
+ALTER_TARGET_STATE = _spec(
+    "AlterMirrorTargetState",
+    "mirror/flows",
+    s.TargetStateSerializer,
+    cluster(AclOperation.ALTER, write=True),
+    alter_target_state,
+    _flow_resources,
+)
+JOIN_GROUP = _spec(
+    "JoinMirrorGroup",
+    "mirror/groups/join",
+    _on_flow(s.JoinSerializer),
+    public_write,
+    _group_call(services.mirror_group_join),
+    _group_resources,
+)
+SYNC_GROUP = _spec(
+    "SyncMirrorGroup",
+    "mirror/groups/sync",
+    _on_flow(s.SyncSerializer),
+    public_write,
+    _group_call(services.mirror_group_sync),
+    _group_resources,
+)
+PUT_TASK_CONFIGS = _spec(
+    "PutMirrorTaskConfigs",
+    "mirror/groups/task-configs",
+    _on_flow(s.TaskConfigsSerializer),
+    public_write,
+    _group_call(services.mirror_task_configs_put),
+    _group_resources,
+)
+LEAVE_GROUP = _spec(
+    "LeaveMirrorGroup",
+    "mirror/groups/leave",
+    _on_flow(s.MemberSerializer),
+    public_write,
+    _group_call(services.mirror_group_leave),
+    _group_resources,
+)
+GROUP_SPECS = {
+    "join": JOIN_GROUP,
+    "sync": SYNC_GROUP,
+    "task-configs": PUT_TASK_CONFIGS,
+    "leave": LEAVE_GROUP,
+}
+MIRROR_SPECS = (ALTER_CONFIG, ALTER_TARGET_STATE, *GROUP_SPECS.values())
+HOUSE_RPCS.update({spec.name: spec for spec in MIRROR_SPECS})
