@@ -16,6 +16,8 @@ class Broker(models.Model):
     fenced = models.BooleanField(default=True)
     in_controlled_shutdown = models.BooleanField(default=False)
     controlled_shutdown_offset = models.BigIntegerField(default=-1)
+    # Reported offline by the broker's heartbeats (BrokerRegistrationChangeRecord).
+    offline_log_dirs = models.JSONField(default=list)
 
     class Meta:
         db_table = "cp_broker"

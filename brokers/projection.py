@@ -19,6 +19,7 @@ UPDATE_FIELDS = [
     "fenced",
     "in_controlled_shutdown",
     "controlled_shutdown_offset",
+    "offline_log_dirs",
 ]
 
 
@@ -34,6 +35,7 @@ def broker_row(registration: BrokerRegistration) -> Broker:
         fenced=registration.fenced,
         in_controlled_shutdown=registration.in_controlled_shutdown,
         controlled_shutdown_offset=registration.controlled_shutdown_offset,
+        offline_log_dirs=list(registration.offline_log_dirs),
     )
 
 
@@ -49,6 +51,7 @@ def registration_from_row(row: Broker) -> BrokerRegistration:
         fenced=row.fenced,
         in_controlled_shutdown=row.in_controlled_shutdown,
         controlled_shutdown_offset=row.controlled_shutdown_offset,
+        offline_log_dirs=tuple(row.offline_log_dirs),
     )
 
 

@@ -69,6 +69,7 @@ def broker_as_dict(broker: Broker, sessions: dict[int, dict[str, int]]) -> dict[
         "rack": broker.rack,
         "listeners": broker.listeners,
         "log_dirs": broker.log_dirs,
+        "offline_log_dirs": broker.offline_log_dirs,
         "last_contact_ms": session.get("last_contact_ms"),
         "metadata_offset": session.get("metadata_offset"),
     }

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "configs.apps.ConfigsConfig",
     "canary.apps.CanaryConfig",
     "audit.apps.AuditConfig",
+    "timeline.apps.TimelineConfig",
     "frontend.apps.FrontendConfig",
 ]
 

@@ -32,13 +32,15 @@ PARTITION_COLUMNS = [
     Column("replica_count", "int"),
     Column("offline_replica_count", "int"),
     Column("is_canary", "boolean"),
+    Column("isr_count", "int"),
+    Column("preferred_leader", "int"),
 ]
 
 
 STATE_COLUMNS = [
     c
     for c in PARTITION_COLUMNS
-    if c.name not in ("replicas", "replica_ids", "replica_count", "is_canary")
+    if c.name not in ("replicas", "replica_ids", "replica_count", "is_canary", "preferred_leader")
 ]
 
 
@@ -65,6 +67,8 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
         len(p.replicas),
         len(p.offline_replicas),
         p.is_canary,
+        len(p.isr),
+        p.preferred_leader,
     )
 
 

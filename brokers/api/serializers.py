@@ -84,4 +84,5 @@ class BrokerSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "rack",
             "listeners",
             "log_dirs",
+            "offline_log_dirs",
         ]
