@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 
 from replicas.models import Partition, Topic
 
@@ -24,10 +24,30 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     leader = django_filters.NumberFilter()
     leaderless = django_filters.BooleanFilter(method="filter_leaderless")
     offline = django_filters.BooleanFilter(method="filter_offline", label="Has offline replicas")
+    under_replicated = django_filters.BooleanFilter(
+        method="filter_under_replicated", label="Under-replicated (ISR smaller than replicas)"
+    )
+    under_min_isr = django_filters.BooleanFilter(
+        method="filter_under_min_isr", label="Under min ISR"
+    )
+    at_min_isr = django_filters.BooleanFilter(method="filter_at_min_isr", label="At min ISR")
+    preferred_leader = django_filters.BooleanFilter(
+        method="filter_preferred_leader", label="Led by its preferred replica"
+    )
 
     class Meta:
         model = Partition
-        fields = ["topic", "broker", "leader", "leaderless", "offline"]
+        fields = [
+            "topic",
+            "broker",
+            "leader",
+            "leaderless",
+            "offline",
+            "under_replicated",
+            "under_min_isr",
+            "at_min_isr",
+            "preferred_leader",
+        ]
 
     def filter_broker(
         self, queryset: QuerySet[Partition], name: str, value: Any
@@ -45,3 +65,29 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
         if value:
             return queryset.filter(offline_replica_count__gt=0)
         return queryset.filter(offline_replica_count=0)
+
+    # The health filters compare the partition's ISR size with its replica count and with its
+    # topic's effective min.insync.replicas (the controller's count in cp_topic_health).
+    def filter_under_replicated(
+        self, queryset: QuerySet[Partition], name: str, value: Any
+    ) -> QuerySet[Partition]:
+        condition = Q(isr_count__lt=F("replica_count"))
+        return queryset.filter(condition) if value else queryset.exclude(condition)
+
+    def filter_under_min_isr(
+        self, queryset: QuerySet[Partition], name: str, value: Any
+    ) -> QuerySet[Partition]:
+        condition = Q(isr_count__lt=F("topic__health__min_insync_replicas"))
+        return queryset.filter(condition) if value else queryset.exclude(condition)
+
+    def filter_at_min_isr(
+        self, queryset: QuerySet[Partition], name: str, value: Any
+    ) -> QuerySet[Partition]:
+        condition = Q(isr_count=F("topic__health__min_insync_replicas"))
+        return queryset.filter(condition) if value else queryset.exclude(condition)
+
+    def filter_preferred_leader(
+        self, queryset: QuerySet[Partition], name: str, value: Any
+    ) -> QuerySet[Partition]:
+        condition = Q(leader=F("preferred_leader"))
+        return queryset.filter(condition) if value else queryset.exclude(condition)

@@ -17,6 +17,17 @@ from controlplane.api.permissions import ClusterActionPermission, ClusterDescrib
 from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataRecordSerializer
 from controlplane.filtersets import MetadataRecordFilterSet
 from controlplane.runtime.notifier import notifier
+from replicas.selectors import cluster_health
+
+# GET /api/v1/cluster's `health` (CONTRACT.md, "Cluster health").
+CLUSTER_HEALTH_FIELDS = (
+    "under_replicated_partitions",
+    "under_min_isr_partitions",
+    "at_min_isr_partitions",
+    "leaderless_partitions",
+    "preferred_replica_imbalance",
+    "offline_log_dirs",
+)
 
 
 class WhoAmIView(APIView):
@@ -36,6 +47,8 @@ class ClusterView(APIView):
         summary = broker_selectors.cluster_summary()
         sessions = broker_sessions()
         summary["brokers"] = [broker_as_dict(b, sessions) for b in broker_list()]
+        health = cluster_health()
+        summary["health"] = {name: health[name] for name in CLUSTER_HEALTH_FIELDS}
         return Response(summary)
 
 
