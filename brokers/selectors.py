@@ -19,6 +19,15 @@ def broker_get(*, broker_id: int) -> Broker | None:
     return broker_list().filter(broker_id=broker_id).first()
 
 
+def broker_search(*, contains: str, limit: int) -> list[Broker]:
+    """Brokers whose id is `contains`, or whose rack, pod or a listener's host contains it."""
+    query = Q(rack__icontains=contains) | Q(pod__icontains=contains)
+    query |= Q(listeners__icontains=contains)
+    if contains.isdigit():
+        query |= Q(broker_id=int(contains))
+    return list(broker_list().filter(query)[:limit])
+
+
 def broker_exists(*, broker_id: int) -> bool:
     return Broker.objects.filter(broker_id=broker_id).exists()
 

@@ -1,7 +1,21 @@
 from django.urls import path
 from django.views.generic import RedirectView
 
-from frontend.views import acls, audit, auth, cluster, configs, quotas, tokens, topics
+from frontend.views import (
+    acls,
+    audit,
+    auth,
+    broker_actions,
+    charts,
+    cluster,
+    configs,
+    quotas,
+    search,
+    timeline,
+    tokens,
+    topic_actions,
+    topics,
+)
 from frontend.views.base import HOME_URL
 
 app_name = "frontend"
@@ -17,9 +31,27 @@ urlpatterns = [
     path("ui/logout/", auth.logout_view, name="logout"),
     path("ui/brokers/", cluster.broker_list_view, name="broker-list"),
     path("ui/brokers/<int:broker_id>/", cluster.broker_detail_view, name="broker-detail"),
+    path(
+        "ui/brokers/<int:broker_id>/unregister/",
+        broker_actions.broker_unregister_view,
+        name="broker-unregister",
+    ),
     path("ui/topics/", topics.topic_list_view, name="topic-list"),
+    path("ui/topics/new/", topic_actions.topic_create_view, name="topic-create"),
     path("ui/topics/<str:name>/", topics.topic_detail_view, name="topic-detail"),
+    path("ui/topics/<str:name>/delete/", topic_actions.topic_delete_view, name="topic-delete"),
+    path(
+        "ui/topics/<str:name>/partitions/",
+        topic_actions.topic_partitions_view,
+        name="topic-partitions",
+    ),
+    path("ui/topics/<str:name>/elect/", topic_actions.topic_elect_view, name="topic-elect"),
+    path("ui/partitions/", topics.partition_list_view, name="partition-list"),
+    path("ui/timeline/", timeline.timeline_view, name="timeline"),
+    path("ui/timeline/<int:offset>/", timeline.timeline_event_view, name="timeline-event"),
     path("ui/incidents/", cluster.incident_list_view, name="incident-list"),
+    path("ui/charts/", charts.charts_view, name="charts"),
+    path("ui/search/", search.search_view, name="search"),
     # KIP-590's admin APIs: configs, ACLs, client quotas, delegation tokens, the audit trail.
     path("ui/configs/", configs.config_index_view, name="config-index"),
     path(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db.models import Count, F, Q, QuerySet
@@ -88,12 +88,18 @@ def topic_name_list(
 
 
 def topic_id_list(
-    *, filters: Mapping[str, Any] | None = None, exclude: Collection[str] | None = None
+    *,
+    filters: Mapping[str, Any] | None = None,
+    exclude: Collection[str] | None = None,
+    order_by: Sequence[str] = (),
 ) -> QuerySet[Topic, str]:
     """The ids of the topics that pass `filters` (TopicFilterSet's, None: unfiltered), by
-    name, leaving out `exclude`. Lazy: a page is a count and a slice, whose counts
-    `topic_list(topic_ids=...)` then reads for that page alone."""
+    name (or by `order_by`: Topic fields, or `health__<figure>`, then name), leaving out
+    `exclude`. Lazy: a page is a count and a slice, whose figures `topic_list(topic_ids=...)`
+    then reads for that page alone."""
     topics: QuerySet[Topic] = TopicFilterSet(filters, queryset=_topics_by_name(exclude)).qs
+    if order_by:
+        topics = topics.order_by(*order_by, "name")
     return topics.values_list("topic_id", flat=True)
 
 

@@ -312,8 +312,8 @@ def _configs(write: WriteSummary, facts: WriteFacts) -> tuple[Kind, str]:
     for change in facts.configs:
         name = change["resource_name"] or "cluster default"
         resource = f"{change['resource_type']} {name}"
-        value = change["value"]
-        text = f"{change['name']} deleted" if value is None else f"{change['name']} = {value}"
+        # Values are in the details (pages show them in units people read), not the title.
+        text = f"{change['name']} {'deleted' if change['value'] is None else 'set'}"
         by_resource.setdefault(resource, []).append(text)
     texts = [f"{resource}: {', '.join(items)}" for resource, items in by_resource.items()]
     return Kind.CONFIG_CHANGED, "Config change: " + "; ".join(texts)
