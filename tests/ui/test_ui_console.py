@@ -229,10 +229,8 @@ def test_preferred_and_unclean_elections(
     moved = [i for i, leader in leaders("orders").items() if leader != preferred[i]]
     assert moved
     topic = text(admin_client.get("/ui/topics/orders/"))
-    assert (
-        f'data-testid="imbalanced-count"><a href="/ui/topics/orders/?preferred_leader=false">{len(moved)}<'
-        in topic
-    )
+    link = '<a href="/ui/topics/orders/?preferred_leader=false">'
+    assert f'data-testid="imbalanced-count">{link}{len(moved)}<' in topic
 
     confirm = text(admin_client.get("/ui/topics/orders/elect/", {"type": "PREFERRED"}))
     assert (
@@ -299,7 +297,7 @@ def test_unregister_a_broker(admin_client: Client, brokers: dict[int, int]) -> N
 def test_actions_of_a_principal_without_acls_are_refused_and_audited(
     client: Client, api: Api, tokens: dict[str, str], brokers: dict[int, int]
 ) -> None:
-    status, body = api.post(
+    _, body = api.post(
         "/api/v1/create-topics",
         {"topics": [{"name": "orders", "num_partitions": 1, "replication_factor": 1}]},
         token=tokens["admin"],
@@ -335,7 +333,7 @@ def test_health_figures_link_to_the_partitions_they_count(
         configs="min.insync.replicas=3",
     )
     heartbeat(api, tokens, 2, brokers[2], want_fence=True)
-    status, cluster = api.get("/api/v1/cluster", token=tokens["admin"])
+    _, cluster = api.get("/api/v1/cluster", token=tokens["admin"])
     health = cluster["health"]
     assert health["under_replicated_partitions"] == 6 and health["under_min_isr_partitions"] == 6
     overview = text(admin_client.get("/ui/"))
@@ -392,7 +390,7 @@ def test_global_search_finds_topics_brokers_and_principals(
     admin_client: Client, api: Api, tokens: dict[str, str], brokers: dict[int, int]
 ) -> None:
     create(admin_client, name="payments-eu", num_partitions="1")
-    status, body = api.post(
+    _, body = api.post(
         "/api/v1/create-acls",
         {
             "creations": [

@@ -102,6 +102,38 @@
     morphChildren(live, next);
   }
 
+  var LOOKAHEAD = 12;
+
+  function similar(a, b) {
+    if (a.nodeType !== 1) {
+      return a.nodeValue === b.nodeValue;
+    }
+    return a.className === b.className &&
+      a.getAttribute("data-testid") === b.getAttribute("data-testid");
+  }
+
+  // The live node an unkeyed new node updates: among the next few unkeyed live nodes of its
+  // kind, one that looks the same (tag, class, test id; a text node's text), else the first.
+  function unkeyedMatch(cursor, wanted) {
+    var fallback = null;
+    for (var node = cursor, steps = 0; node && steps < LOOKAHEAD;
+      node = node.nextSibling, steps++) {
+      if (keyOf(node) || !sameKind(node, wanted)) {
+        continue;
+      }
+      if (similar(node, wanted)) {
+        return node;
+      }
+      fallback = fallback || node;
+    }
+    return fallback;
+  }
+
+  // Update `live`'s children to `next`'s. Keyed nodes (an id, or data-key) are found wherever
+  // they are; unkeyed ones by position, looking a little ahead, so a node added or gone does
+  // not shift everything after it. A matched node is updated in place, never re-created: the
+  // unkeyed live nodes skipped over are the stale ones, and go. (Moving a node would blur what
+  // has focus in it: only a keyed node that changed places moves.)
   function morphChildren(live, next) {
     var keyed = {};
     var child;
@@ -117,11 +149,20 @@
       var wanted = incoming[i];
       var wantedKey = keyOf(wanted);
       var match = null;
-      if (wantedKey && keyed[wantedKey] && sameKind(keyed[wantedKey], wanted)) {
-        match = keyed[wantedKey];
-        delete keyed[wantedKey];
-      } else if (!wantedKey && cursor && !keyOf(cursor) && sameKind(cursor, wanted)) {
-        match = cursor;
+      if (wantedKey) {
+        if (keyed[wantedKey] && sameKind(keyed[wantedKey], wanted)) {
+          match = keyed[wantedKey];
+          delete keyed[wantedKey];
+        }
+      } else {
+        match = unkeyedMatch(cursor, wanted);
+        while (match && cursor !== match) {
+          var skipped = cursor;
+          cursor = cursor.nextSibling;
+          if (!keyOf(skipped)) {
+            live.removeChild(skipped);
+          }
+        }
       }
       if (match) {
         if (match === cursor) {
@@ -137,8 +178,16 @@
     while (cursor) {
       var gone = cursor;
       cursor = cursor.nextSibling;
-      live.removeChild(gone);
+      if (!keyOf(gone) || keyed[keyOf(gone)] === gone) {
+        live.removeChild(gone);
+      }
     }
+    // Keyed nodes skipped over and not wanted any more.
+    Object.keys(keyed).forEach(function (stale) {
+      if (keyed[stale].parentNode === live) {
+        live.removeChild(keyed[stale]);
+      }
+    });
   }
 
   function morphInto(region, html) {
