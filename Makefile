@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin clean
+.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-ui clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -48,7 +48,7 @@ test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser" $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-admin
+bench: bench-heartbeats bench-replicas bench-admin bench-ui
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -60,6 +60,10 @@ bench-replicas: install-test services
 ## bench-admin: admin writes direct vs forwarded in an Envelope (KIP-590): latency, writes/s
 bench-admin: install-test services
 	$(PY) -m bench.admin_forwarding $(BENCH_ARGS)
+
+## bench-ui: the console's pages on a 10,000-partition cluster (goal: under 200 ms)
+bench-ui: install-test services
+	$(PY) -m bench.ui_pages $(BENCH_ARGS)
 
 clean:
 	rm -rf var/*.sqlite3* bench/results/*.json .mypy_cache .ruff_cache

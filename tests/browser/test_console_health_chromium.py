@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -154,6 +155,14 @@ def chromium(server: EmbeddedServer, *, height: int = 900) -> Iterator[Any]:
             browser.close()
 
 
+def screenshot(page: Any, name: str) -> None:
+    """The README's screenshots, when CP_SCREENSHOTS_DIR says where (docs/screenshots)."""
+    where = os.environ.get("CP_SCREENSHOTS_DIR")
+    if where:
+        page.wait_for_timeout(300)  # charts drawn
+        page.screenshot(path=str(Path(where) / f"{name}.png"), full_page=True)
+
+
 def shown_health(page: Any) -> dict[str, int]:
     return {key: int(page.get_by_test_id(f"health-{key}").inner_text()) for key in HEALTH_KEYS}
 
@@ -193,6 +202,7 @@ def test_health_after_a_failed_log_dir_and_a_fenced_broker_is_the_apis(
         assert shown_health(page) == health
         expect(page.get_by_test_id("health")).to_have_attribute("aria-live", "polite")
         page.screenshot(path=str(tmp_path / "overview.png"), full_page=True)
+        screenshot(page, "overview")
         page.click("a[data-health=under_replicated_partitions]")
         expect(page).to_have_url(re.compile(r"/ui/partitions/\?under_replicated=true$"))
         urp = cluster.partitions(under_replicated="true")
@@ -252,6 +262,13 @@ def test_health_after_a_failed_log_dir_and_a_fenced_broker_is_the_apis(
             f"Session expired: broker {silent} fenced"
         )
         page.screenshot(path=str(tmp_path / "timeline.png"), full_page=True)
+        page.goto(f"{cluster.server.url}/ui/timeline/?incidents=on")
+        screenshot(page, "timeline")
+        page.goto(f"{cluster.server.url}/ui/topics/orders/")
+        expect(page.get_by_test_id("heatmap")).to_be_visible()
+        screenshot(page, "topic")
+        page.goto(f"{cluster.server.url}/ui/charts/")
+        screenshot(page, "charts")
 
         # Repair: the dir comes back, the leaders take the replicas back, the broker returns.
         sim.resume(silent)
