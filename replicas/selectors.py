@@ -104,7 +104,8 @@ def topic_id_list(
 
 
 def partition_list(*, topic_id: str | None = None) -> QuerySet[Partition]:
-    partitions = Partition.objects.select_related("topic").order_by(
+    """Partitions with their topic and its health row (its min.insync.replicas)."""
+    partitions = Partition.objects.select_related("topic", "topic__health").order_by(
         "topic__name", "partition_index"
     )
     if topic_id is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from django.core.exceptions import ObjectDoesNotExist
+
 from controlplane.controller.records import NO_LEADER
 from replicas.models import Partition, Topic
 
@@ -92,10 +94,16 @@ class PartitionRow:
     isr: list[int]
     offline_replicas: list[int]
     is_canary: bool
+    min_isr: int | None = None  # the topic's effective min.insync.replicas
 
     @property
     def leaderless(self) -> bool:
         return self.leader == NO_LEADER
+
+    @property
+    def under_min_isr(self) -> bool:
+        """Producers with acks=all fail on it."""
+        return self.min_isr is not None and len(self.isr) < self.min_isr
 
     @property
     def under_replicated(self) -> bool:
@@ -131,7 +139,17 @@ def partition_row(partition: Partition, *, topic_name: str | None = None) -> Par
         isr=isr,
         offline_replicas=offline,
         is_canary=partition.is_canary,
+        min_isr=_min_isr(partition),
     )
+
+
+def _min_isr(partition: Partition) -> int | None:
+    """The topic's min.insync.replicas, from its health row (`partition_list()` selects it with
+    the partition); None before the controller counted the topic."""
+    try:
+        return int(partition.topic.health.min_insync_replicas)
+    except ObjectDoesNotExist:
+        return None
 
 
 def partition_rows(

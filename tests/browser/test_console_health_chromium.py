@@ -325,6 +325,7 @@ def test_focus_selection_and_scroll_survive_three_refreshes(cluster: Cluster) ->
         page.evaluate("window.__notReloaded = true")
         link = page.locator("a", has_text="Its timeline")
         link.focus()
+        page.evaluate("window.__actions = document.querySelector('p.actions')")
         assert page.evaluate(SELECTION_JS) == incarnation
         scrolled = page.evaluate("() => { window.scrollBy(0, 200); return window.scrollY; }")
         assert scrolled > 0
@@ -341,5 +342,7 @@ def test_focus_selection_and_scroll_survive_three_refreshes(cluster: Cluster) ->
             assert page.evaluate("document.activeElement.innerText") == "Its timeline", refresh
             assert page.evaluate("window.getSelection().toString()") == incarnation, refresh
             assert page.evaluate("window.scrollY") == scrolled, refresh
+            # Updated in place, not rebuilt: the same nodes are in the page.
+            assert page.evaluate("document.contains(window.__actions)"), refresh
         assert page.evaluate("window.__notReloaded") is True
         expect(page.locator("section[aria-live=polite]").first).to_be_attached()

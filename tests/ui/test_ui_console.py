@@ -362,6 +362,11 @@ def test_health_figures_link_to_the_partitions_they_count(
         'href="/ui/topics/orders/?under_min_isr=true"><span class="badge badge-danger">6<' in topics
     )
     assert re.search(r'id="broker-bars-data" type="application/json">', brokers_page)
+    # A partition under min ISR does not look like any other.
+    topic = text(admin_client.get("/ui/topics/orders/"))
+    assert topic.count(">under min ISR</span>") == 6
+    listed = text(admin_client.get("/ui/partitions/", {"under_min_isr": "true"}))
+    assert listed.count(">under min ISR</span>") == 6
 
 
 # --- sorting, search, the ACL helper ----------------------------------------------------------

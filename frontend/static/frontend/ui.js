@@ -112,21 +112,28 @@
       a.getAttribute("data-testid") === b.getAttribute("data-testid");
   }
 
-  // The live node an unkeyed new node updates: among the next few unkeyed live nodes of its
-  // kind, one that looks the same (tag, class, test id; a text node's text), else the first.
+  // The live node an unkeyed new node updates. A text node: the one at the cursor, if it is
+  // one (never found further on: that would skip elements). An element: the cursor when it
+  // looks the same (tag, class, test id); else one that does among the next few (the live
+  // nodes before it are gone from the page); else the cursor if it is the same tag.
   function unkeyedMatch(cursor, wanted) {
-    var fallback = null;
-    for (var node = cursor, steps = 0; node && steps < LOOKAHEAD;
+    if (!cursor) {
+      return null;
+    }
+    if (wanted.nodeType !== 1) {
+      return !keyOf(cursor) && sameKind(cursor, wanted) ? cursor : null;
+    }
+    var here = !keyOf(cursor) && sameKind(cursor, wanted);
+    if (here && similar(cursor, wanted)) {
+      return cursor;
+    }
+    for (var node = cursor.nextSibling, steps = 1; node && steps < LOOKAHEAD;
       node = node.nextSibling, steps++) {
-      if (keyOf(node) || !sameKind(node, wanted)) {
-        continue;
-      }
-      if (similar(node, wanted)) {
+      if (!keyOf(node) && sameKind(node, wanted) && similar(node, wanted)) {
         return node;
       }
-      fallback = fallback || node;
     }
-    return fallback;
+    return here ? cursor : null;
   }
 
   // Update `live`'s children to `next`'s. Keyed nodes (an id, or data-key) are found wherever
