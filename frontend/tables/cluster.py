@@ -1,4 +1,4 @@
-"""Rows of the cluster pages: brokers, their metadata records, replica incidents."""
+"""Rows of the cluster pages: brokers (with what they hold) and their metadata records."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 from brokers.models import Broker
 from brokers.selectors import broker_as_dict
 from controlplane.controller.config_schema import redact_record_data
-from controlplane.controller.records import NO_LEADER_CHANGE
 from controlplane.models import MetadataRecord
 from frontend.tables.common import format_age, format_ms
 from replicas.models import BrokerLoad
@@ -152,47 +151,3 @@ def record_rows(records: Iterable[MetadataRecord]) -> list[RecordRow]:
         )
         for record in records
     ]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class IncidentRow:
-    offset: int
-    time: str
-    principal: str
-    request_id: str
-    topic: str
-    partition_index: int
-    offline_replicas: list[int]
-    new_leader: int
-    leaderless: bool
-    new_isr: list[int] | None
-
-    @property
-    def leader_changed(self) -> bool:
-        return self.new_leader != NO_LEADER_CHANGE
-
-
-def incident_rows(incidents: Iterable[dict[str, Any]]) -> list[IncidentRow]:
-    """Rows from `replicas.selectors.replica_incidents()`; entries that name no offline replica
-    (a change recorded with the field unset) are not offline-replica incidents and are left out."""
-    rows = []
-    for item in incidents:
-        offline = [int(b) for b in item.get("offline_replicas") or []]
-        if not offline:
-            continue
-        new_isr = item.get("new_isr")
-        rows.append(
-            IncidentRow(
-                offset=int(item["offset"]),
-                time=format_ms(item.get("timestamp_ms")),
-                principal=str(item.get("principal") or ""),
-                request_id=str(item.get("request_id") or ""),
-                topic=str(item["topic"]),
-                partition_index=int(item["partition_index"]),
-                offline_replicas=offline,
-                new_leader=int(item.get("new_leader", NO_LEADER_CHANGE)),
-                leaderless=bool(item.get("leaderless")),
-                new_isr=None if new_isr is None else [int(b) for b in new_isr],
-            )
-        )
-    return rows
