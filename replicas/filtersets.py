@@ -71,23 +71,24 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     def filter_under_replicated(
         self, queryset: QuerySet[Partition], name: str, value: Any
     ) -> QuerySet[Partition]:
-        condition = Q(isr_count__lt=F("replica_count"))
-        return queryset.filter(condition) if value else queryset.exclude(condition)
+        return _holding(queryset, Q(isr_count__lt=F("replica_count")), value)
 
     def filter_under_min_isr(
         self, queryset: QuerySet[Partition], name: str, value: Any
     ) -> QuerySet[Partition]:
-        condition = Q(isr_count__lt=F("topic__health__min_insync_replicas"))
-        return queryset.filter(condition) if value else queryset.exclude(condition)
+        return _holding(queryset, Q(isr_count__lt=F("topic__health__min_insync_replicas")), value)
 
     def filter_at_min_isr(
         self, queryset: QuerySet[Partition], name: str, value: Any
     ) -> QuerySet[Partition]:
-        condition = Q(isr_count=F("topic__health__min_insync_replicas"))
-        return queryset.filter(condition) if value else queryset.exclude(condition)
+        return _holding(queryset, Q(isr_count=F("topic__health__min_insync_replicas")), value)
 
     def filter_preferred_leader(
         self, queryset: QuerySet[Partition], name: str, value: Any
     ) -> QuerySet[Partition]:
-        condition = Q(leader=F("preferred_leader"))
-        return queryset.filter(condition) if value else queryset.exclude(condition)
+        return _holding(queryset, Q(leader=F("preferred_leader")), value)
+
+
+def _holding(queryset: QuerySet[Partition], condition: Q, wanted: Any) -> QuerySet[Partition]:
+    """The partitions for which `condition` holds (`wanted` true) or does not (false)."""
+    return queryset.filter(condition) if wanted else queryset.exclude(condition)

@@ -10,13 +10,14 @@ read these rows: a health figure never costs a scan of the partitions.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
 from django.db import connection
 
 from controlplane.controller.health import (
+    CONTRACT_FIELDS,
     INDEX_NAME,
     BrokerLoad,
     ClusterHealth,
@@ -63,14 +64,7 @@ CLUSTER_COLUMNS = [
     Column("offline_log_dirs", "int"),
     Column("updated_ms", "bigint"),
 ]
-SAMPLE_GAUGES = [
-    "under_replicated_partitions",
-    "under_min_isr_partitions",
-    "at_min_isr_partitions",
-    "leaderless_partitions",
-    "preferred_replica_imbalance",
-    "offline_log_dirs",
-]
+SAMPLE_GAUGES = list(CONTRACT_FIELDS)
 SAMPLE_COUNTERS = ["leader_elections", "unclean_leader_elections"]
 
 
@@ -103,6 +97,25 @@ def _upsert(table: str, columns: list[Column], rows: Sequence[tuple[object, ...]
     )
 
 
+def _changed_rows(
+    table: str,
+    columns: list[Column],
+    key_type: str,
+    changed: Mapping[Any, Any],
+    row_of: Callable[[Any], tuple[object, ...]],
+) -> list[Write]:
+    """Upsert the rows that changed, delete those gone (None), keyed on the first column."""
+    return [
+        _upsert(table, columns, [row_of(v) for v in changed.values() if v is not None]),
+        prepared_delete(
+            table=table,
+            column=columns[0].name,
+            pg_type=key_type,
+            values=[key for key, v in changed.items() if v is None],
+        ),
+    ]
+
+
 def _run(sql: str, params: Sequence[Any] = ()) -> Write:
     def write() -> None:
         with connection.cursor() as cursor:
@@ -131,28 +144,8 @@ class HealthProjection:
         if not changes.changed and not delta.leader_elections:
             return []
         return [
-            _upsert(
-                "cp_topic_health",
-                TOPIC_COLUMNS,
-                [_topic_row(t) for t in changes.topics.values() if t is not None],
-            ),
-            prepared_delete(
-                table="cp_topic_health",
-                column="topic_id",
-                pg_type="text",
-                values=[topic_id for topic_id, t in changes.topics.items() if t is None],
-            ),
-            _upsert(
-                "cp_broker_load",
-                BROKER_COLUMNS,
-                [_broker_row(b) for b in changes.brokers.values() if b is not None],
-            ),
-            prepared_delete(
-                table="cp_broker_load",
-                column="broker_id",
-                pg_type="int",
-                values=[broker_id for broker_id, b in changes.brokers.items() if b is None],
-            ),
+            *_changed_rows("cp_topic_health", TOPIC_COLUMNS, "text", changes.topics, _topic_row),
+            *_changed_rows("cp_broker_load", BROKER_COLUMNS, "int", changes.brokers, _broker_row),
             _cluster_write(changes.totals, timestamp_ms),
             *self._sample(index, changes, delta, timestamp_ms),
         ]

@@ -15,19 +15,10 @@ from controlplane import metrics, selectors
 from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterActionPermission, ClusterDescribePermission
 from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataRecordSerializer
+from controlplane.controller.health import CONTRACT_FIELDS
 from controlplane.filtersets import MetadataRecordFilterSet
 from controlplane.runtime.notifier import notifier
 from replicas.selectors import cluster_health
-
-# GET /api/v1/cluster's `health` (CONTRACT.md, "Cluster health").
-CLUSTER_HEALTH_FIELDS = (
-    "under_replicated_partitions",
-    "under_min_isr_partitions",
-    "at_min_isr_partitions",
-    "leaderless_partitions",
-    "preferred_replica_imbalance",
-    "offline_log_dirs",
-)
 
 
 class WhoAmIView(APIView):
@@ -48,7 +39,7 @@ class ClusterView(APIView):
         sessions = broker_sessions()
         summary["brokers"] = [broker_as_dict(b, sessions) for b in broker_list()]
         health = cluster_health()
-        summary["health"] = {name: health[name] for name in CLUSTER_HEALTH_FIELDS}
+        summary["health"] = {name: health[name] for name in CONTRACT_FIELDS}
         return Response(summary)
 
 

@@ -38,6 +38,15 @@ from controlplane.controller.image import (
 from controlplane.controller.records import NO_LEADER
 
 MIN_ISR = "min.insync.replicas"
+# GET /api/v1/cluster's `health` (CONTRACT.md, "Cluster health"), in the contract's order.
+CONTRACT_FIELDS = (
+    "under_replicated_partitions",
+    "under_min_isr_partitions",
+    "at_min_isr_partitions",
+    "leaderless_partitions",
+    "preferred_replica_imbalance",
+    "offline_log_dirs",
+)
 ConfigLookup = Callable[[str, str, str], str | None]
 INDEX_NAME = "health"  # its key in MetadataImage.derived and MetadataDelta.derived
 

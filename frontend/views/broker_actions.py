@@ -6,12 +6,11 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
 
 from brokers.selectors import broker_get
-from frontend.views.base import login_required, principal_required, render_page
-from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed
-from frontend.writes import answer_problems, refusal_status, rpc_call
+from frontend.views.base import form_view, login_required, principal_required, render_page
+from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed, refused
+from frontend.writes import answer_problems, rpc_call
 
 SECTION = "brokers"
 
@@ -32,13 +31,6 @@ def unregister_confirmation(broker_id: int, state: str) -> Confirmation:
             "kafka-cluster.sh unregister).",
         ],
     )
-
-
-@require_http_methods(["GET", "POST"])
-def broker_unregister_view(request: HttpRequest, broker_id: int) -> HttpResponse:
-    if request.method == "POST":
-        return _unregister_submit(request, broker_id)
-    return _unregister_confirm(request, broker_id)
 
 
 @principal_required
@@ -65,12 +57,9 @@ def _unregister_submit(request: HttpRequest, broker_id: int) -> HttpResponse:
     answer = rpc_call(request, "UnregisterBroker", {"broker_id": broker_id})
     problems = answer_problems(answer)
     if problems:
-        return confirm_page(
-            request,
-            confirmation,
-            section=SECTION,
-            problems=problems,
-            status=refusal_status(answer, problems),
-        )
+        return refused(request, confirmation, section=SECTION, answer=answer, problems=problems)
     messages.success(request, f"Unregistered broker {broker_id}.")
     return HttpResponseRedirect(reverse("frontend:broker-list"))
+
+
+broker_unregister_view = form_view(_unregister_confirm, _unregister_submit)

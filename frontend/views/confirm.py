@@ -19,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 
 from frontend.tables.common import KafkaProblem
 from frontend.views.base import render_admin
+from frontend.writes import RpcAnswer, refusal_status
 
 CONFIRM_FIELD = "confirm"
 CONFIRMED = "yes"
@@ -69,6 +70,24 @@ def confirm_page(
         },
         status=status,
         refresh=False,
+    )
+
+
+def refused(
+    request: HttpRequest,
+    confirmation: Confirmation,
+    *,
+    section: str,
+    answer: RpcAnswer,
+    problems: Sequence[KafkaProblem],
+) -> HttpResponse:
+    """The confirmation again, with the errors the API answered (and its status)."""
+    return confirm_page(
+        request,
+        confirmation,
+        section=section,
+        problems=problems,
+        status=refusal_status(answer, list(problems)),
     )
 
 

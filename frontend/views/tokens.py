@@ -27,7 +27,7 @@ from frontend.views.base import (
     render_admin,
 )
 from frontend.views.configs import DEFAULT_KIND, ConfigTarget
-from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed
+from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed, refused
 from frontend.writes import answer_problems, refusal_status, rpc_call
 from security.selectors import token_hmac_matches, tokens_describe
 
@@ -227,13 +227,7 @@ def _token_expire_submit(request: HttpRequest) -> HttpResponse:
     answer = rpc_call(request, "ExpireDelegationToken", form.body())
     problems = answer_problems(answer)
     if problems:
-        return confirm_page(
-            request,
-            confirmation,
-            section="tokens",
-            problems=problems,
-            status=refusal_status(answer, problems),
-        )
+        return refused(request, confirmation, section="tokens", answer=answer, problems=problems)
     expiry = int(answer.data.get("expiry_timestamp_ms", -1))
     if expiry <= now_ms():
         messages.success(request, "The token expired: it is removed.")

@@ -13,7 +13,6 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
 
 from controlplane.controller.errors import Errors
 from frontend.forms.topics import AddPartitionsForm, ElectionForm, TopicCreateForm
@@ -26,7 +25,7 @@ from frontend.views.base import (
     render_page,
     topic_visibility,
 )
-from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed
+from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed, refused
 from frontend.writes import RpcAnswer, answer_problems, refusal_status, rpc_call
 from replicas.selectors import topic_get
 
@@ -178,13 +177,6 @@ def _delete_problems(answer: RpcAnswer) -> list[KafkaProblem]:
     return answer_problems(answer, "responses", lambda i, item: f"TOPIC {item.get('name')}")
 
 
-@require_http_methods(["GET", "POST"])
-def topic_delete_view(request: HttpRequest, name: str) -> HttpResponse:
-    return (_topic_delete_submit if request.method == "POST" else _topic_delete_confirm)(
-        request, name
-    )
-
-
 @principal_required
 def _topic_delete_confirm(request: HttpRequest, name: str) -> HttpResponse:
     topic = _topic_or_refusal(request, name)
@@ -201,13 +193,7 @@ def _topic_delete_submit(request: HttpRequest, name: str) -> HttpResponse:
     answer = rpc_call(request, "DeleteTopics", {"topic_names": [name]})
     problems = _delete_problems(answer)
     if problems:
-        return confirm_page(
-            request,
-            confirmation,
-            section=SECTION,
-            problems=problems,
-            status=refusal_status(answer, problems),
-        )
+        return refused(request, confirmation, section=SECTION, answer=answer, problems=problems)
     messages.success(request, f"Deleted topic {name}.")
     return HttpResponseRedirect(reverse("frontend:topic-list"))
 
@@ -230,13 +216,6 @@ def partitions_confirmation(topic: TopicRef, form: AddPartitionsForm) -> Confirm
         ],
         form=form,
     )
-
-
-@require_http_methods(["GET", "POST"])
-def topic_partitions_view(request: HttpRequest, name: str) -> HttpResponse:
-    if request.method == "POST":
-        return _topic_partitions_submit(request, name)
-    return _topic_partitions_confirm(request, name)
 
 
 @principal_required
@@ -263,13 +242,7 @@ def _topic_partitions_submit(request: HttpRequest, name: str) -> HttpResponse:
     )
     problems = answer_problems(answer, "results", lambda i, item: f"TOPIC {item.get('name')}")
     if problems:
-        return confirm_page(
-            request,
-            confirmation,
-            section=SECTION,
-            problems=problems,
-            status=refusal_status(answer, problems),
-        )
+        return refused(request, confirmation, section=SECTION, answer=answer, problems=problems)
     messages.success(request, f"{name} now has {count} partitions.")
     return HttpResponseRedirect(_topic_url(name))
 
@@ -315,13 +288,6 @@ def _election_type(request: HttpRequest) -> str:
     return UNCLEAN if asked == UNCLEAN else PREFERRED
 
 
-@require_http_methods(["GET", "POST"])
-def topic_elect_view(request: HttpRequest, name: str) -> HttpResponse:
-    if request.method == "POST":
-        return _topic_elect_submit(request, name)
-    return _topic_elect_confirm(request, name)
-
-
 @principal_required
 def _topic_elect_confirm(request: HttpRequest, name: str) -> HttpResponse:
     topic = _topic_or_refusal(request, name)
@@ -353,13 +319,7 @@ def _topic_elect_submit(request: HttpRequest, name: str) -> HttpResponse:
     )
     problems, elected, not_needed = _election_outcome(answer)
     if problems:
-        return confirm_page(
-            request,
-            confirmation,
-            section=SECTION,
-            problems=problems,
-            status=refusal_status(answer, problems),
-        )
+        return refused(request, confirmation, section=SECTION, answer=answer, problems=problems)
     text = f"{election_type.capitalize()} election on {name}: {elected} partition(s) elected"
     if not_needed:
         text += f", {not_needed} needed no election"
@@ -392,3 +352,12 @@ def _election_outcome(answer: RpcAnswer) -> tuple[list[KafkaProblem], int, int]:
                     )
                 )
     return found, elected, not_needed
+
+
+topic_delete_view = form_view(_topic_delete_confirm, _topic_delete_submit)
+
+
+topic_partitions_view = form_view(_topic_partitions_confirm, _topic_partitions_submit)
+
+
+topic_elect_view = form_view(_topic_elect_confirm, _topic_elect_submit)
