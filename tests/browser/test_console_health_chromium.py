@@ -346,3 +346,23 @@ def test_focus_selection_and_scroll_survive_three_refreshes(cluster: Cluster) ->
             assert page.evaluate("document.contains(window.__actions)"), refresh
         assert page.evaluate("window.__notReloaded") is True
         expect(page.locator("section[aria-live=polite]").first).to_be_attached()
+
+        # Charts update with the page without flicker: the same canvas and the same Chart.js
+        # chart, its data replaced in place.
+        page.goto(f"{cluster.server.url}/ui/")
+        page.wait_for_function("() => !!Chart.getChart('spark-under_replicated_partitions')")
+        page.evaluate(
+            """() => {
+              window.__canvas = document.getElementById('spark-under_replicated_partitions');
+              window.__chart = Chart.getChart(window.__canvas);
+            }"""
+        )
+        for _ in range(2):
+            stamp = page.locator("#ui-updated").get_attribute("datetime")
+            expect(page.locator("#ui-updated")).not_to_have_attribute("datetime", stamp or "")
+        assert page.evaluate(
+            """() => window.__canvas ===
+                document.getElementById('spark-under_replicated_partitions')
+              && Chart.getChart(window.__canvas) === window.__chart
+              && window.__chart.options.animation === false"""
+        )
