@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror clean
+.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -50,7 +50,7 @@ test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror
+bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -74,6 +74,10 @@ bench-audit: install-test services
 ## bench-mirror: new source topic -> remote topic through the follower -> leader hop (KIP-710)
 bench-mirror: install-test services
 	$(PY) -m bench.mirror $(BENCH_ARGS)
+
+## bench-ui: the console's pages on a 10,000-partition cluster (goal: under 200 ms)
+bench-ui: install-test services
+	$(PY) -m bench.ui_pages $(BENCH_ARGS)
 
 clean:
 	rm -rf var/*.sqlite3* var/audit var/audit-reports bench/results/*.json .mypy_cache .ruff_cache

@@ -18,6 +18,8 @@ class Broker(models.Model):
     controlled_shutdown_offset = models.BigIntegerField(default=-1)
     # What the broker reported running at registration (KIP-1095's canary rollouts).
     software_version = models.CharField(max_length=128, null=True, blank=True)
+    # Reported offline by the broker's heartbeats (BrokerRegistrationChangeRecord).
+    offline_log_dirs = models.JSONField(default=list)
 
     class Meta:
         db_table = "cp_broker"

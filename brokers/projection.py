@@ -20,6 +20,7 @@ UPDATE_FIELDS = [
     "in_controlled_shutdown",
     "controlled_shutdown_offset",
     "software_version",
+    "offline_log_dirs",
 ]
 
 
@@ -36,6 +37,7 @@ def broker_row(registration: BrokerRegistration) -> Broker:
         in_controlled_shutdown=registration.in_controlled_shutdown,
         controlled_shutdown_offset=registration.controlled_shutdown_offset,
         software_version=registration.software_version,
+        offline_log_dirs=list(registration.offline_log_dirs),
     )
 
 
@@ -52,6 +54,7 @@ def registration_from_row(row: Broker) -> BrokerRegistration:
         in_controlled_shutdown=row.in_controlled_shutdown,
         controlled_shutdown_offset=row.controlled_shutdown_offset,
         software_version=row.software_version,
+        offline_log_dirs=tuple(row.offline_log_dirs),
     )
 
 

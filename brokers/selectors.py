@@ -19,6 +19,15 @@ def broker_get(*, broker_id: int) -> Broker | None:
     return broker_list().filter(broker_id=broker_id).first()
 
 
+def broker_search(*, contains: str, limit: int) -> list[Broker]:
+    """Brokers whose id is `contains`, or whose rack, pod or a listener's host contains it."""
+    query = Q(rack__icontains=contains) | Q(pod__icontains=contains)
+    query |= Q(listeners__icontains=contains)
+    if contains.isdigit():
+        query |= Q(broker_id=int(contains))
+    return list(broker_list().filter(query)[:limit])
+
+
 def broker_exists(*, broker_id: int) -> bool:
     return Broker.objects.filter(broker_id=broker_id).exists()
 
@@ -70,6 +79,7 @@ def broker_as_dict(broker: Broker, sessions: dict[int, dict[str, int]]) -> dict[
         "software_version": broker.software_version,
         "listeners": broker.listeners,
         "log_dirs": broker.log_dirs,
+        "offline_log_dirs": broker.offline_log_dirs,
         "last_contact_ms": session.get("last_contact_ms"),
         "metadata_offset": session.get("metadata_offset"),
     }

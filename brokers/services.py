@@ -41,7 +41,9 @@ def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dic
         target = core.next_broker_state(
             status, request, has_leaderships=True, lowest_active_offset=-1
         )
-        if not core.transition_records(status, target):
+        if not core.transition_records(status, target) and (
+            core.offline_log_dirs_change(status, request) is None
+        ):
             return core.heartbeat_response(status, request, target)
     return controller_call(api="BrokerHeartbeat", payload=payload, context=context)
 

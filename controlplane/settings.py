@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "canary.apps.CanaryConfig",
     "mirror.apps.MirrorConfig",
     "audit.apps.AuditConfig",
+    "timeline.apps.TimelineConfig",
     "frontend.apps.FrontendConfig",
 ]
 

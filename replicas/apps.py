@@ -7,7 +7,7 @@ class ReplicasConfig(AppConfig):
 
     def ready(self) -> None:
         from controlplane.metrics import register_scrape_collector
-        from replicas import projection, timer  # noqa: F401  (register projection, timer jobs)
+        from replicas import health_projection, projection, timer  # noqa: F401  (projections, timer)
         from replicas.metrics import ReplicationCollector
 
         register_scrape_collector(ReplicationCollector())

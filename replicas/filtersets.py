@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import django_filters
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet
 
 from replicas.models import Partition, Topic
 
@@ -27,9 +27,32 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     canary = django_filters.BooleanFilter(field_name="is_canary", label="Canary (KIP-1095)")
     canary_isolated = django_filters.BooleanFilter(label="Canary and isolated")
 
+    under_replicated = django_filters.BooleanFilter(
+        method="filter_under_replicated", label="Under-replicated (ISR smaller than replicas)"
+    )
+    under_min_isr = django_filters.BooleanFilter(
+        method="filter_under_min_isr", label="Under min ISR"
+    )
+    at_min_isr = django_filters.BooleanFilter(method="filter_at_min_isr", label="At min ISR")
+    preferred_leader = django_filters.BooleanFilter(
+        method="filter_preferred_leader", label="Led by its preferred replica"
+    )
+
     class Meta:
         model = Partition
-        fields = ["topic", "broker", "leader", "leaderless", "offline", "canary", "canary_isolated"]
+        fields = [
+            "topic",
+            "broker",
+            "leader",
+            "leaderless",
+            "offline",
+            "canary",
+            "canary_isolated",
+            "under_replicated",
+            "under_min_isr",
+            "at_min_isr",
+            "preferred_leader",
+        ]
 
     def filter_broker(
         self, queryset: QuerySet[Partition], name: str, value: Any
@@ -47,3 +70,30 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
         if value:
             return queryset.filter(offline_replica_count__gt=0)
         return queryset.filter(offline_replica_count=0)
+
+    # The health filters compare the partition's ISR size with its replica count and with its
+    # topic's effective min.insync.replicas (the controller's count in cp_topic_health).
+    def filter_under_replicated(
+        self, queryset: QuerySet[Partition], name: str, value: Any
+    ) -> QuerySet[Partition]:
+        return _holding(queryset, Q(isr_count__lt=F("replica_count")), value)
+
+    def filter_under_min_isr(
+        self, queryset: QuerySet[Partition], name: str, value: Any
+    ) -> QuerySet[Partition]:
+        return _holding(queryset, Q(isr_count__lt=F("topic__health__min_insync_replicas")), value)
+
+    def filter_at_min_isr(
+        self, queryset: QuerySet[Partition], name: str, value: Any
+    ) -> QuerySet[Partition]:
+        return _holding(queryset, Q(isr_count=F("topic__health__min_insync_replicas")), value)
+
+    def filter_preferred_leader(
+        self, queryset: QuerySet[Partition], name: str, value: Any
+    ) -> QuerySet[Partition]:
+        return _holding(queryset, Q(leader=F("preferred_leader")), value)
+
+
+def _holding(queryset: QuerySet[Partition], condition: Q, wanted: Any) -> QuerySet[Partition]:
+    """The partitions for which `condition` holds (`wanted` true) or does not (false)."""
+    return queryset.filter(condition) if wanted else queryset.exclude(condition)

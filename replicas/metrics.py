@@ -1,4 +1,5 @@
-"""Kafka's controller replication metrics, read from the partitions table at scrape."""
+"""Kafka's controller replication and cluster health metrics, read at scrape from the counts the
+controller keeps (cp_cluster_health), never from the partitions."""
 
 from __future__ import annotations
 
@@ -9,6 +10,36 @@ from prometheus_client.registry import Collector
 
 from controlplane.metrics import gauge
 from replicas.selectors import replication_summary
+
+HEALTH_GAUGES = (
+    (
+        "kafka_server_replicamanager_underreplicatedpartitions",
+        "Partitions whose ISR is smaller than their replicas (UnderReplicatedPartitions)",
+        "under_replicated_partitions",
+    ),
+    (
+        "kafka_server_replicamanager_underminisrpartitioncount",
+        "Partitions whose ISR is smaller than the topic's min.insync.replicas "
+        "(UnderMinIsrPartitionCount)",
+        "under_min_isr_partitions",
+    ),
+    (
+        "kafka_server_replicamanager_atminisrpartitioncount",
+        "Partitions whose ISR equals the topic's min.insync.replicas (AtMinIsrPartitionCount)",
+        "at_min_isr_partitions",
+    ),
+    (
+        "kafka_controller_kafkacontroller_preferredreplicaimbalancecount",
+        "Partitions whose leader is not their first replica (PreferredReplicaImbalanceCount)",
+        "preferred_replica_imbalance",
+    ),
+    (
+        "kafka_log_logmanager_offlinelogdirectorycount",
+        "Offline log directories, reported by heartbeats or AlterReplicaState "
+        "(OfflineLogDirectoryCount)",
+        "offline_log_dirs",
+    ),
+)
 
 
 class ReplicationCollector(Collector):
@@ -47,6 +78,9 @@ class ReplicationCollector(Collector):
             "Replicas in OfflineReplica state after a log dir failure (KIP-589)",
             summary["offline_replicas"],
         )
+        # Cluster health, named as jmx_exporter names Kafka's MBeans (CONTRACT.md).
+        for name, help_text, key in HEALTH_GAUGES:
+            yield gauge(name, help_text, summary[key])
         elections = CounterMetricFamily(
             "kafka_controller_controllerstats_leaderelections",
             "Leader elections committed (rate() gives elections per second)",

@@ -44,6 +44,10 @@ class Partition(models.Model):
     offline_replica_count = models.IntegerField(default=0)
     is_canary = models.BooleanField(default=False)
     canary_isolated = models.BooleanField(default=False)  # every replica on a canary broker
+    # For the health filters: ISR size (under-replicated: below replica_count; under or at
+    # min ISR: against the topic's min.insync.replicas) and the first replica.
+    isr_count = models.IntegerField(default=0)
+    preferred_leader = models.IntegerField(default=-1)
 
     class Meta:
         db_table = "cp_partition"
@@ -75,3 +79,86 @@ class PendingReplicaStateChange(models.Model):
     class Meta:
         db_table = "cp_pending_replica_state"
         ordering = ["id"]
+
+
+# --- cluster health: projections of the controller's health index ---------------------------
+class HealthCountsFields(models.Model):
+    """Partition counts as Kafka's gauges name them (controlplane.controller.health)."""
+
+    partitions = models.IntegerField(default=0)
+    under_replicated_partitions = models.IntegerField(default=0)
+    under_min_isr_partitions = models.IntegerField(default=0)
+    at_min_isr_partitions = models.IntegerField(default=0)
+    leaderless_partitions = models.IntegerField(default=0)
+    preferred_replica_imbalance = models.IntegerField(default=0)
+    offline_replicas = models.IntegerField(default=0)
+    offline_partitions = models.IntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class TopicHealth(HealthCountsFields):
+    """One topic's health, with its effective min.insync.replicas."""
+
+    topic = models.OneToOneField(
+        Topic,
+        primary_key=True,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        related_name="health",
+    )
+    min_insync_replicas = models.IntegerField(default=1)
+
+    class Meta:
+        db_table = "cp_topic_health"
+
+
+class ClusterHealth(HealthCountsFields):
+    """The whole cluster's health: one row, written by the controller's commits (absent until
+    the first commit of a controller that counted it)."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    offline_log_dirs = models.IntegerField(default=0)
+    updated_ms = models.BigIntegerField(default=0)
+
+    class Meta:
+        db_table = "cp_cluster_health"
+
+
+class BrokerLoad(models.Model):
+    """What one broker holds and leads (brokers holding nothing have no row)."""
+
+    broker_id = models.IntegerField(primary_key=True)
+    leaders = models.IntegerField(default=0)
+    replicas = models.IntegerField(default=0)
+    in_sync_replicas = models.IntegerField(default=0)
+    offline_replicas = models.IntegerField(default=0)
+    preferred_leaders = models.IntegerField(default=0)
+    under_replicated_partitions = models.IntegerField(default=0)  # of those it leads
+    under_min_isr_partitions = models.IntegerField(default=0)  # of those it leads
+    offline_log_dirs = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "cp_broker_load"
+        ordering = ["broker_id"]
+
+
+class HealthSample(models.Model):
+    """The cluster's health at the end of each minute a commit changed it, and the leader
+    elections committed in that minute: the trends the pages chart. A minute without a row
+    changed nothing (the values carry over)."""
+
+    minute_ms = models.BigIntegerField(primary_key=True)  # the minute's start, epoch ms
+    under_replicated_partitions = models.IntegerField(default=0)
+    under_min_isr_partitions = models.IntegerField(default=0)
+    at_min_isr_partitions = models.IntegerField(default=0)
+    leaderless_partitions = models.IntegerField(default=0)
+    preferred_replica_imbalance = models.IntegerField(default=0)
+    offline_log_dirs = models.IntegerField(default=0)
+    leader_elections = models.IntegerField(default=0)
+    unclean_leader_elections = models.IntegerField(default=0)
+
+    class Meta:
+        db_table = "cp_health_sample"
+        ordering = ["minute_ms"]

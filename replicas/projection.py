@@ -33,13 +33,23 @@ PARTITION_COLUMNS = [
     Column("offline_replica_count", "int"),
     Column("is_canary", "boolean"),
     Column("canary_isolated", "boolean"),
+    Column("isr_count", "int"),
+    Column("preferred_leader", "int"),
 ]
 
 
 STATE_COLUMNS = [
     c
     for c in PARTITION_COLUMNS
-    if c.name not in ("replicas", "replica_ids", "replica_count", "is_canary", "canary_isolated")
+    if c.name
+    not in (
+        "replicas",
+        "replica_ids",
+        "replica_count",
+        "is_canary",
+        "canary_isolated",
+        "preferred_leader",
+    )
 ]
 
 
@@ -67,6 +77,8 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
         len(p.offline_replicas),
         p.is_canary,
         p.canary_isolated,
+        len(p.isr),
+        p.preferred_leader,
     )
 
 

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+import dataclasses
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet
+from django.db.models.functions import Coalesce
 
 from brokers.models import Broker
 from brokers.projection import registration_from_row
+from controlplane.controller.health import ClusterHealth as ClusterHealthFigures
+from controlplane.controller.health import HealthCounts
 from controlplane.controller.image import (
     MetadataDelta,
     MetadataImage,
@@ -17,16 +21,32 @@ from controlplane.controller.image import (
 )
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
 from replicas.filtersets import TopicFilterSet
-from replicas.models import Partition, Topic
+from replicas.models import BrokerLoad, ClusterHealth, HealthSample, Partition, Topic
+
+# Each topic's health figures, from its cp_topic_health row (the controller's counts).
+TOPIC_HEALTH_FIELDS = {
+    "leaderless_count": "leaderless_partitions",
+    "offline_replica_total": "offline_replicas",
+    "under_replicated_count": "under_replicated_partitions",
+    "under_min_isr_count": "under_min_isr_partitions",
+    "at_min_isr_count": "at_min_isr_partitions",
+    "imbalanced_count": "preferred_replica_imbalance",
+}
+
+
+def with_topic_health(topics: QuerySet[Topic]) -> QuerySet[Topic]:
+    """Topics annotated with their health figures (one join to cp_topic_health, no partition
+    read): `leaderless_count`, `offline_replica_total`, `under_replicated_count`,
+    `under_min_isr_count`, `at_min_isr_count`, `imbalanced_count`, `min_isr`."""
+    figures = {
+        name: Coalesce(F(f"health__{column}"), 0) for name, column in TOPIC_HEALTH_FIELDS.items()
+    }
+    return topics.annotate(**figures, min_isr=F("health__min_insync_replicas"))
 
 
 def topic_list(*, topic_ids: Iterable[str] | None = None) -> QuerySet[Topic]:
-    """Topics (all, or those of `topic_ids`) with their leaderless and offline-replica
-    counts, in one query."""
-    topics = Topic.objects.annotate(
-        leaderless_count=Count("partitions", filter=Q(partitions__leader=-1)),
-        offline_replica_total=Sum("partitions__offline_replica_count", default=0),
-    ).order_by("name")
+    """Topics (all, or those of `topic_ids`) with their health figures, in one query."""
+    topics = with_topic_health(Topic.objects.order_by("name"))
     if topic_ids is not None:
         topics = topics.filter(topic_id__in=list(topic_ids))
     return topics
@@ -68,17 +88,24 @@ def topic_name_list(
 
 
 def topic_id_list(
-    *, filters: Mapping[str, Any] | None = None, exclude: Collection[str] | None = None
+    *,
+    filters: Mapping[str, Any] | None = None,
+    exclude: Collection[str] | None = None,
+    order_by: Sequence[str] = (),
 ) -> QuerySet[Topic, str]:
     """The ids of the topics that pass `filters` (TopicFilterSet's, None: unfiltered), by
-    name, leaving out `exclude`. Lazy: a page is a count and a slice, whose counts
-    `topic_list(topic_ids=...)` then reads for that page alone."""
+    name (or by `order_by`: Topic fields, or `health__<figure>`, then name), leaving out
+    `exclude`. Lazy: a page is a count and a slice, whose figures `topic_list(topic_ids=...)`
+    then reads for that page alone."""
     topics: QuerySet[Topic] = TopicFilterSet(filters, queryset=_topics_by_name(exclude)).qs
+    if order_by:
+        topics = topics.order_by(*order_by, "name")
     return topics.values_list("topic_id", flat=True)
 
 
 def partition_list(*, topic_id: str | None = None) -> QuerySet[Partition]:
-    partitions = Partition.objects.select_related("topic").order_by(
+    """Partitions with their topic and its health row (its min.insync.replicas)."""
+    partitions = Partition.objects.select_related("topic", "topic__health").order_by(
         "topic__name", "partition_index"
     )
     if topic_id is not None:
@@ -131,25 +158,48 @@ def partition_as_dict(p: Partition) -> dict[str, Any]:
     }
 
 
+def cluster_health() -> dict[str, Any]:
+    """The cluster's health as the controller last counted it (one query): the contract's
+    `health` object and the rest of the counts, with `updated_ms` (None: no controller has
+    counted it yet, so every figure is 0)."""
+    row = ClusterHealth.objects.filter(pk=1).first()
+    if row is None:
+        return {**ClusterHealthFigures(HealthCounts()).as_dict(), "updated_ms": None}
+    counts = HealthCounts(*(getattr(row, f.name) for f in dataclasses.fields(HealthCounts)))
+    figures = ClusterHealthFigures(counts, row.offline_log_dirs).as_dict()
+    return {**figures, "updated_ms": row.updated_ms}
+
+
+def broker_loads() -> dict[int, BrokerLoad]:
+    """What each broker holds and leads, by broker id (brokers holding nothing are absent)."""
+    return {load.broker_id: load for load in BrokerLoad.objects.all()}
+
+
+def health_samples(*, since_ms: int) -> list[HealthSample]:
+    """The trend rows from `since_ms` on, with the last row before it (the values then)."""
+    before = HealthSample.objects.filter(minute_ms__lt=since_ms).order_by("-minute_ms")[:1]
+    rows = list(HealthSample.objects.filter(minute_ms__gte=since_ms).order_by("minute_ms"))
+    return [*before, *rows]
+
+
 def replication_summary() -> dict[str, int]:
-    """What the replication metrics report, in two queries."""
-    counts = Partition.objects.aggregate(
-        partitions=Count("id"),
-        leaderless=Count("id", filter=Q(leader=-1)),
-        offline_partitions=Count(
-            "id", filter=Q(offline_replica_count__gt=0, offline_replica_count=F("replica_count"))
-        ),
-        offline_replicas=Sum("offline_replica_count", default=0),
-    )
+    """What the replication metrics report: the controller's counts, the topic count and the
+    election counters (three queries, none over the partitions)."""
+    health = cluster_health()
     cluster = Cluster.objects.filter(pk=1).values(
         "leader_elections_total", "unclean_leader_elections_total"
     ).first() or {"leader_elections_total": 0, "unclean_leader_elections_total": 0}
     return {
         "topics": Topic.objects.count(),
-        "partitions": counts["partitions"],
-        "leaderless_partitions": counts["leaderless"],
-        "offline_partitions": counts["offline_partitions"],
-        "offline_replicas": counts["offline_replicas"] or 0,
+        "partitions": health["partitions"],
+        "leaderless_partitions": health["leaderless_partitions"],
+        "offline_partitions": health["offline_partitions"],
+        "offline_replicas": health["offline_replicas"],
+        "under_replicated_partitions": health["under_replicated_partitions"],
+        "under_min_isr_partitions": health["under_min_isr_partitions"],
+        "at_min_isr_partitions": health["at_min_isr_partitions"],
+        "preferred_replica_imbalance": health["preferred_replica_imbalance"],
+        "offline_log_dirs": health["offline_log_dirs"],
         "leader_elections_total": cluster["leader_elections_total"],
         "unclean_leader_elections_total": cluster["unclean_leader_elections_total"],
     }

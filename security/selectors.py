@@ -3,6 +3,9 @@ Kafka's DescribeAcls and DescribeDelegationToken filter them. The API and the UI
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hmac
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -17,8 +20,9 @@ from controlplane.controller.acls.bindings import (
     ResourceType,
 )
 from controlplane.controller.acls.control import ACL_FIELDS, binding_of
+from controlplane.controller.errors import ApiError
 from controlplane.controller.records import AccessControlEntryRecord
-from controlplane.controller.tokens.control import secret_of
+from controlplane.controller.tokens.control import compute_hmac, secret_of
 from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.models import Acl
 from controlplane.principals import AuthenticatedPrincipal
@@ -117,3 +121,30 @@ def tokens_describe(
         is_super=principal.is_super,
         may_describe=may_describe,
     )
+
+
+def principal_search(*, contains: str, limit: int) -> list[str]:
+    """Principals whose name contains `contains` (case-insensitive): those with a token here
+    and those ACLs name, `User:<name>`, sorted, at most `limit` (two queries)."""
+    from controlplane.models import Principal
+
+    known = Principal.objects.filter(name__icontains=contains).values_list("name", flat=True)
+    named = (
+        Acl.objects.filter(principal__icontains=contains)
+        .values_list("principal", flat=True)
+        .distinct()
+        .order_by("principal")
+    )
+    found = {f"User:{name}" for name in known[:limit]} | set(named[:limit])
+    return sorted(found)[:limit]
+
+
+def token_hmac_matches(*, token_id: str, hmac_text: str) -> bool:
+    """Whether `hmac_text` is the HMAC of token `token_id` (so a page that names the token
+    acts on that token and no other); False without a secret key or for a malformed HMAC."""
+    try:
+        secret = secret_of(config_view())
+        wanted = base64.b64decode(hmac_text, validate=True)
+    except (ApiError, binascii.Error, ValueError):
+        return False
+    return hmac.compare_digest(compute_hmac(secret, token_id), wanted)

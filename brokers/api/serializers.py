@@ -90,4 +90,5 @@ class BrokerSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "software_version",
             "listeners",
             "log_dirs",
+            "offline_log_dirs",
         ]

@@ -15,8 +15,10 @@ from controlplane import metrics, selectors
 from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterActionPermission, ClusterDescribePermission
 from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataRecordSerializer
+from controlplane.controller.health import CONTRACT_FIELDS
 from controlplane.filtersets import MetadataRecordFilterSet
 from controlplane.runtime.notifier import notifier
+from replicas.selectors import cluster_health
 
 
 class WhoAmIView(APIView):
@@ -36,6 +38,8 @@ class ClusterView(APIView):
         summary = broker_selectors.cluster_summary()
         sessions = broker_sessions()
         summary["brokers"] = [broker_as_dict(b, sessions) for b in broker_list()]
+        health = cluster_health()
+        summary["health"] = {name: health[name] for name in CONTRACT_FIELDS}
         return Response(summary)
 
 

@@ -71,6 +71,9 @@ class BrokerRegistrationChangeRecord(Record):
     broker_epoch: int
     fenced: int = FencingChange.NONE
     in_controlled_shutdown: int = ControlledShutdownChange.NONE
+    # The log dirs the broker's heartbeats report offline (Kafka's OfflineLogDirs, KIP-858),
+    # sorted; None leaves them unchanged. Kafka's v2 record keeps the online ones instead.
+    offline_log_dirs: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

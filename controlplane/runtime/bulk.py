@@ -80,8 +80,10 @@ def prepared_update(
     columns: Sequence[Column],
     rows: Sequence[Sequence[Any]],
     key: Sequence[str],
+    where_null: Sequence[str] = (),
 ) -> Write:
-    """UPDATE existing rows, matched on the `key` columns."""
+    """UPDATE existing rows, matched on the `key` columns (and, with `where_null`, only those
+    whose named columns are still NULL)."""
     if not rows:
         return _nothing
     q = connection.ops.quote_name
@@ -91,12 +93,14 @@ def prepared_update(
         sets = ", ".join(
             f"{q(c.name)} = v.{q(c.name)}" + ("::jsonb" if c.json else "") for c in values
         )
-        match = " AND ".join(f"t.{q(k)} = v.{q(k)}" for k in key)
+        match = " AND ".join(
+            [*(f"t.{q(k)} = v.{q(k)}" for k in key), *(f"t.{q(n)} IS NULL" for n in where_null)]
+        )
         sql = f"UPDATE {table} AS t SET {sets} FROM {source} WHERE {match}"
         return lambda: _server_bound(sql, params)
     positions = {c.name: i for i, c in enumerate(columns)}
     sets = ", ".join(f"{q(c.name)} = %s" for c in values)
-    match = " AND ".join(f"{q(k)} = %s" for k in key)
+    match = " AND ".join([*(f"{q(k)} = %s" for k in key), *(f"{q(n)} IS NULL" for n in where_null)])
     order = [positions[c.name] for c in values] + [positions[k] for k in key]
     return _executemany(
         f"UPDATE {table} SET {sets} WHERE {match}", [[row[i] for i in order] for row in rows]

@@ -119,7 +119,7 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
         columns=LOG_COLUMNS,
         rows=_log_rows(delta, writes, lease.epoch, timestamp),
     )
-    project = prepare_delta(delta)
+    project = prepare_delta(delta, writes, timestamp)
     remember = prepared_upsert(
         table="cp_applied_request",
         columns=APPLIED_COLUMNS,

@@ -7,8 +7,8 @@ size of the delta) and loads its part of the image back. Apps register theirs in
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from django.db.models import Q
 
@@ -36,11 +36,19 @@ def register_projection(projection: Projection) -> Projection:
     return projection
 
 
-def prepare_delta(delta: MetadataDelta) -> list[Callable[[], None]]:
+def prepare_delta(
+    delta: MetadataDelta, commit: Sequence[Any] = (), timestamp_ms: int = 0
+) -> list[Callable[[], None]]:
     """Every projection's writes for `delta`. Projections that can build their SQL ahead
-    (`prepare`) do it now, before the commit takes the cluster lock; the rest write then."""
+    (`prepare`) do it now, before the commit takes the cluster lock; the rest write then.
+    Those that need to know which write each record came from and when (the timeline)
+    declare `prepare_commit(delta, writes, timestamp_ms)`: `commit` are the AppliedWrites."""
     writes: list[Callable[[], None]] = []
     for projection in PROJECTIONS.values():
+        prepare_commit = getattr(projection, "prepare_commit", None)
+        if prepare_commit is not None:
+            writes.extend(prepare_commit(delta, commit, timestamp_ms))
+            continue
         prepare = getattr(projection, "prepare", None)
         if prepare is not None:
             writes.extend(prepare(delta))

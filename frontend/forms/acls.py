@@ -40,10 +40,17 @@ def _host_field() -> forms.CharField:
 
 
 def _clean_principal(value: str) -> str:
+    """Kafka's principal format, with a name: the form starts at `User:`, and a bare `User:`
+    submitted as it is would grant an empty name (Kafka allows it, no one means it)."""
     try:
-        parse_principal(value)
+        _, name = parse_principal(value)
     except ValueError as error:
         raise forms.ValidationError(f"Invalid principal {value!r}: {error}") from None
+    if not name.strip():
+        raise forms.ValidationError(
+            f"The principal {value!r} names nobody: give a name after the colon "
+            "(User:alice), or User:* for every user."
+        )
     return value
 
 
@@ -80,6 +87,18 @@ class AclForm(forms.Form):
             "operation": data["operation"],
             "permission_type": data["permission_type"],
         }
+
+
+class AclDeleteForm(AclForm):
+    """The ACL to delete, exactly as it is: one made for an empty name can be deleted too."""
+
+    def clean_principal(self) -> str:
+        value = str(self.cleaned_data["principal"])
+        try:
+            parse_principal(value)
+        except ValueError as error:
+            raise forms.ValidationError(f"Invalid principal {value!r}: {error}") from None
+        return value
 
 
 PRODUCER, CONSUMER = "producer", "consumer"

@@ -1,4 +1,4 @@
-"""Rows of the cluster pages: brokers, their metadata records, replica incidents."""
+"""Rows of the cluster pages: brokers (with what they hold) and their metadata records."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 from brokers.models import Broker
 from brokers.selectors import broker_as_dict
 from controlplane.controller.config_schema import redact_record_data
-from controlplane.controller.records import NO_LEADER_CHANGE
 from controlplane.models import MetadataRecord
 from frontend.tables.common import format_age, format_ms
+from replicas.models import BrokerLoad
 
 STATE_BADGES = {
     "UNFENCED": "ok",
@@ -29,6 +29,12 @@ def format_listener(listener: dict[str, Any]) -> str:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class LogDirRow:
+    log_dir: str
+    offline: bool
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class BrokerRow:
     broker_id: int
     state: str
@@ -38,15 +44,41 @@ class BrokerRow:
     pod: str
     rack: str | None
     listeners: list[str]
-    log_dirs: list[str]
+    log_dirs: list[LogDirRow]
+    offline_log_dir_names: list[str]  # named by its heartbeats
     last_contact_ms: int | None
     last_heartbeat: str
     last_heartbeat_at: str
     metadata_offset: int | None
+    # What it holds (the controller's counts): leaders, replicas, and the trouble among them.
+    leaders: int = 0
+    replicas: int = 0
+    in_sync_replicas: int = 0
+    offline_replicas: int = 0
+    preferred_leaders: int = 0
+    under_replicated_partitions: int = 0
+    under_min_isr_partitions: int = 0
+    offline_log_dirs: int = 0
+
+    @property
+    def unnamed_offline_dir(self) -> bool:
+        """AlterReplicaState told of a failed dir its heartbeats do not name."""
+        return self.offline_log_dirs > len(self.offline_log_dir_names)
+
+    @property
+    def out_of_sync(self) -> int:
+        return self.replicas - self.in_sync_replicas
 
 
-def broker_row(broker: Broker, sessions: dict[int, dict[str, int]], now_ms: int) -> BrokerRow:
+def broker_row(
+    broker: Broker,
+    sessions: dict[int, dict[str, int]],
+    now_ms: int,
+    load: BrokerLoad | None = None,
+) -> BrokerRow:
     data = broker_as_dict(broker, sessions)
+    offline_dirs = [str(d) for d in data["offline_log_dirs"] or []]
+    figures = {f: getattr(load, f) for f in LOAD_FIELDS} if load is not None else {}
     return BrokerRow(
         broker_id=data["broker_id"],
         state=data["state"],
@@ -56,18 +88,36 @@ def broker_row(broker: Broker, sessions: dict[int, dict[str, int]], now_ms: int)
         pod=data["pod"],
         rack=data["rack"],
         listeners=[format_listener(item) for item in data["listeners"] or []],
-        log_dirs=[str(item) for item in data["log_dirs"] or []],
+        log_dirs=[LogDirRow(str(d), str(d) in offline_dirs) for d in data["log_dirs"] or []],
+        offline_log_dir_names=offline_dirs,
         last_contact_ms=data["last_contact_ms"],
         last_heartbeat=format_age(data["last_contact_ms"], now_ms),
         last_heartbeat_at=format_ms(data["last_contact_ms"]),
         metadata_offset=data["metadata_offset"],
+        **figures,
     )
 
 
+LOAD_FIELDS = (
+    "leaders",
+    "replicas",
+    "in_sync_replicas",
+    "offline_replicas",
+    "preferred_leaders",
+    "under_replicated_partitions",
+    "under_min_isr_partitions",
+    "offline_log_dirs",
+)
+
+
 def broker_rows(
-    brokers: Iterable[Broker], sessions: dict[int, dict[str, int]], now_ms: int
+    brokers: Iterable[Broker],
+    sessions: dict[int, dict[str, int]],
+    now_ms: int,
+    loads: dict[int, BrokerLoad] | None = None,
 ) -> list[BrokerRow]:
-    return [broker_row(broker, sessions, now_ms) for broker in brokers]
+    loads = loads or {}
+    return [broker_row(b, sessions, now_ms, loads.get(b.broker_id)) for b in brokers]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,47 +151,3 @@ def record_rows(records: Iterable[MetadataRecord]) -> list[RecordRow]:
         )
         for record in records
     ]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class IncidentRow:
-    offset: int
-    time: str
-    principal: str
-    request_id: str
-    topic: str
-    partition_index: int
-    offline_replicas: list[int]
-    new_leader: int
-    leaderless: bool
-    new_isr: list[int] | None
-
-    @property
-    def leader_changed(self) -> bool:
-        return self.new_leader != NO_LEADER_CHANGE
-
-
-def incident_rows(incidents: Iterable[dict[str, Any]]) -> list[IncidentRow]:
-    """Rows from `replicas.selectors.replica_incidents()`; entries that name no offline replica
-    (a change recorded with the field unset) are not offline-replica incidents and are left out."""
-    rows = []
-    for item in incidents:
-        offline = [int(b) for b in item.get("offline_replicas") or []]
-        if not offline:
-            continue
-        new_isr = item.get("new_isr")
-        rows.append(
-            IncidentRow(
-                offset=int(item["offset"]),
-                time=format_ms(item.get("timestamp_ms")),
-                principal=str(item.get("principal") or ""),
-                request_id=str(item.get("request_id") or ""),
-                topic=str(item["topic"]),
-                partition_index=int(item["partition_index"]),
-                offline_replicas=offline,
-                new_leader=int(item.get("new_leader", NO_LEADER_CHANGE)),
-                leaderless=bool(item.get("leaderless")),
-                new_isr=None if new_isr is None else [int(b) for b in new_isr],
-            )
-        )
-    return rows

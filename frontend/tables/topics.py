@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
+from django.core.exceptions import ObjectDoesNotExist
+
 from controlplane.controller.records import NO_LEADER
 from replicas.models import Partition, Topic
 
@@ -16,6 +18,11 @@ class TopicRow:
     partition_count: int
     leaderless_count: int
     offline_replica_total: int
+    under_replicated_count: int = 0
+    under_min_isr_count: int = 0
+    at_min_isr_count: int = 0
+    imbalanced_count: int = 0
+    min_isr: int | None = None
 
     @property
     def leaderless(self) -> bool:
@@ -23,13 +30,23 @@ class TopicRow:
 
 
 def topic_row(topic: Topic) -> TopicRow:
-    """A topic from `replicas.selectors.topic_list()` (with its annotations)."""
+    """A topic from `replicas.selectors.topic_list()` (with its health figures)."""
+
+    def figure(name: str) -> int:
+        return int(getattr(topic, name, 0) or 0)
+
+    min_isr = getattr(topic, "min_isr", None)
     return TopicRow(
         name=topic.name,
         topic_id=topic.topic_id,
         partition_count=topic.partition_count,
-        leaderless_count=int(getattr(topic, "leaderless_count", 0) or 0),
-        offline_replica_total=int(getattr(topic, "offline_replica_total", 0) or 0),
+        leaderless_count=figure("leaderless_count"),
+        offline_replica_total=figure("offline_replica_total"),
+        under_replicated_count=figure("under_replicated_count"),
+        under_min_isr_count=figure("under_min_isr_count"),
+        at_min_isr_count=figure("at_min_isr_count"),
+        imbalanced_count=figure("imbalanced_count"),
+        min_isr=None if min_isr is None else int(min_isr),
     )
 
 
@@ -78,14 +95,28 @@ class PartitionRow:
     offline_replicas: list[int]
     is_canary: bool
     canary_isolated: bool = False
+    min_isr: int | None = None  # the topic's effective min.insync.replicas
 
     @property
     def leaderless(self) -> bool:
         return self.leader == NO_LEADER
 
     @property
+    def under_min_isr(self) -> bool:
+        """Producers with acks=all fail on it."""
+        return self.min_isr is not None and len(self.isr) < self.min_isr
+
+    @property
     def under_replicated(self) -> bool:
         return len(self.isr) < len(self.replicas)
+
+    @property
+    def preferred_leader(self) -> int:
+        return self.replicas[0].broker_id if self.replicas else NO_LEADER
+
+    @property
+    def on_preferred_leader(self) -> bool:
+        return self.leader == self.preferred_leader
 
 
 def partition_row(partition: Partition, *, topic_name: str | None = None) -> PartitionRow:
@@ -110,7 +141,17 @@ def partition_row(partition: Partition, *, topic_name: str | None = None) -> Par
         offline_replicas=offline,
         is_canary=partition.is_canary,
         canary_isolated=partition.canary_isolated,
+        min_isr=_min_isr(partition),
     )
+
+
+def _min_isr(partition: Partition) -> int | None:
+    """The topic's min.insync.replicas, from its health row (`partition_list()` selects it with
+    the partition); None before the controller counted the topic."""
+    try:
+        return int(partition.topic.health.min_insync_replicas)
+    except ObjectDoesNotExist:
+        return None
 
 
 def partition_rows(
@@ -145,3 +186,66 @@ def broker_replica_rows(partitions: Iterable[Partition], broker_id: int) -> list
             )
         rows.append(BrokerReplicaRow(partition=row, replica=cell))
     return rows
+
+
+# --- the heatmap: partitions x brokers ----------------------------------------------------
+HEAT_ROLES = {
+    "leader": ("L", "leader"),
+    "in-sync": ("F", "follower in the ISR"),
+    "out-of-sync": ("O", "follower out of the ISR"),
+    "offline": ("X", "offline replica"),
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HeatCell:
+    broker_id: int
+    role: str  # a HEAT_ROLES key, "" where the broker holds no replica
+
+    @property
+    def letter(self) -> str:
+        return HEAT_ROLES[self.role][0] if self.role else ""
+
+    @property
+    def description(self) -> str:
+        return HEAT_ROLES[self.role][1] if self.role else "no replica"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HeatRow:
+    partition_index: int
+    leaderless: bool
+    cells: list[HeatCell]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Heatmap:
+    brokers: list[int]
+    rows: list[HeatRow]
+    leaders_per_broker: list[int]
+    replicas_per_broker: list[int]
+
+
+def heatmap(partitions: list[PartitionRow]) -> Heatmap:
+    """Which broker holds what of each partition (the page's partitions): leader, follower in
+    or out of the ISR, offline."""
+    brokers = sorted({c.broker_id for p in partitions for c in p.replicas})
+    rows = []
+    for p in partitions:
+        by_broker = {c.broker_id: c for c in p.replicas}
+        cells = []
+        for broker_id in brokers:
+            cell = by_broker.get(broker_id)
+            if cell is None:
+                role = ""
+            elif cell.offline:
+                role = "offline"
+            elif cell.is_leader:
+                role = "leader"
+            else:
+                role = "in-sync" if cell.in_isr else "out-of-sync"
+            cells.append(HeatCell(broker_id, role))
+        rows.append(HeatRow(p.partition_index, p.leaderless, cells))
+    leaders = [sum(1 for r in rows if r.cells[i].role == "leader") for i in range(len(brokers))]
+    replicas = [sum(1 for r in rows if r.cells[i].role) for i in range(len(brokers))]
+    return Heatmap(brokers, rows, leaders, replicas)

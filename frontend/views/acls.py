@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from frontend.forms.acls import AclFilterForm, AclForm, ClientAclForm
+from frontend.forms.acls import AclDeleteForm, AclFilterForm, AclForm, ClientAclForm
 from frontend.tables.acls import acl_groups, acl_rows
 from frontend.tables.common import KafkaProblem
 from frontend.views.base import (
@@ -22,6 +22,7 @@ from frontend.views.base import (
     render_admin,
     result_page,
 )
+from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed
 from frontend.writes import (
     answer_matching_acls,
     answer_problems,
@@ -142,6 +143,35 @@ acl_create_view = form_view(_acl_create_form, _acl_create_submit)
 acl_create_client_view = form_view(_client_acl_form, _client_acl_submit)
 
 
+def delete_confirmation(form: AclDeleteForm, described: str) -> Confirmation:
+    return Confirmation(
+        title="Delete this ACL?",
+        action=reverse("frontend:acl-delete"),
+        button="Delete the ACL",
+        back_url=reverse("frontend:acl-list"),
+        facts=[
+            (label, str(form.initial.get(name) or form.data.get(name) or ""))
+            for name, label in (
+                ("resource_type", "Resource type"),
+                ("resource_name", "Resource name"),
+                ("pattern_type", "Pattern type"),
+                ("principal", "Principal"),
+                ("host", "Host"),
+                ("operation", "Operation"),
+                ("permission_type", "Permission"),
+            )
+        ],
+        consequences=[
+            f"{described} stops applying at once.",
+            "DeleteAcls with a filter that matches exactly this binding: no other ACL goes.",
+        ],
+        fields={
+            name: (form.initial.get(name) if not form.is_bound else form.data.get(name)) or ""
+            for name in AclForm.base_fields
+        },
+    )
+
+
 @principal_required
 def acl_delete_confirm_view(request: HttpRequest, acl_id: str) -> HttpResponse:
     """The ACL to delete, and the button that deletes exactly it."""
@@ -156,15 +186,10 @@ def acl_delete_confirm_view(request: HttpRequest, acl_id: str) -> HttpResponse:
             status=404,
         )
     (acl,) = acl_rows([found])
-    form = AclForm(initial={name: getattr(acl, name) for name in AclForm.base_fields})
-    return render_admin(
-        request,
-        title="Delete an ACL",
-        section="acls",
-        fragment="frontend/partials/acl_delete.html",
-        context={"acl": acl, "form": form},
-        refresh=False,
-    )
+    initial = {name: getattr(acl, name) for name in AclForm.base_fields}
+    form = AclDeleteForm(initial=initial)
+    described = describe_creation(initial)
+    return confirm_page(request, delete_confirmation(form, described), section="acls")
 
 
 @require_POST
@@ -172,7 +197,7 @@ def acl_delete_confirm_view(request: HttpRequest, acl_id: str) -> HttpResponse:
 def acl_delete_view(request: HttpRequest) -> HttpResponse:
     """DeleteAcls with the filter that matches exactly the confirmed ACL, through the API."""
     back = reverse("frontend:acl-list")
-    form = AclForm(request.POST)
+    form = AclDeleteForm(request.POST)
     if not form.is_valid():
         problems = malformed("The ACL to delete is malformed.")
         return result_page(
@@ -183,6 +208,10 @@ def acl_delete_view(request: HttpRequest) -> HttpResponse:
             back_url=back,
             status=400,
         )
+    described = describe_creation(form.creation())
+    confirmation = delete_confirmation(form, described)
+    if not is_confirmed(request, confirmation):
+        return ask_again(request, confirmation, section="acls")
     answer = rpc_call(request, "DeleteAcls", {"filters": [form.deletion_filter()]})
     problems = answer_problems(answer, "filter_results") or matching_acl_problems(answer)
     if problems:
@@ -194,7 +223,6 @@ def acl_delete_view(request: HttpRequest) -> HttpResponse:
             back_url=back,
             status=refusal_status(answer, problems),
         )
-    described = describe_creation(form.creation())
     if answer_matching_acls(answer):
         messages.success(request, f"Deleted ACL: {described}.")
     else:

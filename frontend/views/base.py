@@ -3,9 +3,10 @@ topic visibility, and the admin pages' plumbing (forms, refusals, a write's erro
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -106,6 +107,31 @@ def principal_required(view: View) -> View:
         return view(request, *args, **kwargs)
 
     return never_cache(wrapped)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Sorting:
+    """How a list is sorted: `?sort=key` ascending, `?sort=-key` descending."""
+
+    key: str
+    descending: bool
+    order_by: tuple[str, ...]  # the queryset's order for it (then the list's own order)
+
+
+SORT_PARAM = "sort"
+
+
+def sorting(request: HttpRequest, columns: Mapping[str, Sequence[str]], default: str) -> Sorting:
+    """The sort the page asks for, among `columns` (key -> the fields it orders by); anything
+    else falls back to `default`."""
+    asked = request.GET.get(SORT_PARAM, default)
+    descending = asked.startswith("-")
+    key = asked.lstrip("-")
+    if key not in columns:
+        descending = default.startswith("-")
+        key = default.lstrip("-")
+    fields = tuple(f"-{f}" if descending else f for f in columns[key])
+    return Sorting(key, descending, fields)
 
 
 def paginate(request: HttpRequest, items: Any, per_page: int) -> Page:  # type: ignore[type-arg]

@@ -1,8 +1,16 @@
-"""The cluster's pages: the overview, the brokers, and the replica incidents."""
+"""The cluster's pages: the overview (health the Kafka way, each figure a link to the partitions
+it counts, with its trend), the brokers (what each holds and leads, its log dirs) and one broker.
+Every figure is the controller's count (cp_cluster_health, cp_broker_load): no page scans the
+partitions to count them."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+import dataclasses
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.http import urlencode
 
 from brokers.selectors import (
     broker_get,
@@ -12,12 +20,12 @@ from brokers.selectors import (
     cluster_summary,
 )
 from controlplane.runtime.lease import now_ms
-from frontend.forms.cluster import IncidentFilterForm
+from frontend.tables.charts import broker_bars, trend_charts
 from frontend.tables.cluster import (
     STATE_BADGES,
+    BrokerRow,
     broker_row,
     broker_rows,
-    incident_rows,
     record_rows,
 )
 from frontend.tables.topics import broker_replica_rows
@@ -26,31 +34,117 @@ from frontend.views.base import (
     paginate,
     principal_required,
     render_page,
+    sorting,
     topic_visibility,
 )
 from replicas.selectors import (
+    broker_loads,
     broker_replica_counts,
+    health_samples,
     offline_partitions_on_broker,
     partitions_on_broker,
-    replica_incidents,
     replication_summary,
 )
+from timeline.selectors import timeline_event_list
 
 RECORDS_LIMIT = 100
 BROKER_REPLICAS_PAGE_SIZE = 50
 OFFLINE_REPLICAS_LIMIT = 100
-INCIDENTS_LIMIT = 200
-INCIDENTS_PAGE_SIZE = 50
+SPARKLINE_MINUTES = 60
+RECENT_INCIDENTS = 5
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class HealthFigure:
+    """One of the overview's health figures and where it leads."""
+
+    key: str
+    label: str
+    value: int
+    url: str
+    severity: str  # the badge when not zero
+    explanation: str
+
+
+def partitions_url(**filters: str) -> str:
+    return f"{reverse('frontend:partition-list')}?{urlencode(filters)}"
+
+
+def health_figures(summary: dict[str, Any]) -> list[HealthFigure]:
+    brokers_with_dirs = f"{reverse('frontend:broker-list')}?offline_log_dirs=true"
+    return [
+        HealthFigure(
+            "under_replicated_partitions",
+            "Under-replicated partitions",
+            summary["under_replicated_partitions"],
+            partitions_url(under_replicated="true"),
+            "warn",
+            "ISR smaller than the replicas",
+        ),
+        HealthFigure(
+            "under_min_isr_partitions",
+            "Under min ISR",
+            summary["under_min_isr_partitions"],
+            partitions_url(under_min_isr="true"),
+            "danger",
+            "ISR smaller than min.insync.replicas: acks=all producers fail",
+        ),
+        HealthFigure(
+            "at_min_isr_partitions",
+            "At min ISR",
+            summary["at_min_isr_partitions"],
+            partitions_url(at_min_isr="true"),
+            "muted",
+            "one more replica lost and acks=all producers fail",
+        ),
+        HealthFigure(
+            "leaderless_partitions",
+            "Leaderless partitions",
+            summary["leaderless_partitions"],
+            partitions_url(leaderless="true"),
+            "danger",
+            "no leader: unavailable (Kafka's OfflinePartitionsCount)",
+        ),
+        HealthFigure(
+            "preferred_replica_imbalance",
+            "Off their preferred leader",
+            summary["preferred_replica_imbalance"],
+            partitions_url(preferred_leader="false"),
+            "muted",
+            "led by another replica than the first",
+        ),
+        HealthFigure(
+            "offline_log_dirs",
+            "Offline log dirs",
+            summary["offline_log_dirs"],
+            brokers_with_dirs,
+            "danger",
+            "failed log directories on the brokers",
+        ),
+        HealthFigure(
+            "offline_replicas",
+            "Offline replicas",
+            summary["offline_replicas"],
+            partitions_url(offline="true"),
+            "warn",
+            "replicas in a failed log dir (KIP-589)",
+        ),
+    ]
 
 
 @principal_required
 def overview_view(request: HttpRequest) -> HttpResponse:
     summary = cluster_summary()
+    replication = replication_summary()
     states = [
         {"state": state, "count": count, "badge": STATE_BADGES.get(state, "muted")}
         for state, count in summary["broker_states"].items()
     ]
     pods = [{"pod": pod, "count": count} for pod, count in summary["broker_pods"].items()]
+    now = now_ms()
+    samples = health_samples(since_ms=now - SPARKLINE_MINUTES * 60_000)
+    hidden = hidden_topics(topic_visibility(request))
+    recent = list(timeline_event_list(incidents_only=True, hidden_topics=hidden)[:RECENT_INCIDENTS])
     return render_page(
         request,
         title="Cluster overview",
@@ -61,21 +155,54 @@ def overview_view(request: HttpRequest) -> HttpResponse:
             "states": states,
             "pods": pods,
             "broker_total": sum(summary["broker_pods"].values()),
-            "replication": replication_summary(),
+            "replication": replication,
+            "health": health_figures(replication),
+            "sparklines": trend_charts(
+                samples, now_ms=now, minutes=SPARKLINE_MINUTES, kind="sparkline"
+            ),
+            "recent_incidents": recent,
         },
     )
 
 
+BROKER_SORTS: dict[str, Any] = {
+    "id": lambda r: r.broker_id,
+    "state": lambda r: (r.state, r.broker_id),
+    "leaders": lambda r: (r.leaders, r.broker_id),
+    "replicas": lambda r: (r.replicas, r.broker_id),
+    "out_of_sync": lambda r: (r.out_of_sync, r.broker_id),
+    "under_replicated": lambda r: (r.under_replicated_partitions, r.broker_id),
+    "offline_replicas": lambda r: (r.offline_replicas, r.broker_id),
+    "offline_log_dirs": lambda r: (r.offline_log_dirs, r.broker_id),
+    "rack": lambda r: (r.rack or "", r.broker_id),
+}
+
+
+def sorted_brokers(request: HttpRequest, rows: list[BrokerRow]) -> tuple[list[BrokerRow], Any]:
+    """Brokers are few: sorted here, by any column."""
+    sort = sorting(request, {key: (key,) for key in BROKER_SORTS}, "id")
+    ordered = sorted(rows, key=BROKER_SORTS[sort.key], reverse=sort.descending)
+    return ordered, sort
+
+
 @principal_required
 def broker_list_view(request: HttpRequest) -> HttpResponse:
-    sessions = broker_sessions()
-    rows = broker_rows(broker_list(), sessions, now_ms())
+    rows = broker_rows(broker_list(), broker_sessions(), now_ms(), broker_loads())
+    only_offline_dirs = request.GET.get("offline_log_dirs") == "true"
+    if only_offline_dirs:
+        rows = [r for r in rows if r.offline_log_dirs]
+    ordered, sort = sorted_brokers(request, rows)
     return render_page(
         request,
         title="Brokers",
         section="brokers",
         fragment="frontend/partials/broker_list.html",
-        context={"brokers": rows},
+        context={
+            "brokers": ordered,
+            "sort": sort,
+            "only_offline_dirs": only_offline_dirs,
+            "bars": broker_bars(sorted(rows, key=lambda r: r.broker_id)),
+        },
     )
 
 
@@ -91,7 +218,8 @@ def broker_detail_view(request: HttpRequest, broker_id: int) -> HttpResponse:
             context={"kind": "broker", "key": broker_id},
             status=404,
         )
-    row = broker_row(broker, broker_sessions(), now_ms())
+    loads = broker_loads()
+    row = broker_row(broker, broker_sessions(), now_ms(), loads.get(broker_id))
     records = record_rows(broker_records(broker_id=broker_id, limit=RECORDS_LIMIT))
     hidden = hidden_topics(topic_visibility(request))
     replicas = partitions_on_broker(broker_id=broker_id, exclude_topics=hidden)
@@ -114,33 +242,17 @@ def broker_detail_view(request: HttpRequest, broker_id: int) -> HttpResponse:
             "offline_replicas": offline_rows[:OFFLINE_REPLICAS_LIMIT],
             "offline_truncated": len(offline_rows) > OFFLINE_REPLICAS_LIMIT,
             "offline_limit": OFFLINE_REPLICAS_LIMIT,
+            "partitions_led_url": partitions_url(leader=str(broker_id)),
+            "partitions_held_url": partitions_url(broker=str(broker_id)),
         },
     )
 
 
-@principal_required
 def incident_list_view(request: HttpRequest) -> HttpResponse:
-    form = IncidentFilterForm(request.GET)
-    if form.is_valid():
-        broker_id = form.broker_id()
-        incidents = incident_rows(replica_incidents(broker_id=broker_id, limit=INCIDENTS_LIMIT))
-        visible = topic_visibility(request)
-        if visible is not None:
-            incidents = [row for row in incidents if visible(row.topic)]
-    else:
-        broker_id, incidents = None, []
-    page = paginate(request, incidents, INCIDENTS_PAGE_SIZE)
-    return render_page(
-        request,
-        title="Replica incidents",
-        section="incidents",
-        fragment="frontend/partials/incident_list.html",
-        context={
-            "form": form,
-            "broker_id": broker_id,
-            "incidents": page.object_list,
-            "incident_total": len(incidents),
-            "incidents_limit": INCIDENTS_LIMIT,
-            "page_obj": page,
-        },
-    )
+    """The replica incidents are the timeline's incidents now (log dir failures with every
+    partition's previous and new leader, and their resolution)."""
+    params = {"incidents": "1"}
+    broker = request.GET.get("broker", "")
+    if broker.isdigit():
+        params["broker"] = broker
+    return HttpResponseRedirect(f"{reverse('frontend:timeline')}?{urlencode(params)}")

@@ -13,7 +13,7 @@ from configs.selectors import client_quota_entity_list, client_quota_list
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from frontend.forms.quotas import QuotaFilterForm, QuotaForm
 from frontend.tables.common import KafkaProblem
-from frontend.tables.quotas import quota_rows
+from frontend.tables.quotas import format_quota, quota_rows
 from frontend.views.base import (
     forbidden,
     form_view,
@@ -22,6 +22,12 @@ from frontend.views.base import (
     paginate,
     principal_required,
     render_admin,
+)
+from frontend.views.confirm import (
+    CONFIRM_FIELD,
+    Confirmation,
+    ask_again,
+    is_confirmed,
 )
 from frontend.writes import answer_problems, refusal_status, rpc_call
 
@@ -105,6 +111,11 @@ def _quota_submit(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return quota_form_page(request, form)
     entry = form.entry()
+    (op,) = entry["ops"]
+    if op["remove"]:
+        confirmation = remove_confirmation(request, form, describe_entity(entry["entity"]))
+        if not is_confirmed(request, confirmation):
+            return ask_again(request, confirmation, section="quotas")
     body = {"entries": [entry], "validate_only": False}
     answer = rpc_call(request, "AlterClientQuotas", body)
     entity = describe_entity(entry["entity"])
@@ -113,12 +124,32 @@ def _quota_submit(request: HttpRequest) -> HttpResponse:
         return quota_form_page(
             request, form, problems=problems, status=refusal_status(answer, problems)
         )
-    (op,) = entry["ops"]
     if op["remove"]:
         messages.success(request, f"Removed {op['key']} of {entity}.")
     else:
-        messages.success(request, f"Set {op['key']} = {op['value']:g} for {entity}.")
+        value = format_quota(op["value"])
+        messages.success(request, f"Set {op['key']} = {value} for {entity}.")
     return HttpResponseRedirect(reverse("frontend:quota-list"))
+
+
+def remove_confirmation(request: HttpRequest, form: QuotaForm, entity: str) -> Confirmation:
+    key = form.cleaned_data["key"]
+    return Confirmation(
+        title=f"Remove {key} of {entity}?",
+        action=reverse("frontend:quota-set"),
+        button="Remove the quota",
+        back_url=reverse("frontend:quota-list"),
+        facts=[("Entity", entity), ("Quota", key)],
+        consequences=[
+            f"{entity} is no longer limited by its own {key}: the next quota in Kafka's order "
+            "of precedence applies (a default entity's, or none: unlimited).",
+        ],
+        fields={
+            name: value
+            for name, value in request.POST.items()
+            if name not in ("csrfmiddlewaretoken", CONFIRM_FIELD)
+        },
+    )
 
 
 quota_set_view = form_view(_quota_form, _quota_submit)

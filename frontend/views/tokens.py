@@ -3,6 +3,7 @@ and creating, renewing and expiring one through the API."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.contrib import messages
@@ -11,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 
 from controlplane.controller.config_schema import CLUSTER_DEFAULT
-from controlplane.controller.errors import ApiError
+from controlplane.controller.errors import ApiError, Errors
 from controlplane.runtime.lease import now_ms
 from frontend.forms.tokens import TokenCreateForm, TokenExpireForm, TokenRenewForm
 from frontend.tables.common import KafkaProblem, format_ms
@@ -26,8 +27,9 @@ from frontend.views.base import (
     render_admin,
 )
 from frontend.views.configs import DEFAULT_KIND, ConfigTarget
+from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed, refused
 from frontend.writes import answer_problems, refusal_status, rpc_call
-from security.selectors import tokens_describe
+from security.selectors import token_hmac_matches, tokens_describe
 
 TOKENS_PAGE_SIZE = 50
 
@@ -60,17 +62,16 @@ def token_list_view(request: HttpRequest) -> HttpResponse:
     )
 
 
-TOKEN_FORMS: dict[str, tuple[type[TokenCreateForm | TokenRenewForm | TokenExpireForm], str]] = {
+TOKEN_FORMS: dict[str, tuple[type[TokenCreateForm | TokenRenewForm], str]] = {
     "create": (TokenCreateForm, "Create a delegation token"),
     "renew": (TokenRenewForm, "Renew a delegation token"),
-    "expire": (TokenExpireForm, "Expire a delegation token"),
 }
 
 
 def token_form_page(
     request: HttpRequest,
     step: str,
-    form: TokenCreateForm | TokenRenewForm | TokenExpireForm,
+    form: TokenCreateForm | TokenRenewForm,
     *,
     problems: list[KafkaProblem] | None = None,
     status: int = 200,
@@ -125,35 +126,116 @@ def _token_create_submit(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _token_expiry_submit(step: str, api: str) -> View:
-    """Renew or expire through the API; the HMAC typed in is never put back into a page."""
+def _token_renew_submit() -> View:
+    """Renew through the API; the HMAC typed in is never put back into a page."""
 
     @sensitive_post_parameters("hmac")
     @login_required
     def submit(request: HttpRequest) -> HttpResponse:
-        form = TOKEN_FORMS[step][0](request.POST)
+        form = TokenRenewForm(request.POST)
         if not form.is_valid():
-            return token_form_page(request, step, form)
-        answer = rpc_call(request, api, form.body())
+            return token_form_page(request, "renew", form)
+        answer = rpc_call(request, "RenewDelegationToken", form.body())
         problems = answer_problems(answer)
         if problems:
             return token_form_page(
-                request, step, form, problems=problems, status=refusal_status(answer, problems)
+                request, "renew", form, problems=problems, status=refusal_status(answer, problems)
             )
         expiry = int(answer.data.get("expiry_timestamp_ms", -1))
-        if step == "expire" and expiry <= now_ms():
-            messages.success(request, "The token expired: it is removed.")
-        else:
-            messages.success(request, f"The token now expires at {format_ms(expiry)}.")
+        messages.success(request, f"The token now expires at {format_ms(expiry)}.")
         return HttpResponseRedirect(reverse("frontend:token-list"))
 
     return submit
 
 
+# --- expiring: the confirmation every destructive action asks for --------------------------
+TOKEN_ID_MAX = 64
+
+
+def expire_confirmation(
+    token: Mapping[str, str] | None, form: TokenExpireForm, token_id: str
+) -> Confirmation:
+    action = reverse("frontend:token-expire")
+    facts = [("Token id", token_id)] if token_id else []
+    if token is not None:
+        facts += [("Owner", token["owner"]), ("Expires (UTC)", token["expires"])]
+    subject = f"token {token_id}" if token_id else "the token whose HMAC you give"
+    return Confirmation(
+        title=f"Expire {subject}?" if token_id else "Expire a delegation token?",
+        action=action,
+        button="Expire the token",
+        back_url=reverse("frontend:token-list"),
+        facts=facts,
+        consequences=[
+            f"With no period (or a negative one), {subject} stops authenticating at once and "
+            "is removed; with a period, it expires that many milliseconds from now.",
+            "Clients using it must get a new token. Its HMAC, asked for below, is never shown "
+            "again.",
+        ],
+        fields={"token_id": token_id} if token_id else {},
+        form=form,
+    )
+
+
+def _describable_token(request: HttpRequest, token_id: str) -> dict[str, str] | None:
+    """The token as the principal may describe it (None: unknown to it, or tokens are off)."""
+    if not token_id:
+        return None
+    try:
+        described = tokens_describe(
+            principal=request.principal,  # type: ignore[attr-defined]
+            host=client_host(request),
+        )["tokens"]
+    except ApiError:
+        return None
+    rows = [r for r in token_rows(described, now_ms()) if r.token_id == token_id]
+    return {"owner": rows[0].owner, "expires": rows[0].expires} if rows else None
+
+
+def _asked_token_id(request: HttpRequest) -> str:
+    value = request.GET.get("token_id") or request.POST.get("token_id") or ""
+    return value[:TOKEN_ID_MAX]
+
+
+@principal_required
+def _token_expire_confirm(request: HttpRequest) -> HttpResponse:
+    token_id = _asked_token_id(request)
+    token = _describable_token(request, token_id)
+    confirmation = expire_confirmation(token, TokenExpireForm(), token_id)
+    return confirm_page(request, confirmation, section="tokens")
+
+
+@sensitive_post_parameters("hmac")
+@login_required
+def _token_expire_submit(request: HttpRequest) -> HttpResponse:
+    """ExpireDelegationToken through the API, once confirmed, with an HMAC that is the named
+    token's; the HMAC typed in is never put back into a page."""
+    token_id = _asked_token_id(request)
+    form = TokenExpireForm(request.POST)
+    confirmation = expire_confirmation(_describable_token(request, token_id), form, token_id)
+    if not form.is_valid() or not is_confirmed(request, confirmation):
+        return ask_again(request, confirmation, section="tokens")
+    if token_id and not token_hmac_matches(token_id=token_id, hmac_text=form.cleaned_data["hmac"]):
+        mismatch = KafkaProblem(
+            error_code=int(Errors.DELEGATION_TOKEN_NOT_FOUND),
+            error=Errors.DELEGATION_TOKEN_NOT_FOUND.name,
+            message=f"That HMAC is not token {token_id}'s: nothing was expired.",
+        )
+        return confirm_page(
+            request, confirmation, section="tokens", problems=[mismatch], status=200
+        )
+    answer = rpc_call(request, "ExpireDelegationToken", form.body())
+    problems = answer_problems(answer)
+    if problems:
+        return refused(request, confirmation, section="tokens", answer=answer, problems=problems)
+    expiry = int(answer.data.get("expiry_timestamp_ms", -1))
+    if expiry <= now_ms():
+        messages.success(request, "The token expired: it is removed.")
+    else:
+        messages.success(request, f"The token now expires at {format_ms(expiry)}.")
+    return HttpResponseRedirect(reverse("frontend:token-list"))
+
+
 token_create_view = form_view(_token_form("create"), _token_create_submit)
-token_renew_view = form_view(
-    _token_form("renew"), _token_expiry_submit("renew", "RenewDelegationToken")
-)
-token_expire_view = form_view(
-    _token_form("expire"), _token_expiry_submit("expire", "ExpireDelegationToken")
-)
+token_renew_view = form_view(_token_form("renew"), _token_renew_submit())
+token_expire_view = form_view(_token_expire_confirm, _token_expire_submit)

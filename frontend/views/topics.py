@@ -1,15 +1,22 @@
-"""The topic pages: the topics, and one topic's partitions."""
+"""The topic pages: the topics with their health figures, one topic (its figures, its partitions
+and their heatmap over the brokers, its actions), and the partitions of the whole cluster, filtered
+as the API filters them (each health figure of the UI links here)."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from typing import Any
 
-from frontend.tables.topics import partition_rows, topic_row, topic_rows
+from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from frontend.tables.topics import heatmap, partition_rows, topic_row, topic_rows
 from frontend.views.base import (
     hidden_topics,
     paginate,
     principal_required,
     render_page,
+    sorting,
     topic_visibility,
 )
 from replicas.filtersets import PartitionFilterSet
@@ -17,16 +24,46 @@ from replicas.selectors import partition_list, topic_get, topic_id_list, topic_l
 
 TOPICS_PAGE_SIZE = 50
 PARTITIONS_PAGE_SIZE = 100
+TOPIC_SORTS = {
+    "name": ("name",),
+    "partitions": ("partition_count",),
+    "under_replicated": ("health__under_replicated_partitions",),
+    "under_min_isr": ("health__under_min_isr_partitions",),
+    "at_min_isr": ("health__at_min_isr_partitions",),
+    "leaderless": ("health__leaderless_partitions",),
+    "imbalanced": ("health__preferred_replica_imbalance",),
+    "offline": ("health__offline_replicas",),
+    "min_isr": ("health__min_insync_replicas",),
+}
+PARTITION_SORTS = {
+    "partition": ("topic__name", "partition_index"),
+    "leader": ("leader", "topic__name", "partition_index"),
+    "isr": ("isr_count", "topic__name", "partition_index"),
+    "leader_epoch": ("leader_epoch", "topic__name", "partition_index"),
+    "offline": ("offline_replica_count", "topic__name", "partition_index"),
+}
+# The partition filters the pages offer (PartitionFilterSet's), as yes / no / any.
+TRISTATE_FILTERS = (
+    ("under_replicated", "Under-replicated"),
+    ("under_min_isr", "Under min ISR"),
+    ("at_min_isr", "At min ISR"),
+    ("leaderless", "Leaderless"),
+    ("preferred_leader", "On preferred leader"),
+    ("offline", "Offline replicas"),
+)
 
 
 @principal_required
 def topic_list_view(request: HttpRequest) -> HttpResponse:
-    # Filter and page over the topics alone, then count partitions for that page only: the
-    # aggregate joins just the page's partitions, whatever the size of the cluster.
+    # Filter, sort and page over the topics alone (joined to their health row to sort by a
+    # figure), then read the page's topics with their figures: no partition is read.
+    sort = sorting(request, TOPIC_SORTS, "name")
     hidden = hidden_topics(topic_visibility(request))
-    topic_ids = topic_id_list(filters=request.GET or None, exclude=hidden)
+    topic_ids = topic_id_list(filters=request.GET or None, exclude=hidden, order_by=sort.order_by)
     page = paginate(request, topic_ids, TOPICS_PAGE_SIZE)
-    topics = topic_list(topic_ids=page.object_list)
+    ids = list(page.object_list)
+    by_id = {t.topic_id: t for t in topic_list(topic_ids=ids)}
+    topics = [by_id[i] for i in ids if i in by_id]
     return render_page(
         request,
         title="Topics",
@@ -36,26 +73,53 @@ def topic_list_view(request: HttpRequest) -> HttpResponse:
             "query": request.GET.get("q", ""),
             "topics": topic_rows(topics),
             "page_obj": page,
+            "sort": sort,
         },
     )
+
+
+def _filters(filterset: PartitionFilterSet) -> dict[str, Any]:
+    """The valid filter values, as the form shows them again."""
+    values = filterset.form.cleaned_data if filterset.form.is_valid() else {}
+    shown: dict[str, Any] = {name: _tristate(values.get(name)) for name, _ in TRISTATE_FILTERS}
+    for name in ("broker", "leader"):
+        shown[name] = "" if values.get(name) is None else int(values[name])
+    shown["topic"] = values.get("topic") or ""
+    return shown
+
+
+def _tristate(value: bool | None) -> str:
+    return "" if value is None else ("true" if value else "false")
+
+
+def _filtered(filters: dict[str, Any]) -> bool:
+    return any(value not in (None, "") for value in filters.values())
+
+
+def forbidden_topic(request: HttpRequest, name: str) -> HttpResponse:
+    # As Kafka: an unauthorized principal is not told whether the topic exists.
+    return render_page(
+        request,
+        title="Not authorized",
+        section="topics",
+        fragment="frontend/partials/forbidden.html",
+        context={
+            "message": f"Not authorized to describe topic {name}.",
+            "requirement": "Viewing a topic needs DESCRIBE on the TOPIC resource.",
+        },
+        status=403,
+    )
+
+
+def topic_filter_url(name: str, **filters: str) -> str:
+    return f"{reverse('frontend:topic-detail', args=[name])}?{urlencode(filters)}"
 
 
 @principal_required
 def topic_detail_view(request: HttpRequest, name: str) -> HttpResponse:
     visible = topic_visibility(request)
     if visible is not None and not visible(name):
-        # As Kafka: an unauthorized principal is not told whether the topic exists.
-        return render_page(
-            request,
-            title="Not authorized",
-            section="topics",
-            fragment="frontend/partials/forbidden.html",
-            context={
-                "message": f"Not authorized to describe topic {name}.",
-                "requirement": "Viewing a topic needs DESCRIBE on the TOPIC resource.",
-            },
-            status=403,
-        )
+        return forbidden_topic(request, name)
     topic = topic_get(name=name)
     if topic is None:
         return render_page(
@@ -68,9 +132,15 @@ def topic_detail_view(request: HttpRequest, name: str) -> HttpResponse:
         )
     data = request.GET.copy()
     data.pop("topic", None)  # the page's topic, not a filter
-    filterset = PartitionFilterSet(data, queryset=partition_list(topic_id=topic.topic_id))
+    sort = sorting(request, PARTITION_SORTS, "partition")
+    # One topic: its name orders nothing (and joining it to order would cost a sort).
+    order = tuple(f for f in sort.order_by if f.lstrip("-") != "topic__name")
+    partitions = partition_list(topic_id=topic.topic_id).order_by(*order)
+    filterset = PartitionFilterSet(data, queryset=partitions)
     page = paginate(request, filterset.qs, PARTITIONS_PAGE_SIZE)
-    filter_values = filterset.form.cleaned_data  # the valid ones; `.qs` validated the form
+    rows = partition_rows(page.object_list, topic_name=topic.name)
+    filters = _filters(filterset)
+    filters.pop("topic")
     return render_page(
         request,
         title=f"Topic {topic.name}",
@@ -78,20 +148,60 @@ def topic_detail_view(request: HttpRequest, name: str) -> HttpResponse:
         fragment="frontend/partials/topic_detail.html",
         context={
             "topic": topic_row(topic),
-            "partitions": partition_rows(page.object_list, topic_name=topic.name),
+            "partitions": rows,
+            "heatmap": heatmap(rows),
             "page_obj": page,
+            "sort": sort,
             "filter_errors": filterset.errors,
-            "filters": {
-                "leaderless": _tristate(filter_values.get("leaderless")),
-                "offline": _tristate(filter_values.get("offline")),
-                "broker": ""
-                if filter_values.get("broker") is None
-                else int(filter_values["broker"]),
+            "filters": filters,
+            "tristate_filters": TRISTATE_FILTERS,
+            "filtered": _filtered(filters),
+            "figure_urls": {
+                "under_replicated": topic_filter_url(name, under_replicated="true"),
+                "under_min_isr": topic_filter_url(name, under_min_isr="true"),
+                "at_min_isr": topic_filter_url(name, at_min_isr="true"),
+                "leaderless": topic_filter_url(name, leaderless="true"),
+                "imbalanced": topic_filter_url(name, preferred_leader="false"),
+                "offline": topic_filter_url(name, offline="true"),
             },
-            "filtered": any(v not in (None, "") for v in filter_values.values()),
+            "acl_url": f"{reverse('frontend:acl-list')}?"
+            + urlencode(
+                {
+                    "resource_type": "TOPIC",
+                    "resource_name": name,
+                    "pattern_type": "LITERAL",
+                    "group": "resource",
+                }
+            ),
+            "timeline_url": f"{reverse('frontend:timeline')}?{urlencode({'topic': name})}",
         },
     )
 
 
-def _tristate(value: bool | None) -> str:
-    return "" if value is None else ("true" if value else "false")
+@principal_required
+def partition_list_view(request: HttpRequest) -> HttpResponse:
+    """Every partition of the cluster the principal may see, filtered as GET /api/v1/partitions
+    filters (topic, broker, leader, and the health filters), paged in SQL."""
+    sort = sorting(request, PARTITION_SORTS, "partition")
+    hidden = hidden_topics(topic_visibility(request))
+    partitions = partition_list().order_by(*sort.order_by)
+    if hidden:
+        partitions = partitions.exclude(topic__name__in=hidden)
+    filterset = PartitionFilterSet(request.GET, queryset=partitions)
+    page = paginate(request, filterset.qs, PARTITIONS_PAGE_SIZE)
+    filters = _filters(filterset)
+    return render_page(
+        request,
+        title="Partitions",
+        section="partitions",
+        fragment="frontend/partials/partition_list.html",
+        context={
+            "partitions": partition_rows(page.object_list),
+            "page_obj": page,
+            "sort": sort,
+            "filters": filters,
+            "tristate_filters": TRISTATE_FILTERS,
+            "filter_errors": filterset.errors,
+            "filtered": _filtered(filters),
+        },
+    )

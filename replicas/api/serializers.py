@@ -195,6 +195,17 @@ class TopicPartitionSerializer(PartitionSerializer):
 class TopicSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     leaderless_partitions = serializers.IntegerField(source="leaderless_count", read_only=True)
     offline_replicas = serializers.IntegerField(source="offline_replica_total", read_only=True)
+    under_replicated_partitions = serializers.IntegerField(
+        source="under_replicated_count", read_only=True
+    )
+    under_min_isr_partitions = serializers.IntegerField(
+        source="under_min_isr_count", read_only=True
+    )
+    at_min_isr_partitions = serializers.IntegerField(source="at_min_isr_count", read_only=True)
+    preferred_replica_imbalance = serializers.IntegerField(
+        source="imbalanced_count", read_only=True
+    )
+    min_insync_replicas = serializers.IntegerField(source="min_isr", read_only=True)
 
     class Meta:
         model = Topic
@@ -204,6 +215,11 @@ class TopicSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
             "partition_count",
             "leaderless_partitions",
             "offline_replicas",
+            "under_replicated_partitions",
+            "under_min_isr_partitions",
+            "at_min_isr_partitions",
+            "preferred_replica_imbalance",
+            "min_insync_replicas",
         ]
 
 

@@ -70,14 +70,18 @@ def test_change_a_topic_config_through_the_diff_and_see_it_audited(
         page.get_by_test_id("review-changes").click()
         diff = page.locator("tr[data-diff='retention.ms']")
         expect(diff.get_by_test_id("diff-old")).to_have_text("(not set)")
-        expect(diff.get_by_test_id("diff-new")).to_have_text("3600000")
+        # In units people read; the raw milliseconds on hover.
+        expect(diff.get_by_test_id("diff-new")).to_have_text("1 h")
+        expect(diff.locator("[data-testid=diff-new] .unit")).to_have_attribute(
+            "title", "3600000 ms"
+        )
         page.screenshot(path="/tmp/ui-config-diff.png", full_page=True)
         assert not ConfigEntry.objects.filter(name="retention.ms").exists()
 
         page.get_by_test_id("apply-changes").click()
         expect(page).to_have_url(f"{base}/ui/configs/topics/orders/")
         expect(page.get_by_test_id("messages")).to_contain_text("Changed 1 config of topic orders.")
-        expect(row.get_by_test_id("config-value")).to_have_text("3600000")
+        expect(row.get_by_test_id("config-value")).to_have_text("1 h")
         expect(row.get_by_test_id("config-source")).to_have_text("DYNAMIC_TOPIC_CONFIG")
         assert ConfigEntry.objects.get(name="retention.ms").value == "3600000"
 

@@ -103,11 +103,12 @@ def test_partition_goes_leaderless_without_reload(live_server: Any, internal_ser
             assert page.evaluate("window.__notReloaded") is True
             page.screenshot(path="/tmp/ui-topic-leaderless.png", full_page=True)
 
-            page.click("nav >> text=Incidents")
-            expect(page).to_have_url(f"{base}/ui/incidents/")
-            expect(page.get_by_test_id("new-leader").first).to_have_text("leaderless")
-            expect(page.get_by_test_id("partition").first).to_have_text("orders-0")
-            page.screenshot(path="/tmp/ui-incidents.png", full_page=True)
+            page.click("nav >> text=Timeline")
+            expect(page).to_have_url(f"{base}/ui/timeline/")
+            failure = page.locator("article[data-kind=LOG_DIR_FAILURE]").first
+            expect(failure.get_by_test_id("new-leader").first).to_have_text("no leader")
+            expect(failure.locator("tr[data-move]").first).to_contain_text("orders-0")
+            page.screenshot(path="/tmp/ui-timeline.png", full_page=True)
 
             page.goto(f"{base}/ui/brokers/1/")
             offline = page.get_by_test_id("offline-table")
@@ -123,16 +124,16 @@ def test_partition_goes_leaderless_without_reload(live_server: Any, internal_ser
             # A filter being typed survives the refresh; submitting it applies it.
             page.click("nav >> text=Topics")
             expect(page.locator("tr[data-topic]")).to_have_count(1)
-            page.fill("input[name=q]", "pay")
+            page.fill("#topic-filter-q", "pay")
             created = admin.post(
                 "/api/v1/create-topics",
                 json={"topics": [{"name": "payments", "num_partitions": 1}]},
             )
             assert created.json()["topics"][0]["error_code"] == 0, created.text
             page.wait_for_timeout(4500)  # two refresh periods
-            expect(page.locator("input[name=q]")).to_have_value("pay")
+            expect(page.locator("#topic-filter-q")).to_have_value("pay")
             expect(page.locator("tr[data-topic]")).to_have_count(1)
-            page.press("input[name=q]", "Enter")
+            page.press("#topic-filter-q", "Enter")
             expect(page).to_have_url(f"{base}/ui/topics/?q=pay")
             expect(page.locator("tr[data-topic]")).to_have_attribute("data-topic", "payments")
             assert not page.locator("tr.leaderless").count()

@@ -57,6 +57,10 @@ def cells(row: str) -> list[str]:
     ]
 
 
+def cells_text(fragments: list[str]) -> list[str]:
+    return [" ".join(re.sub(r"<[^>]+>", " ", f).split()) for f in fragments]
+
+
 def row_of(body: str, attribute: str, key: str) -> str:
     match = re.search(rf'<tr[^>]*{attribute}="{re.escape(key)}"[^>]*>.*?</tr>', body, re.S)
     assert match is not None, f"no row {attribute}={key}"
@@ -169,7 +173,7 @@ def test_navigation_links_to_the_admin_pages(admin_client: Client) -> None:
         assert f'<a href="{path}">{label}</a>' in body
         page = text(admin_client.get(path))
         assert f'<a href="{path}" aria-current="page">{label}</a>' in page
-    assert '<a href="/ui/incidents/">Incidents</a>' in body  # the existing links stay
+    assert '<a href="/ui/timeline/">Timeline</a>' in body  # the cluster pages stay
 
 
 def test_unknown_config_resources_are_404(admin_client: Client, cluster: str) -> None:
@@ -189,13 +193,16 @@ def test_config_pages_show_value_source_default_and_documentation(
     api_incremental(api, tokens["admin"], "BROKER", "1", **{"log.retention.ms": "5000"})
 
     topic = text(admin_client.get(TOPIC_CONFIG))
-    assert cells(row_of(topic, "data-config", "retention.ms")) == [
+    # Durations in units people read, the raw milliseconds on hover.
+    retention = row_of(topic, "data-config", "retention.ms")
+    assert cells(retention) == [
         "retention.ms",
-        "1000",
+        "1 s",
         "DYNAMIC_TOPIC_CONFIG",
-        "604800000",
+        "7 d",
         "How long a log segment is kept before it is deleted; -1 keeps it forever. (LONG)",
     ]
+    assert 'title="1000 ms"' in retention and 'title="604800000 ms"' in retention
     assert cells(row_of(topic, "data-config", "compression.type"))[1:3] == [
         "gzip",
         "DYNAMIC_DEFAULT_BROKER_CONFIG",
@@ -204,14 +211,13 @@ def test_config_pages_show_value_source_default_and_documentation(
         "false",
         "STATIC_BROKER_CONFIG",
     ]
-    assert cells(row_of(topic, "data-config", "segment.bytes"))[1:3] == [
-        "1073741824",
-        "DEFAULT_CONFIG",
-    ]
+    segment = row_of(topic, "data-config", "segment.bytes")
+    assert cells(segment)[1:3] == ["1 GiB", "DEFAULT_CONFIG"]
+    assert 'title="1073741824 bytes"' in segment
 
     broker = text(admin_client.get(BROKER_CONFIG))
     assert cells(row_of(broker, "data-config", "log.retention.ms"))[1:3] == [
-        "5000",
+        "5 s",
         "DYNAMIC_BROKER_CONFIG",
     ]
     assert cells(row_of(broker, "data-config", "compression.type"))[1:3] == [
@@ -227,7 +233,7 @@ def test_config_pages_show_value_source_default_and_documentation(
     ]
     # The cluster default lists every key, not only those set at its level.
     assert cells(row_of(default, "data-config", "log.retention.ms"))[1:3] == [
-        "604800000",
+        "7 d",
         "DEFAULT_CONFIG",
     ]
 
@@ -296,7 +302,7 @@ def test_topic_config_diff_then_apply(
         "SET",
         "(not set)",
         "→",
-        "5000",
+        "5 s",
     ]
     assert cells(row_of(body, "data-diff", "cleanup.policy")) == [
         "cleanup.policy",
@@ -305,7 +311,7 @@ def test_topic_config_diff_then_apply(
         "→",
         "(deleted) falls back to delete (DEFAULT_CONFIG)",
     ]
-    assert cells(row_of(body, "data-diff", "segment.ms"))[:3] == ["segment.ms", "DELETE", "9"]
+    assert cells(row_of(body, "data-diff", "segment.ms"))[:3] == ["segment.ms", "DELETE", "9 ms"]
     assert 'data-diff="max.message.bytes"' not in body
     # The diff step changes nothing and sends nothing to the API.
     assert stored_configs() == before
@@ -330,7 +336,7 @@ def test_topic_config_diff_then_apply(
     page = text(admin_client.get(TOPIC_CONFIG))
     assert "Changed 3 configs of topic orders." in page
     assert cells(row_of(page, "data-config", "retention.ms"))[1:3] == [
-        "5000",
+        "5 s",
         "DYNAMIC_TOPIC_CONFIG",
     ]
     assert "Changed 3 configs" not in text(admin_client.get(TOPIC_CONFIG))  # shown once
@@ -347,7 +353,8 @@ def test_broker_and_cluster_default_configs_change_through_the_diff(
     admin_client: Client, cluster: str, path: str, resource_name: str, key: str, value: str
 ) -> None:
     preview = admin_client.post(f"{path}edit/", {f"value__{key}": value})
-    assert cells(row_of(text(preview), "data-diff", key)) == [key, "SET", "(not set)", "→", value]
+    shown = {"7000": "7 s"}.get(value, value)  # durations in units people read
+    assert cells(row_of(text(preview), "data-diff", key)) == [key, "SET", "(not set)", "→", shown]
     assert ("BROKER", resource_name, key) not in stored_configs()
     applied = admin_client.post(f"{path}apply/", hidden_fields(text(preview), "config-apply-form"))
     assert applied.status_code == 302
@@ -424,7 +431,7 @@ def test_a_diff_made_stale_by_another_change_is_shown_again(
     assert stale.status_code == 409
     body = text(stale)
     assert "changed since this diff was made" in body
-    assert cells(row_of(body, "data-diff", "retention.ms"))[2:5] == ["42", "→", "5000"]
+    assert cells(row_of(body, "data-diff", "retention.ms"))[2:5] == ["42 ms", "→", "5 s"]
     assert stored_configs()[("TOPIC", "orders", "retention.ms")] == "42"
     again = admin_client.post(f"{TOPIC_CONFIG}apply/", hidden_fields(body, "config-apply-form"))
     assert again.status_code == 302
@@ -471,8 +478,13 @@ def test_acl_create_list_and_delete_with_confirmation(admin_client: Client) -> N
     body = text(confirm)
     assert "Delete this ACL?" in body and "data-refresh" not in body
     assert Acl.objects.count() == 1  # the confirmation step deletes nothing
-    fields = hidden_fields(body, "acl-delete-form")
-    assert fields == ACL
+    fields = hidden_fields(body, "confirm-form")
+    assert fields == {**ACL, "confirm": "yes"}
+    # Without the confirmation's own field, a POST deletes nothing: it asks again.
+    unconfirmed = {k: v for k, v in fields.items() if k != "confirm"}
+    asked = admin_client.post("/ui/acls/delete/", unconfirmed)
+    assert asked.status_code == 200 and "Delete this ACL?" in text(asked)
+    assert Acl.objects.count() == 1
     deleted = admin_client.post("/ui/acls/delete/", fields)
     assert deleted.status_code == 302 and deleted["Location"] == "/ui/acls/"
     assert not Acl.objects.exists()
@@ -617,7 +629,12 @@ def test_quotas_set_list_and_remove(admin_client: Client) -> None:
     body = text(admin_client.get("/ui/quotas/"))
     assert "Set request_percentage = 12.5 for user=alice." in body
     alice = row_of(body, "data-entity", "user=alice")
-    assert re.findall(r'data-testid="quota-value">([^<]+)<', alice) == ["1024", "12.5"]
+    # A byte rate in units people read (raw on hover), never 1.04858e+06.
+    assert cells_text(re.findall(r'data-testid="quota-value">(.*?)</span>\s', alice)) == [
+        "1 KiB/s",
+        "12.5",
+    ]
+    assert 'title="1024 bytes/s"' in alice
     assert 'data-entity="client-id=&lt;default&gt;"' in body
     assert 'data-testid="quota-count">4<' in body
     ips = text(admin_client.get("/ui/quotas/", {"entity_type": "ip"}))
@@ -633,7 +650,13 @@ def test_quotas_set_list_and_remove(admin_client: Client) -> None:
     )
     fields.pop("csrfmiddlewaretoken")
     assert fields == {"user": "alice", "key": "producer_byte_rate", "action": "remove"}
-    assert admin_client.post("/ui/quotas/set/", fields).status_code == 302
+    # It asks first, as every destructive action does: nothing is removed yet.
+    asked = admin_client.post("/ui/quotas/set/", fields)
+    assert asked.status_code == 200 and "Remove producer_byte_rate of user=alice?" in text(asked)
+    assert quotas()[(("user", "alice"),)]["producer_byte_rate"] == 1024.0
+    confirmed = hidden_fields(text(asked), "confirm-form")
+    assert confirmed == {**fields, "confirm": "yes"}
+    assert admin_client.post("/ui/quotas/set/", confirmed).status_code == 302
     assert quotas()[(("user", "alice"),)] == {"request_percentage": 12.5}
     assert "Removed producer_byte_rate of user=alice." in text(admin_client.get("/ui/quotas/"))
 
@@ -743,7 +766,30 @@ def test_token_renew_and_expire(admin_client: Client, api: Api, tokens: dict[str
     ]
     assert "AAAA" not in text(wrong)  # the HMAC box is never filled back in
 
-    expired = admin_client.post("/ui/tokens/expire/", {"hmac": hmac_value})
+    # Expiring asks first: the token's row leads to its confirmation, which names it.
+    token_id = DelegationToken.objects.get().token_id
+    listing = text(admin_client.get("/ui/tokens/"))
+    assert f'href="/ui/tokens/expire/?token_id={token_id}"' in listing
+    confirm = text(admin_client.get("/ui/tokens/expire/", {"token_id": token_id}))
+    assert f"Expire token {token_id}?" in confirm and "data-refresh" not in confirm
+    one_click = admin_client.post("/ui/tokens/expire/", {"hmac": hmac_value})
+    assert one_click.status_code == 200 and DelegationToken.objects.exists()
+    assert hmac_value not in text(one_click)
+    # The HMAC of another token than the one named acts on nothing.
+    _, other_hmac = create_token(admin_client)
+    mismatch = admin_client.post(
+        "/ui/tokens/expire/", {"token_id": token_id, "hmac": other_hmac, "confirm": "yes"}
+    )
+    assert "is not token" in text(mismatch) and DelegationToken.objects.count() == 2
+    expired = admin_client.post(
+        "/ui/tokens/expire/", {"token_id": token_id, "hmac": hmac_value, "confirm": "yes"}
+    )
+    assert expired.status_code == 302
+    assert DelegationToken.objects.get().token_id != token_id
+    other = DelegationToken.objects.get().token_id
+    expired = admin_client.post(
+        "/ui/tokens/expire/", {"token_id": other, "hmac": other_hmac, "confirm": "yes"}
+    )
     assert expired.status_code == 302
     assert not DelegationToken.objects.exists()
     assert events("ExpireDelegationToken")[-1].outcome == "SUCCESS"
@@ -809,7 +855,7 @@ def test_writes_of_a_principal_without_acls_are_refused_by_the_api_and_audited(
     acl = alice_client.post("/ui/acls/new/", ACL)
     assert acl.status_code == 403
     assert kafka_errors(text(acl))[0].startswith("CLUSTER_AUTHORIZATION_FAILED (31)")
-    delete = alice_client.post("/ui/acls/delete/", ACL)
+    delete = alice_client.post("/ui/acls/delete/", {**ACL, "confirm": "yes"})
     assert delete.status_code == 403
     quota = alice_client.post(
         "/ui/quotas/set/", {"user": "a", "key": "producer_byte_rate", "value": "1", "action": "set"}

@@ -1,5 +1,5 @@
-"""The replicas UI through Django's test client (topics, partitions, a broker's replicas,
-incidents). A partition going leaderless in a real Chromium: tests/browser."""
+"""The replicas UI through Django's test client (topics, partitions, a broker's replicas, the
+timeline's incidents). A partition going leaderless in a real Chromium: tests/browser."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from tests.ui.conftest import ui_login
 
 pytestmark = pytest.mark.django_db
 
-PAGES = ["/ui/topics/", "/ui/topics/orders/", "/ui/incidents/"]
+PAGES = ["/ui/topics/", "/ui/topics/orders/", "/ui/timeline/", "/ui/partitions/"]
 ARS = "/internal/v1/alter-replica-state"
 
 
@@ -121,22 +121,25 @@ def test_principal_without_cluster_describe_gets_403(
 
 
 # --- pages ------------------------------------------------------------------------------------
-def test_navigation_links_to_topics_and_incidents(admin_client: Client) -> None:
+def test_navigation_links_to_topics_and_the_timeline(admin_client: Client) -> None:
     body = text(admin_client.get("/ui/"))
     assert 'href="/ui/topics/"' in body and ">Topics</a>" in body
-    assert 'href="/ui/incidents/"' in body and ">Incidents</a>" in body
+    assert 'href="/ui/timeline/"' in body and ">Timeline</a>" in body
     topics = text(admin_client.get("/ui/topics/"))
     assert re.search(r'<a href="/ui/topics/" aria-current="page">Topics</a>', topics)
-    incidents = text(admin_client.get("/ui/incidents/"))
-    assert re.search(r'<a href="/ui/incidents/" aria-current="page">Incidents</a>', incidents)
+    timeline = text(admin_client.get("/ui/timeline/"))
+    assert re.search(r'<a href="/ui/timeline/" aria-current="page">Timeline</a>', timeline)
+    # The old incidents page is the timeline's incidents now.
+    old = admin_client.get("/ui/incidents/", {"broker": "2"})
+    assert old.status_code == 302 and old["Location"] == "/ui/timeline/?incidents=1&broker=2"
 
 
 def test_empty_pages_render(admin_client: Client) -> None:
     topics = admin_client.get("/ui/topics/")
     assert topics.status_code == 200 and "No topics yet." in text(topics)
-    incidents = admin_client.get("/ui/incidents/")
-    assert incidents.status_code == 200
-    assert "No offline replicas have been reported." in text(incidents)
+    timeline = admin_client.get("/ui/timeline/")
+    assert timeline.status_code == 200
+    assert "Nothing has happened yet." in text(timeline)
     overview = text(admin_client.get("/ui/"))
     assert 'data-testid="topic-total">0<' in overview
     assert 'data-testid="leaderless-total">0<' in overview
@@ -162,8 +165,10 @@ def test_topic_list_shows_counts_and_filters_by_name(
         for m in re.finditer(r'<tr class="topic[^"]*" data-topic="([^"]+)">.*?</tr>', body, re.S)
     }
     assert list(rows) == ["audit", "orders", "payments"]  # by name
-    assert cells(rows["audit"]) == ["audit", "5", "0", "0"]
-    assert cells(rows["orders"]) == ["orders", "3", "0", "0"]
+    # Name, partitions, under-replicated, under min ISR, at min ISR, leaderless, off preferred
+    # leader, offline replicas, min.insync.replicas.
+    assert cells(rows["audit"]) == ["audit", "5", "0", "0", "5", "0", "0", "0", "1"]
+    assert cells(rows["orders"]) == ["orders", "3", "0", "0", "0", "0", "0", "0", "1"]
     assert 'href="/ui/topics/orders/"' in body
     assert all(row.startswith('<tr class="topic" ') for row in rows.values())
     assert 'data-testid="topic-count">3<' in body
@@ -221,7 +226,8 @@ def test_leaderless_partition_stands_out_after_alter_replica_state(
     listing = text(admin_client.get("/ui/topics/"))
     assert re.search(r'<tr class="topic leaderless" data-topic="orders">', listing)
     listed = re.search(r'data-topic="orders">.*?</tr>', listing, re.S)
-    assert listed is not None and cells(listed.group(0)) == ["orders leaderless", "3", "1", "2"]
+    assert listed is not None
+    assert cells(listed.group(0)) == ["orders leaderless", "3", "1", "0", "1", "1", "1", "2", "1"]
 
     overview = text(admin_client.get("/ui/"))
     assert 'data-testid="topic-total">1<' in overview
@@ -268,8 +274,12 @@ def test_fencing_a_sole_replica_makes_its_partitions_leaderless(
         assert "has-offline" not in row  # fenced, not reported offline
     listing = text(admin_client.get("/ui/topics/"))
     assert 'class="topic leaderless" data-topic="solo"' in listing
-    # A fence is not an offline replica: the incidents page does not list it.
-    assert "No offline replicas have been reported." in text(admin_client.get("/ui/incidents/"))
+    # A fence is not a log dir failure: the timeline tells it as a fencing, with what it moved.
+    failures = text(admin_client.get("/ui/timeline/", {"kind": "LOG_DIR_FAILURE"}))
+    assert "No event matches these filters." in failures
+    fencings = text(admin_client.get("/ui/timeline/", {"kind": "FENCED"}))
+    assert "Broker 1 fenced at its own request" in fencings
+    assert f"{len(led_by_1)} partition" in fencings and "left without a leader" in fencings
 
 
 def test_broker_page_lists_its_replicas_and_offline_ones(
@@ -313,12 +323,16 @@ def test_broker_page_lists_its_replicas_and_offline_ones(
     offline = re.findall(r'data-offline-partition="([^"]+)"', body)
     assert offline == [f"orders-{index}"]
     assert "1 offline" in body
-    assert 'href="/ui/incidents/?broker=2"' in body
+    assert 'href="/ui/timeline/?broker=2&amp;incidents=1"' in body
     # The other replica's broker lists no offline replica of its own.
     assert "No offline replicas on this broker." in text(admin_client.get(f"/ui/brokers/{other}/"))
 
 
-def test_incidents_page_lists_alter_replica_state(
+def events_of(body: str) -> list[str]:
+    return re.findall(r'<article class="card event.*?</article>', body, re.S)
+
+
+def test_the_timeline_tells_each_log_dir_failure_with_previous_and_new_leaders(
     admin_client: Client, api: Api, tokens: dict[str, str], cluster: dict[int, int]
 ) -> None:
     create_topics(api, tokens["admin"], ["orders"], partitions=3, replication=2)
@@ -327,40 +341,34 @@ def test_incidents_page_lists_alter_replica_state(
     mark_offline(
         api, tokens["broker"], second, cluster[second], "orders", [0], request_id="req-two"
     )
-    body = text(admin_client.get("/ui/incidents/"))
-    rows = re.findall(r'<tr class="incident[^"]*" data-offset="\d+">.*?</tr>', body, re.S)
-    assert len(rows) == 2 and 'data-testid="incident-count">2<' in body
-    newest, oldest = (cells(row) for row in rows)
-    # Time, offset, principal, request id, partition, offline replicas, new leader, new ISR.
-    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}Z", oldest[0])
-    assert oldest[2:] == [
-        "User:broker-a",
-        "req-one",
+    body = text(admin_client.get("/ui/timeline/", {"kind": "LOG_DIR_FAILURE"}))
+    newest, oldest = events_of(body)
+    assert 'data-testid="event-count">2<' in body
+    assert "req-one" in oldest and "req-two" in newest and "User:broker-a" in oldest
+    assert f"Log dir failure reported by broker {first}: 1 replica offline" in oldest
+    assert "1 leader moved" in oldest
+    # Each partition: its previous and new leader, its ISR before and after, still open.
+    move = re.search(r'<tr class="move[^"]*" data-move="orders-0">.*?</tr>', oldest, re.S)
+    assert move is not None
+    assert cells(move.group(0)) == [
         "orders-0",
+        f"{first} → {second}",
+        f"{first},{second} → {second}",
         str(first),
-        str(second),
-        str(second),
+        "open",
     ]
-    assert newest[2:5] == ["User:broker-a", "req-two", "orders-0"]
-    assert newest[5] == " ".join(str(b) for b in sorted((first, second)))
-    assert newest[6:] == ["leaderless", "unchanged"]
-    assert rows[0].startswith('<tr class="incident leaderless"')
-    assert not rows[1].startswith('<tr class="incident leaderless"')
-    assert int(re.findall(r'data-offset="(\d+)"', rows[0])[0]) > int(
-        re.findall(r'data-offset="(\d+)"', rows[1])[0]
-    )
+    move = re.search(r'<tr class="move leaderless" data-move="orders-0">.*?</tr>', newest, re.S)
+    assert move is not None and cells(move.group(0))[1] == f"{second} → no leader"
+    assert "severity-critical" in newest  # a partition left without a leader
+    assert "severity-warning" in oldest
 
-    by_first = text(admin_client.get("/ui/incidents/", {"broker": str(first)}))
-    # Filtered by the broker that reported: only its own AlterReplicaState.
-    assert len(re.findall(r'<tr class="incident', by_first)) == 1
-    assert "req-one" in by_first and "req-two" not in by_first
+    by_first = text(admin_client.get("/ui/timeline/", {"broker": str(first), "incidents": "on"}))
+    assert len(events_of(by_first)) == 1 and "req-one" in by_first
     third = ({1, 2, 3} - {first, second}).pop()
-    by_third = text(admin_client.get("/ui/incidents/", {"broker": str(third)}))
-    assert f"No offline replicas reported on broker {third}." in by_third
-    assert f'value="{third}"' in by_third
-    bad = admin_client.get("/ui/incidents/", {"broker": "-3"})
+    by_third = text(admin_client.get("/ui/timeline/", {"broker": str(third), "incidents": "on"}))
+    assert "No event matches these filters." in by_third and f'value="{third}"' in by_third
+    bad = admin_client.get("/ui/timeline/", {"broker": "-3"})
     assert bad.status_code == 200 and "field-error" in text(bad)
-    assert '<tr class="incident' not in text(bad)
 
 
 def test_pagination_links_keep_filters_and_drop_partial(
@@ -413,14 +421,14 @@ def test_topics_follow_topic_describe_acls(
     assert "No topics yet." in text(client.get("/ui/topics/"))
     assert client.get("/ui/topics/orders/").status_code == 403
     assert client.get("/ui/topics/missing/").status_code == 403  # existence is not revealed
-    assert "No offline replicas have been reported." in text(client.get("/ui/incidents/"))
+    assert "secret" not in text(client.get("/ui/timeline/"))
 
     grant("TOPIC", "orders")
     acl_cache.clear()
     assert re.findall(r'data-topic="([^"]+)"', text(client.get("/ui/topics/"))) == ["orders"]
     assert client.get("/ui/topics/orders/").status_code == 200
     assert client.get("/ui/topics/secret/").status_code == 403
-    incidents = text(client.get("/ui/incidents/"))
+    incidents = text(client.get("/ui/timeline/", {"incidents": "on"}))
     assert "orders-0" in incidents and "secret" not in incidents
     broker_pages = "".join(text(client.get(f"/ui/brokers/{b}/")) for b in (1, 2, 3))
     assert "orders-0" in broker_pages and "secret" not in broker_pages
@@ -438,7 +446,14 @@ def count_queries(client: Client, path: str, params: dict[str, str] | None = Non
 def test_query_counts_do_not_grow_with_topics_and_partitions(
     admin_client: Client, api: Api, tokens: dict[str, str], cluster: dict[int, int]
 ) -> None:
-    pages = ["/ui/", "/ui/topics/", "/ui/topics/t000/", "/ui/brokers/2/", "/ui/incidents/"]
+    pages = [
+        "/ui/",
+        "/ui/topics/",
+        "/ui/topics/t000/",
+        "/ui/brokers/2/",
+        "/ui/timeline/",
+        "/ui/partitions/?offline=true",
+    ]
 
     def offline_everything(names: list[str], partitions: int) -> None:
         for name in names:
@@ -465,6 +480,7 @@ def test_query_counts_do_not_grow_with_topics_and_partitions(
 
     assert text(admin_client.get("/ui/topics/")).count('data-topic="') == 20
     assert len(rows_by_id(text(admin_client.get("/ui/topics/t000/")), "partition-")) == 20
-    assert text(admin_client.get("/ui/incidents/")).count('<tr class="incident') == 40
+    failures = text(admin_client.get("/ui/timeline/", {"kind": "LOG_DIR_FAILURE"}))
+    assert 'data-testid="event-count">40<' in failures
     assert after == before
-    assert max(after.values()) <= 10, after
+    assert max(after.values()) <= 12, after  # the overview: cluster, health, trends, incidents

@@ -190,19 +190,16 @@ def test_broker_list_shows_each_broker(admin_client: Client, register: Callable[
         for match in re.finditer(r'<tr id="broker-(\d+)".*?>(.*?)</tr>', body, re.S)
     }
     assert sorted(rows) == [1, 2]
-    # Id, state, epoch, pod, rack, listeners, last heartbeat, metadata offset.
-    assert rows[1][:6] == [
-        ["1"],
-        ["UNFENCED"],
-        [str(epoch_1)],
-        ["broker"],
-        ["rack-a"],
-        ["PLAINTEXT://b1.local:9092", "(PLAINTEXT)"],
-    ]
-    assert re.fullmatch(r"\d+ s ago", " ".join(rows[1][6]))
-    assert rows[1][7] == [str(epoch_1)]  # the heartbeat reported offset = epoch
-    assert rows[2][:5] == [["2"], ["FENCED"], [str(epoch_2)], ["canary-broker"], ["—"]]
-    assert rows[2][7] == ["-1"]  # registration counts as contact, at offset -1
+    # Id, state, log dirs, leaders, replicas, out of ISR, under-replicated it leads, offline
+    # replicas, epoch, pod, rack, last heartbeat, metadata offset.
+    assert rows[1][:3] == [["1"], ["UNFENCED"], ["1", "online"]]
+    assert rows[1][3:8] == [["0"], ["0"], ["0"], ["0"], ["0"]]
+    assert rows[1][8:11] == [[str(epoch_1)], ["broker"], ["rack-a"]]
+    assert re.fullmatch(r"\d+ s ago", " ".join(rows[1][11]))
+    assert rows[1][12] == [str(epoch_1)]  # the heartbeat reported offset = epoch
+    assert rows[2][:2] == [["2"], ["FENCED"]]
+    assert rows[2][8:11] == [[str(epoch_2)], ["canary-broker"], ["—"]]
+    assert rows[2][12] == ["-1"]  # registration counts as contact, at offset -1
     assert 'href="/ui/brokers/1/"' in body
     assert 'class="badge badge-ok" data-testid="state">UNFENCED<' in body
     assert 'class="badge badge-danger" data-testid="state">FENCED<' in body

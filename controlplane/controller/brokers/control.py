@@ -342,7 +342,32 @@ def process_heartbeat(
     records = transition_records(broker, target)
     if records:
         records += partition_moves(view, broker, target, configs)
+    dirs = offline_log_dirs_change(broker, request)
+    if dirs is not None:
+        records = _with_offline_log_dirs(broker, records, dirs)
     return ControllerResult(records, heartbeat_response(broker, request, target))
+
+
+def offline_log_dirs_change(
+    broker: BrokerStatus | BrokerRegistration, request: BrokerHeartbeatRequest
+) -> tuple[str, ...] | None:
+    """The broker's offline log dirs as this heartbeat reports them (sorted, once each), or
+    None when they are what the controller knows already (nothing to record)."""
+    reported = tuple(sorted(set(request.offline_log_dirs)))
+    return None if reported == broker.offline_log_dirs else reported
+
+
+def _with_offline_log_dirs(
+    broker: BrokerStatus | BrokerRegistration, records: list[Record], dirs: tuple[str, ...]
+) -> list[Record]:
+    """The heartbeat's records carrying its offline log dirs: on its registration change when
+    it has one (the first record), else on a change record of their own."""
+    if records and isinstance(records[0], BrokerRegistrationChangeRecord):
+        return [dataclasses.replace(records[0], offline_log_dirs=dirs), *records[1:]]
+    change = BrokerRegistrationChangeRecord(
+        broker_id=broker.broker_id, broker_epoch=broker.epoch, offline_log_dirs=dirs
+    )
+    return [change, *records]
 
 
 def heartbeat_response(

@@ -40,6 +40,7 @@ class BrokerStatus:
     fenced: bool
     in_controlled_shutdown: bool
     controlled_shutdown_offset: int = NO_OFFSET
+    offline_log_dirs: tuple[str, ...] = ()  # as its heartbeats report them, sorted
 
     @property
     def control_state(self) -> BrokerControlState:
@@ -52,13 +53,14 @@ class BrokerStatus:
     def encode(self) -> str:
         return (
             f"{self.epoch}:{int(self.fenced)}:{int(self.in_controlled_shutdown)}:"
-            f"{self.controlled_shutdown_offset}"
+            f"{self.controlled_shutdown_offset}:{','.join(self.offline_log_dirs)}"
         )
 
     @classmethod
     def decode(cls, broker_id: int, value: str) -> BrokerStatus:
-        epoch, fenced, shutting_down, cs_offset = value.split(":")
-        return cls(broker_id, int(epoch), fenced == "1", shutting_down == "1", int(cs_offset))
+        epoch, fenced, shutting_down, cs_offset, *rest = value.split(":")
+        dirs = tuple(d for d in rest[0].split(",") if d) if rest else ()
+        return cls(broker_id, int(epoch), fenced == "1", shutting_down == "1", int(cs_offset), dirs)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -74,6 +76,7 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     controlled_shutdown_offset: int = NO_OFFSET
     software_version: str | None = None
+    offline_log_dirs: tuple[str, ...] = ()  # reported offline by its heartbeats (KIP-858)
 
     @property
     def control_state(self) -> BrokerControlState:
@@ -87,6 +90,7 @@ class BrokerRegistration:
             self.fenced,
             self.in_controlled_shutdown,
             self.controlled_shutdown_offset,
+            self.offline_log_dirs,
         )
 
     def as_comparable(self) -> dict[str, Any]:
@@ -169,6 +173,8 @@ class ClusterDelta:
             # The offset the shutdown began at: the broker may leave once every active broker
             # has seen it (BrokerHeartbeatManager's lowestActiveOffset).
             changes.update(in_controlled_shutdown=True, controlled_shutdown_offset=offset)
+        if record.offline_log_dirs is not None:
+            changes["offline_log_dirs"] = tuple(record.offline_log_dirs)
         self.changed_brokers[record.broker_id] = dataclasses.replace(current, **changes)
 
     def replay_unregister_broker(self, record: UnregisterBrokerRecord, offset: int) -> None:

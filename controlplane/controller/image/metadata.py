@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from controlplane.controller.image.acls import AclsDelta, AclsImage
 from controlplane.controller.image.client_quotas import ClientQuotasDelta, ClientQuotasImage
@@ -47,6 +47,13 @@ from controlplane.controller.records import (
 Replayer = Callable[[Any, int], None]  # applies one record at its offset
 
 
+class DerivedIndex(Protocol):
+    """An index the layers above build from the image (cluster health) and keep current: the
+    image advances it with every delta it applies, so it never needs rebuilding."""
+
+    def advance(self, delta: MetadataDelta) -> None: ...
+
+
 @dataclasses.dataclass(slots=True)
 class MetadataImage:
     """The state after some offset of the log. Its flat attributes (brokers, partitions, ...)
@@ -63,6 +70,9 @@ class MetadataImage:
         default_factory=DelegationTokenImage
     )
     mirror_image: MirrorImage = dataclasses.field(default_factory=MirrorImage)
+    # Indexes built over the image by name (not part of the state: never compared, replayed
+    # or projected as such); each is advanced by every delta applied.
+    derived: dict[str, DerivedIndex] = dataclasses.field(default_factory=dict)
 
     @property
     def brokers(self) -> dict[int, BrokerRegistration]:
@@ -138,6 +148,8 @@ class MetadataImage:
         self.delegation_tokens_image.apply(delta.delegation_tokens_delta)
         self.mirror_image.apply(delta.mirror_delta)
         self.last_offset = delta.last_offset
+        for index in self.derived.values():
+            index.advance(delta)
 
     def as_comparable(self) -> dict[str, Any]:
         return {
@@ -160,6 +172,9 @@ class MetadataDelta:
         self.base = base
         self.last_offset = base.last_offset
         self.replayed: list[tuple[int, Record]] = []
+        # What the derived indexes make of this delta, by index name, computed once (before
+        # the commit, by the projections) and applied with the delta.
+        self.derived: dict[str, Any] = {}
         self.cluster_delta = ClusterDelta(base.cluster_image)
         self.topics_delta = TopicsDelta(base.topics_image)
         self.configs_delta = ConfigurationsDelta(base.configs_image)

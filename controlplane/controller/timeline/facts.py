@@ -1,0 +1,315 @@
+"""What one write's records did, read against the state before them.
+
+The metadata log says what changed, not what it was before; a timeline must say both (the
+previous and the new leader of a partition, the name of a topic that is gone). `CommitWalk`
+replays a commit's records in order over the image they were committed on, and gathers, for each
+write, the facts a person wants to read: brokers registered, fenced or shut down, log dirs gone
+offline, partitions moved (with their state before and after), topics made or removed, configs,
+ACLs, quotas and tokens changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from controlplane.controller.config_schema import REDACTED, is_sensitive
+from controlplane.controller.image import MetadataImage, PartitionRegistration, TopicPartition
+from controlplane.controller.records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    AccessControlEntryRecord,
+    BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
+    ConfigRecord,
+    ControlledShutdownChange,
+    DelegationTokenRecord,
+    FencingChange,
+    PartitionChangeRecord,
+    PartitionRecord,
+    Record,
+    RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnregisterBrokerRecord,
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Move:
+    """One partition change: the partition as it was and as it became."""
+
+    topic_id: str
+    topic_name: str
+    partition: int
+    previous_leader: int
+    leader: int
+    previous_isr: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_added: tuple[int, ...]  # replicas this change marked offline (a failed log dir)
+    offline_cleared: tuple[int, ...]  # offline replicas it brought back (or forgot)
+
+    @property
+    def leader_changed(self) -> bool:
+        return self.leader != self.previous_leader
+
+    @property
+    def unclean(self) -> bool:
+        """A new leader from outside the ISR it had: Kafka's unclean leader election."""
+        return (
+            self.leader_changed
+            and self.leader != NO_LEADER
+            and (self.leader not in self.previous_isr)
+        )
+
+    @property
+    def went_leaderless(self) -> bool:
+        return self.leader == NO_LEADER and self.previous_leader != NO_LEADER
+
+
+@dataclasses.dataclass(slots=True)
+class WriteFacts:
+    """What one write's records did."""
+
+    registered: list[tuple[int, int, bool]] = dataclasses.field(default_factory=list)
+    fenced: list[int] = dataclasses.field(default_factory=list)
+    shut_down: list[int] = dataclasses.field(default_factory=list)  # fenced after a controlled one
+    unfenced: list[int] = dataclasses.field(default_factory=list)
+    shutting_down: list[int] = dataclasses.field(default_factory=list)
+    unregistered: list[int] = dataclasses.field(default_factory=list)
+    # broker -> (offline log dirs before, after)
+    log_dirs: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = dataclasses.field(
+        default_factory=dict
+    )
+    moves: list[Move] = dataclasses.field(default_factory=list)
+    created_topics: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
+    removed_topics: dict[str, int] = dataclasses.field(default_factory=dict)  # name -> partitions
+    added_partitions: dict[str, int] = dataclasses.field(default_factory=dict)
+    configs: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    acls_created: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    acls_deleted: list[dict[str, str]] = dataclasses.field(default_factory=list)
+    quotas: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    tokens_created: list[str] = dataclasses.field(default_factory=list)
+    tokens_removed: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def leaders_moved(self) -> int:
+        return sum(1 for m in self.moves if m.leader_changed and m.leader != NO_LEADER)
+
+    @property
+    def left_leaderless(self) -> int:
+        return sum(1 for m in self.moves if m.went_leaderless)
+
+    @property
+    def unclean(self) -> list[Move]:
+        return [m for m in self.moves if m.unclean]
+
+    def isr_departures(self) -> int:
+        """Replicas taken out of an ISR."""
+        return sum(len(set(m.previous_isr) - set(m.isr)) for m in self.moves)
+
+
+def _acl_text(acl: AccessControlEntryRecord) -> dict[str, str]:
+    return {
+        "principal": acl.principal,
+        "host": acl.host,
+        "operation": acl.operation,
+        "permission_type": acl.permission_type,
+        "resource": f"{acl.resource_type}:{acl.resource_name} ({acl.pattern_type})",
+        "resource_type": acl.resource_type,
+        "resource_name": acl.resource_name,
+    }
+
+
+class CommitWalk:
+    """Replays a commit's records over the image they were committed on, write by write."""
+
+    def __init__(self, base: MetadataImage, replayed: Sequence[tuple[int, Record]]) -> None:
+        self.base = base
+        self.replayed = replayed
+        self.first_offset = replayed[0][0] if replayed else base.last_offset + 1
+        self.partitions: dict[TopicPartition, PartitionRegistration | None] = {}
+        self.topic_names: dict[str, str] = {}  # topic id -> name, as of now in the walk
+        self.partition_counts: dict[str, int] = {}
+        self.offline_dirs: dict[int, tuple[str, ...]] = {}
+        self.acls: dict[str, AccessControlEntryRecord | None] = {}
+
+    def records(self, first_offset: int, last_offset: int) -> Sequence[tuple[int, Record]]:
+        start = first_offset - self.first_offset
+        return self.replayed[max(0, start) : max(0, last_offset - self.first_offset + 1)]
+
+    def facts(self, first_offset: int, last_offset: int) -> WriteFacts:
+        facts = WriteFacts()
+        for _, record in self.records(first_offset, last_offset):
+            self._note(record, facts)
+        return facts
+
+    # --- state as of the walk ---------------------------------------------------------------
+    def partition(self, tp: TopicPartition) -> PartitionRegistration | None:
+        if tp in self.partitions:
+            return self.partitions[tp]
+        return self.base.partitions.get(tp)
+
+    def topic_name(self, topic_id: str) -> str:
+        if topic_id in self.topic_names:
+            return self.topic_names[topic_id]
+        topic = self.base.topics.get(topic_id)
+        return topic.name if topic is not None else topic_id
+
+    def partition_count(self, topic_id: str) -> int:
+        if topic_id in self.partition_counts:
+            return self.partition_counts[topic_id]
+        topic = self.base.topics.get(topic_id)
+        return topic.partition_count if topic is not None else 0
+
+    def broker_offline_dirs(self, broker_id: int) -> tuple[str, ...]:
+        if broker_id in self.offline_dirs:
+            return self.offline_dirs[broker_id]
+        broker = self.base.brokers.get(broker_id)
+        return broker.offline_log_dirs if broker is not None else ()
+
+    def acl(self, acl_id: str) -> AccessControlEntryRecord | None:
+        if acl_id in self.acls:
+            return self.acls[acl_id]
+        return self.base.acls.get(acl_id)
+
+    # --- one record ---------------------------------------------------------------------
+    def _note(self, record: Record, facts: WriteFacts) -> None:
+        handler = _NOTES.get(type(record))
+        if handler is not None:
+            handler(self, record, facts)
+
+    def _register(self, record: RegisterBrokerRecord, facts: WriteFacts) -> None:
+        again = record.broker_id in self.base.brokers or record.broker_id in self.offline_dirs
+        facts.registered.append((record.broker_id, record.broker_epoch, again))
+        before = self.broker_offline_dirs(record.broker_id)
+        if before:
+            facts.log_dirs[record.broker_id] = (before, ())
+        self.offline_dirs[record.broker_id] = ()
+
+    def _broker_change(self, record: BrokerRegistrationChangeRecord, facts: WriteFacts) -> None:
+        broker_id = record.broker_id
+        if record.fenced == FencingChange.FENCE:
+            facts.fenced.append(broker_id)
+            registration = self.base.brokers.get(broker_id)
+            if registration is not None and registration.in_controlled_shutdown:
+                facts.shut_down.append(broker_id)
+        elif record.fenced == FencingChange.UNFENCE:
+            facts.unfenced.append(broker_id)
+        if record.in_controlled_shutdown == ControlledShutdownChange.IN_CONTROLLED_SHUTDOWN:
+            facts.shutting_down.append(broker_id)
+        if record.offline_log_dirs is not None:
+            dirs_before = facts.log_dirs.get(broker_id, (self.broker_offline_dirs(broker_id), ()))[
+                0
+            ]
+            facts.log_dirs[broker_id] = (dirs_before, tuple(record.offline_log_dirs))
+            self.offline_dirs[broker_id] = tuple(record.offline_log_dirs)
+
+    def _unregister(self, record: UnregisterBrokerRecord, facts: WriteFacts) -> None:
+        facts.unregistered.append(record.broker_id)
+        self.offline_dirs[record.broker_id] = ()
+
+    def _topic(self, record: TopicRecord, facts: WriteFacts) -> None:
+        self.topic_names[record.topic_id] = record.name
+        self.partition_counts[record.topic_id] = 0
+        facts.created_topics[record.name] = [0, 0]  # partitions, replication factor
+
+    def _new_partition(self, record: PartitionRecord, facts: WriteFacts) -> None:
+        tp = (record.topic_id, record.partition_id)
+        self.partitions[tp] = PartitionRegistration.from_record(record)
+        self.partition_counts[record.topic_id] = record.partition_id + 1
+        name = self.topic_name(record.topic_id)
+        created = facts.created_topics.get(name)
+        if created is not None:
+            created[0] += 1
+            created[1] = max(created[1], len(record.replicas))
+        else:
+            facts.added_partitions[name] = facts.added_partitions.get(name, 0) + 1
+
+    def _partition_change(self, record: PartitionChangeRecord, facts: WriteFacts) -> None:
+        tp = (record.topic_id, record.partition_id)
+        before = self.partition(tp)
+        if before is None:
+            return
+        after = before.merge(record)
+        self.partitions[tp] = after
+        facts.moves.append(
+            Move(
+                topic_id=record.topic_id,
+                topic_name=self.topic_name(record.topic_id),
+                partition=record.partition_id,
+                previous_leader=before.leader,
+                leader=after.leader if record.leader != NO_LEADER_CHANGE else before.leader,
+                previous_isr=before.isr,
+                isr=after.isr,
+                offline_added=tuple(
+                    b for b in after.offline_replicas if b not in before.offline_replicas
+                ),
+                offline_cleared=tuple(
+                    b for b in before.offline_replicas if b not in after.offline_replicas
+                ),
+            )
+        )
+
+    def _remove_topic(self, record: RemoveTopicRecord, facts: WriteFacts) -> None:
+        name = self.topic_name(record.topic_id)
+        facts.removed_topics[name] = self.partition_count(record.topic_id)
+        for index in range(self.partition_count(record.topic_id)):
+            self.partitions[(record.topic_id, index)] = None
+
+    def _config(self, record: ConfigRecord, facts: WriteFacts) -> None:
+        value = record.value
+        if value is not None and is_sensitive(record.resource_type, record.name):
+            value = REDACTED
+        facts.configs.append(
+            {
+                "resource_type": record.resource_type,
+                "resource_name": record.resource_name,
+                "name": record.name,
+                "value": value,
+            }
+        )
+
+    def _acl(self, record: AccessControlEntryRecord, facts: WriteFacts) -> None:
+        self.acls[record.id] = record
+        facts.acls_created.append(_acl_text(record))
+
+    def _remove_acl(self, record: RemoveAccessControlEntryRecord, facts: WriteFacts) -> None:
+        acl = self.acl(record.id)
+        self.acls[record.id] = None
+        if acl is not None:
+            facts.acls_deleted.append(_acl_text(acl))
+
+    def _quota(self, record: ClientQuotaRecord, facts: WriteFacts) -> None:
+        entity = ", ".join(
+            f"{kind}={'<default>' if name is None else name}" for kind, name in record.entity
+        )
+        facts.quotas.append(
+            {"entity": entity, "key": record.key, "value": None if record.remove else record.value}
+        )
+
+    def _token(self, record: DelegationTokenRecord, facts: WriteFacts) -> None:
+        facts.tokens_created.append(record.token_id)
+
+    def _remove_token(self, record: RemoveDelegationTokenRecord, facts: WriteFacts) -> None:
+        facts.tokens_removed.append(record.token_id)
+
+
+_NOTES: dict[type[Record], Any] = {
+    RegisterBrokerRecord: CommitWalk._register,
+    BrokerRegistrationChangeRecord: CommitWalk._broker_change,
+    UnregisterBrokerRecord: CommitWalk._unregister,
+    TopicRecord: CommitWalk._topic,
+    PartitionRecord: CommitWalk._new_partition,
+    PartitionChangeRecord: CommitWalk._partition_change,
+    RemoveTopicRecord: CommitWalk._remove_topic,
+    ConfigRecord: CommitWalk._config,
+    AccessControlEntryRecord: CommitWalk._acl,
+    RemoveAccessControlEntryRecord: CommitWalk._remove_acl,
+    ClientQuotaRecord: CommitWalk._quota,
+    DelegationTokenRecord: CommitWalk._token,
+    RemoveDelegationTokenRecord: CommitWalk._remove_token,
+}
