@@ -20,6 +20,7 @@ from controlplane.models import AppliedRequest, MetadataRecord
 from controlplane.runtime.lease import now_ms
 from controlplane.selectors import config_view
 from replicas.models import Partition
+from replicas.selectors import cluster_health
 
 BAKE_TIME = "canary.bake.time.ms"
 
@@ -98,8 +99,9 @@ def canary_summary(*, topic: str | None = None) -> dict[str, Any]:
 
 
 def canary_partitions_not_isolated() -> int:
-    """Canary partitions with a replica off the canary brokers (the metric)."""
-    return Partition.objects.filter(is_canary=True, canary_isolated=False).count()
+    """Canary partitions with a replica off the canary brokers (the metric), as the
+    controller's health index last counted them: one row, never a scan of the partitions."""
+    return int(cluster_health()["canary_partitions_not_isolated"])
 
 
 # --- the rollout guard ------------------------------------------------------------------------

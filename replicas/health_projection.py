@@ -41,6 +41,7 @@ COUNT_COLUMNS = [
     "preferred_replica_imbalance",
     "offline_replicas",
     "offline_partitions",
+    "canary_not_isolated",
 ]
 TOPIC_COLUMNS = [
     Column("topic_id", "text"),

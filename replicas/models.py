@@ -93,6 +93,7 @@ class HealthCountsFields(models.Model):
     preferred_replica_imbalance = models.IntegerField(default=0)
     offline_replicas = models.IntegerField(default=0)
     offline_partitions = models.IntegerField(default=0)
+    canary_not_isolated = models.IntegerField(default=0)  # KIP-1095
 
     class Meta:
         abstract = True

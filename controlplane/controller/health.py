@@ -53,7 +53,8 @@ INDEX_NAME = "health"  # its key in MetadataImage.derived and MetadataDelta.deri
 # Positions in a topic's counts.
 PARTITIONS, UNDER_REPLICATED, UNDER_MIN_ISR, AT_MIN_ISR = 0, 1, 2, 3
 LEADERLESS, IMBALANCED, OFFLINE_REPLICAS, ALL_REPLICAS_OFFLINE = 4, 5, 6, 7
-TOPIC_FIELDS = 8
+CANARY_NOT_ISOLATED = 8
+TOPIC_FIELDS = 9
 # Positions in a broker's load.
 LEADERS, REPLICAS, IN_SYNC, OFFLINE, PREFERRED = 0, 1, 2, 3, 4
 LED_UNDER_REPLICATED, LED_UNDER_MIN_ISR = 5, 6
@@ -72,6 +73,9 @@ class HealthCounts:
     preferred_replica_imbalance: int = 0
     offline_replicas: int = 0
     offline_partitions: int = 0  # every replica offline (KIP-589 log dir failures)
+    # KIP-1095: canary partitions with a replica off the canary brokers (the metric
+    # kafka_controller_canary_partitions_not_isolated)
+    canary_not_isolated: int = 0
 
     @classmethod
     def of(cls, values: Iterable[int]) -> HealthCounts:
@@ -128,6 +132,7 @@ class ClusterHealth:
             "partitions": c.partitions,
             "offline_replicas": c.offline_replicas,
             "offline_partitions": c.offline_partitions,
+            "canary_partitions_not_isolated": c.canary_not_isolated,
         }
 
 
@@ -166,6 +171,8 @@ def _count(
         topic[LEADERLESS] += sign
     if not replicas or leader != replicas[0]:
         topic[IMBALANCED] += sign
+    if p.is_canary and not p.canary_isolated:
+        topic[CANARY_NOT_ISOLATED] += sign
     offline = p.offline_replicas
     if offline:
         topic[OFFLINE_REPLICAS] += sign * len(offline)

@@ -42,10 +42,30 @@ class TopicPreview:
     context: Mapping[str, Any]
 
 
+def canary_preview(form: TopicCreateForm, checked: Mapping[str, Any]) -> TopicPreview | None:
+    """KIP-1095: which of the new partitions would be canary, and whether they would be
+    isolated on canary brokers (CreateTopics answers both, validate_only too)."""
+    partitions = checked.get("canary_partitions")
+    if not partitions:
+        return None
+    return TopicPreview(
+        title="Canary partitions (KIP-1095)",
+        template="frontend/partials/topic_create_canary.html",
+        context={
+            "partitions": list(partitions),
+            "count": len(partitions),
+            "total": checked.get("num_partitions"),
+            "isolated": bool(checked.get("canary_isolated")),
+            "replication_factor": checked.get("replication_factor"),
+        },
+    )
+
+
 # What the checked topic would be, beyond CreateTopics' own answer: each function gets the form
-# and the validate_only answer for the topic, and answers a section or None. Canary isolation
-# (KIP-1095) adds its preview of the canary partitions here.
-CREATE_PREVIEWS: list[Callable[[TopicCreateForm, Mapping[str, Any]], TopicPreview | None]] = []
+# and the validate_only answer for the topic, and answers a section or None.
+CREATE_PREVIEWS: list[Callable[[TopicCreateForm, Mapping[str, Any]], TopicPreview | None]] = [
+    canary_preview
+]
 
 
 def topic_create_page(

@@ -437,3 +437,40 @@ def test_the_acl_helper_refuses_a_principal_without_a_name(admin_client: Client)
         assert "names nobody" in text(response)
     assert not Acl.objects.exists()
     assert not AuditEvent.objects.filter(api="CreateAcls").exists()
+
+
+def test_checking_a_topic_previews_its_canary_partitions(
+    admin_client: Client, register: Callable[..., int]
+) -> None:
+    """KIP-1095 in the create form: which partitions would be canary, and whether they would be
+    isolated (three canary brokers for RF 3: yes; RF 3 with two: placed like any, and said)."""
+    for broker_id in (1, 2, 3):
+        register(broker_id, unfence=True)
+    for broker_id in (11, 12):
+        register(broker_id, unfence=True, pod="canary-broker")
+
+    def check(rf: str, percent: str) -> str:
+        answer = admin_client.post(
+            "/ui/topics/new/",
+            {
+                "check": "1",
+                "name": "orders",
+                "num_partitions": "8",
+                "replication_factor": rf,
+                "configs": f"percent.canary.partition={percent}",
+            },
+        )
+        assert answer.status_code == 200
+        return text(answer)
+
+    isolated = check("2", "25")
+    assert "2 of its 8 partitions would be canary" in isolated and ">0, 4<" in isolated
+    assert 'data-testid="canary-not-isolated"' not in isolated
+    too_few = check("3", "25")
+    assert 'data-testid="canary-not-isolated"' in too_few
+    assert (
+        "Fewer unfenced <code>canary-broker</code> brokers than the replication factor (3)"
+        in too_few
+    )
+    assert 'data-testid="canary-preview"' not in check("2", "0")
+    assert not Topic.objects.exists()  # every check was validate_only

@@ -39,6 +39,7 @@ def naive_counts(machine: HealthMachine) -> dict[str, int]:
             "leaderless_partitions",
             "preferred_replica_imbalance",
             "offline_replicas",
+            "canary_partitions_not_isolated",
         ),
         0,
     )
@@ -55,6 +56,7 @@ def naive_counts(machine: HealthMachine) -> dict[str, int]:
         counts["leaderless_partitions"] += p.leader == NO_LEADER
         counts["preferred_replica_imbalance"] += p.leader != p.replicas[0]
         counts["offline_replicas"] += len(p.offline_replicas)
+        counts["canary_partitions_not_isolated"] += p.is_canary and not p.canary_isolated
     return counts
 
 
