@@ -57,6 +57,8 @@ MIDDLEWARE = [
     "controlplane.middleware.ListenerMiddleware",
     "controlplane.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",  # X-Frame-Options: DENY
+    "controlplane.middleware.ContentSecurityPolicyMiddleware",
     "controlplane.middleware.StaticFilesMiddleware",  # WhiteNoise, public listener only
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -80,6 +82,7 @@ if CP_LISTENER not in {"public", "internal"}:
 CP_INTERNAL_PORT = env_int("CP_INTERNAL_PORT", 8001)
 ROOT_URLCONF = CP_INTERNAL_URLCONF if CP_LISTENER == "internal" else CP_PUBLIC_URLCONF
 WSGI_APPLICATION = "controlplane.wsgi.application"
+X_FRAME_OPTIONS = "DENY"
 
 TEMPLATES = [
     {
@@ -214,7 +217,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["controlplane.api.permissions.IsPrincipal"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["controlplane.api.parsers.BoundedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "controlplane.api.pagination.Pagination",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -234,17 +237,25 @@ SPECTACULAR_SETTINGS = {
     "DEFAULT_GENERATOR_CLASS": "controlplane.api.schema.BothListenersSchemaGenerator",
 }
 
+# Every field of a line is escaped (controlplane.log_context): a client cannot forge a line.
+CP_LOG_FORMAT = os.environ.get("CP_LOG_FORMAT", "plain").strip().lower() or "plain"
+if CP_LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"CP_LOG_FORMAT={CP_LOG_FORMAT!r}: use plain or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+        "plain": {
+            "()": "controlplane.log_context.SafeFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        },
+        "json": {"()": "controlplane.log_context.JsonFormatter"},
     },
     "filters": {"request_id": {"()": "controlplane.log_context.RequestIdLogFilter"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
+            "formatter": CP_LOG_FORMAT,
             "filters": ["request_id"],
         }
     },
