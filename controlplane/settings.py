@@ -81,6 +81,10 @@ if CP_LISTENER not in {"public", "internal"}:
 # 0: no port is internal (the process's listener is CP_LISTENER's, whatever the port).
 CP_INTERNAL_PORT = env_int("CP_INTERNAL_PORT", 8001)
 ROOT_URLCONF = CP_INTERNAL_URLCONF if CP_LISTENER == "internal" else CP_PUBLIC_URLCONF
+# The server (controlplane.server): a request's headers must arrive within this many seconds of
+# its first byte, its body within this many more; slower clients get 408 and are disconnected.
+CP_HTTP_HEADER_TIMEOUT_S = float(os.environ.get("CP_HTTP_HEADER_TIMEOUT_S", "10"))
+CP_HTTP_BODY_TIMEOUT_S = float(os.environ.get("CP_HTTP_BODY_TIMEOUT_S", "30"))
 WSGI_APPLICATION = "controlplane.wsgi.application"
 X_FRAME_OPTIONS = "DENY"
 

@@ -17,6 +17,8 @@ from controlplane.api.permissions import ClusterActionPermission, ClusterDescrib
 from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataRecordSerializer
 from controlplane.filtersets import MetadataRecordFilterSet
 from controlplane.runtime.notifier import notifier
+from controlplane.server.longpoll import ENVIRON_KEY as LONG_POLL
+from controlplane.server.longpoll import LongPoll
 
 
 class WhoAmIView(APIView):
@@ -62,12 +64,25 @@ class MetadataFetchView(APIView):
         wait_s = query.validated_data["wait_ms"] / 1000
         generation = notifier.generation
         records = selectors.metadata_records_json_after(after_offset=after, max_records=limit)
-        if not records and wait_s > 0 and notifier.wait(generation, wait_s):
-            records = selectors.metadata_records_json_after(after_offset=after, max_records=limit)
-        head = json.dumps(selectors.metadata_head(), separators=(",", ":"))
-        # Record types are identifiers and data is stored JSON: the body is assembled as text.
-        body = f'{head[:-1]},"records":[{",".join(records)}]}}'
-        return HttpResponse(body, content_type="application/json")
+        if not records and wait_s > 0:
+            long_poll: LongPoll | None = request.META.get(LONG_POLL)
+            if long_poll is not None:  # the server waits on its event loop, not in this thread
+                long_poll.defer(
+                    generation=generation,
+                    timeout_s=wait_s,
+                    refetch=lambda: _fetch_body(after, limit).encode(),
+                )
+            elif notifier.wait(generation, wait_s):
+                return HttpResponse(_fetch_body(after, limit), content_type="application/json")
+        return HttpResponse(_fetch_body(after, limit, records), content_type="application/json")
+
+
+def _fetch_body(after: int, limit: int, records: list[str] | None = None) -> str:
+    if records is None:
+        records = selectors.metadata_records_json_after(after_offset=after, max_records=limit)
+    head = json.dumps(selectors.metadata_head(), separators=(",", ":"))
+    # Record types are identifiers and data is stored JSON: the body is assembled as text.
+    return f'{head[:-1]},"records":[{",".join(records)}]}}'
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
