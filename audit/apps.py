@@ -13,3 +13,9 @@ class AuditConfig(AppConfig):
 
         if audit_executed not in AUDITORS:
             AUDITORS.append(audit_executed)
+
+        from audit.controller_events import audit_fencing_hold_off
+        from controlplane.runtime.controller import FENCING_LISTENERS
+
+        if audit_fencing_hold_off not in FENCING_LISTENERS:
+            FENCING_LISTENERS.append(audit_fencing_hold_off)

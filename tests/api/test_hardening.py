@@ -280,3 +280,34 @@ def test_a_chunked_body_without_an_end_is_refused_clearly(client, tokens):
     response = _chunked_post(client, tokens["admin"], body, terminated=False)
     assert response.status_code == 411
     assert response.json()["error"] == "INVALID_REQUEST"
+
+
+# --- 1. the controller suspects its own ingress before the brokers ---------------------------
+def test_mass_lapse_is_held_off_loudly_then_fencing_resumes(api, tokens, register):
+    from brokers.models import Broker
+    from controlplane.metrics import render
+    from controlplane.runtime.controller import get_runtime
+    from controlplane.runtime.lease import now_ms
+    from controlplane.runtime.sessions import local_sessions
+
+    for broker_id in range(4):
+        register(broker_id, unfence=True)
+    runtime = get_runtime()
+    sessions = local_sessions()
+    long_ago = now_ms() - 60_000
+    for broker_id in range(4):  # nobody was heard for a minute: the ingress, not the brokers
+        sessions.touch(broker_id, now_ms=long_ago, metadata_offset=0)
+
+    runtime.tick()
+    assert not Broker.objects.filter(fenced=True).exists()
+    held = AuditEvent.objects.get(api="FencingHeldOff")
+    assert held.principal == "User:controller"
+    assert [r["resource_name"] for r in held.resources] == ["0", "1", "2", "3"]
+    assert "kafka_controller_fencing_held_off_brokers 4.0" in render().decode()
+
+    for broker_id in range(3):  # heartbeats flow again; broker 3 really is gone
+        sessions.touch(broker_id, now_ms=now_ms(), metadata_offset=0)
+    runtime.tick()
+    assert list(Broker.objects.filter(fenced=True).values_list("broker_id", flat=True)) == [3]
+    assert AuditEvent.objects.filter(api="FencingResumed").count() == 1
+    assert "kafka_controller_fencing_held_off_brokers 0.0" in render().decode()
