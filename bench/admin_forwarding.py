@@ -66,6 +66,7 @@ import httpx
 
 from bench.replica_state import Brokers
 from devtools.stack import (
+    BENCH_SETTINGS,
     ROOT,
     WORKER_CLASS,
     Http,
@@ -1541,7 +1542,7 @@ def main() -> None:
     controller = "controller"
     with (
         tempfile.TemporaryDirectory() as tmp,
-        running_stack(Path(tmp) / "logs") as stack,
+        running_stack(Path(tmp) / "logs", settings=BENCH_SETTINGS) as stack,
     ):
         stack.spawn(
             controller,

@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.loadgen import LoadResult, build_request, run_in_subprocess
-from devtools.stack import WORKER_CLASS, Stack, running_stack, server_description, wait_for
+from devtools.stack import (
+    BENCH_SETTINGS,
+    WORKER_CLASS,
+    Stack,
+    running_stack,
+    server_description,
+    wait_for,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -295,7 +302,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, running_stack(Path(tmp) / "logs") as stack:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_stack(Path(tmp) / "logs", settings=BENCH_SETTINGS) as stack,
+    ):
         stack.start_controller("bench-controller", 3000)
         stack.wait_active("bench-controller")
         result = measure(stack, args)

@@ -32,7 +32,14 @@ from typing import Any
 
 import httpx
 
-from devtools.stack import WORKER_CLASS, Stack, running_stack, server_description, wait_for
+from devtools.stack import (
+    BENCH_SETTINGS,
+    WORKER_CLASS,
+    Stack,
+    running_stack,
+    server_description,
+    wait_for,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMIT_LINE = re.compile(
@@ -342,7 +349,9 @@ def main() -> None:
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        running_stack(Path(tmp) / "logs", settings={"CP_LOG_LEVEL": "INFO"}) as stack,
+        running_stack(
+            Path(tmp) / "logs", settings={**BENCH_SETTINGS, "CP_LOG_LEVEL": "INFO"}
+        ) as stack,
     ):
         stack.spawn(  # INFO: the controller logs each large commit's timings
             "controller",

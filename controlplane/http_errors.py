@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.http import Http404, JsonResponse
@@ -75,6 +76,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
             status=status.HTTP_401_UNAUTHORIZED,
         )
         response["WWW-Authenticate"] = "Bearer"
+        return response
+    if isinstance(exc, exceptions.Throttled):
+        wait = max(1, math.ceil(exc.wait or 1))
+        response = Response(
+            error_body(
+                Errors.THROTTLING_QUOTA_EXCEEDED,
+                f"Request rate limit exceeded; retry after {wait} s.",
+            ),
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+        )
+        response["Retry-After"] = str(wait)
         return response
     if isinstance(exc, exceptions.PermissionDenied):
         return Response(

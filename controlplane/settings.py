@@ -215,6 +215,9 @@ CP_SUPER_USERS = frozenset(
 )
 CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND = env_bool("CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND", False)
 CP_MAX_BODY_BYTES = env_int("CP_MAX_BODY_BYTES", 1_048_576)
+# Requests per second per principal on the public listener, per web process (0: no limit).
+CP_API_RATE_LIMIT = float(os.environ.get("CP_API_RATE_LIMIT", "200"))
+CP_API_RATE_BURST = float(os.environ.get("CP_API_RATE_BURST", str(2 * CP_API_RATE_LIMIT)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = CP_MAX_BODY_BYTES
 
 # --- REST API ----------------------------------------------------------------------------
@@ -227,6 +230,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["controlplane.api.parsers.BoundedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "controlplane.api.pagination.Pagination",
+    "DEFAULT_THROTTLE_CLASSES": ["controlplane.api.throttles.PrincipalRateThrottle"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "controlplane.http_errors.exception_handler",

@@ -81,6 +81,10 @@ def delete_keys(url: str, prefix: str, batch: int = 500) -> int:
     return deleted
 
 
+# Benchmarks measure the server, not the public API's request rate limit (controlplane.throttling).
+BENCH_SETTINGS = {"CP_API_RATE_LIMIT": "0"}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

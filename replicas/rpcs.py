@@ -8,10 +8,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+
 from audit import resources as named
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import Errors
 from controlplane.rpc import Caller, cluster, public_write, register
+from controlplane.throttling import (
+    MUTATION_QUOTAS,
+    THROTTLED,
+    ControllerMutationQuota,
+    unlimited,
+)
 from replicas import selectors, services
 from replicas.api import serializers as s
 
@@ -35,16 +43,46 @@ def _per_topic(
     topics: list[Body],
     send: Callable[[list[Body]], list[Body]],
     denied: Callable[[str], Body],
+    admitted: Callable[[Body], bool] = lambda topic: True,
 ) -> list[Body]:
+    """Authorize each topic, then its mutations (KIP-599); send what passed, in order."""
     allowed = _topic_allowed(caller, operation)
-    permitted = [t for t in topics if allowed(t["name"])]
     answers: dict[str, Body] = {}
+    throttled: set[str] = set()
+    permitted: list[Body] = []
+    for topic in topics:
+        if not allowed(topic["name"]):
+            continue
+        if admitted(topic):
+            permitted.append(topic)
+        else:
+            throttled.add(topic["name"])
     if permitted:
         answers = {a["name"]: a for a in send(permitted)}
-    return [answers.get(t["name"]) or denied(t["name"]) for t in topics]
+    return [
+        answers.get(t["name"])
+        or ({**denied(t["name"]), **THROTTLED} if t["name"] in throttled else denied(t["name"]))
+        for t in topics
+    ]
+
+
+def mutation_quota(caller: Caller, body: Body) -> ControllerMutationQuota:
+    """The caller's controller mutation quota for this request (none for validate_only)."""
+    if body.get("validate_only"):
+        return unlimited()  # nothing is created: nothing is counted
+    return MUTATION_QUOTAS.for_request(caller.principal.name, caller.client_id)
+
+
+def _partitions_to_create(topic: Body) -> int:
+    if topic.get("num_partitions", -1) > 0:
+        return int(topic["num_partitions"])
+    if topic.get("assignments"):
+        return len(topic["assignments"])
+    return int(settings.CP_STATIC_BROKER_CONFIGS["num.partitions"])
 
 
 def create_topics(body: Body, caller: Caller) -> Body:
+    quota = mutation_quota(caller, body)
     topics = _per_topic(
         caller,
         AclOperation.CREATE,
@@ -60,34 +98,46 @@ def create_topics(body: Body, caller: Caller) -> Body:
             "replication_factor": -1,
             "configs": [],
         },
+        lambda topic: quota.check_and_record(_partitions_to_create(topic)),
     )
-    return {"throttle_time_ms": 0, "topics": topics}
+    return {"throttle_time_ms": quota.throttle_time_ms, "topics": topics}
 
 
 def delete_topics(body: Body, caller: Caller) -> Body:
     allowed = _topic_allowed(caller, AclOperation.DELETE)
+    quota = mutation_quota(caller, body)
     names_by_id = selectors.topic_names_by_id(
         topic_ids=[t["topic_id"] for t in body["topics"] if t.get("topic_id")]
     )
-    denied: list[Body] = []
+    counts = selectors.partition_counts(
+        names=[
+            *body["topic_names"],
+            *names_by_id.values(),
+            *(t.get("name") or "" for t in body["topics"]),
+        ]
+    )
+    refused: list[Body] = []
     names = []
     for name in body["topic_names"]:
-        if allowed(name):
-            names.append(name)
+        if not allowed(name):
+            refused.append({"name": name, "topic_id": None, **AUTHORIZATION_FAILED})
+        elif not quota.check_and_record(counts.get(name, 0)):
+            refused.append({"name": name, "topic_id": None, **THROTTLED})
         else:
-            denied.append({"name": name, "topic_id": None, **AUTHORIZATION_FAILED})
+            names.append(name)
     states = []
     for state in body["topics"]:
         name = state.get("name") or names_by_id.get(state.get("topic_id") or "")
-        if name is None or allowed(name):
+        refusal = None
+        if name is not None and not allowed(name):
+            refusal = AUTHORIZATION_FAILED
+        elif name is not None and not quota.check_and_record(counts.get(name, 0)):
+            refusal = THROTTLED
+        if refusal is None:
             states.append(state)  # unknown ids get the controller's UNKNOWN_TOPIC_ID
         else:
-            denied.append(
-                {
-                    "name": state.get("name"),
-                    "topic_id": state.get("topic_id"),
-                    **AUTHORIZATION_FAILED,
-                }
+            refused.append(
+                {"name": state.get("name"), "topic_id": state.get("topic_id"), **refusal}
             )
     responses: list[Body] = []
     if names or states:
@@ -96,10 +146,12 @@ def delete_topics(body: Body, caller: Caller) -> Body:
             context=caller.context,
         )
         responses = response["responses"]
-    return {"throttle_time_ms": 0, "responses": responses + denied}
+    return {"throttle_time_ms": quota.throttle_time_ms, "responses": responses + refused}
 
 
 def create_partitions(body: Body, caller: Caller) -> Body:
+    quota = mutation_quota(caller, body)
+    counts = selectors.partition_counts(names=[t["name"] for t in body["topics"]])
     results = _per_topic(
         caller,
         AclOperation.ALTER,
@@ -108,8 +160,9 @@ def create_partitions(body: Body, caller: Caller) -> Body:
             payload={**body, "topics": permitted}, context=caller.context
         )["results"],
         lambda name: {"name": name, **AUTHORIZATION_FAILED},
+        lambda topic: quota.check_and_record(topic["count"] - counts.get(topic["name"], 0)),
     )
-    return {"throttle_time_ms": 0, "results": results}
+    return {"throttle_time_ms": quota.throttle_time_ms, "results": results}
 
 
 def elect_leaders(body: Body, caller: Caller) -> Body:

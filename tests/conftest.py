@@ -63,8 +63,14 @@ def _fresh_controller_state() -> Iterator[None]:
     from controlplane.runtime.controller import reset_runtime
     from controlplane.runtime.sessions import local_sessions
 
+    from configs.mutation_quota import quota_cache
+    from controlplane.throttling import MUTATION_QUOTAS, REQUEST_RATE
+
     reset_runtime()
     local_sessions().clear()
+    MUTATION_QUOTAS.clear()
+    REQUEST_RATE.clear()
+    quota_cache.clear()
     acl_cache.clear()
     token_cache.clear()
     forwarded_cache.clear()
