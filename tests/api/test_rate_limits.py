@@ -128,7 +128,7 @@ def test_the_client_id_entity_applies_by_kafkas_precedence(api, tokens, register
     body = {"topics": [{"name": "y", "num_partitions": 1}]}
     status, second = api.post(CREATE, body, token=tokens["admin"], headers=headers)
     assert codes(second["topics"]) == [89] and second["throttle_time_ms"] == 9000
-    status, third = api.post(CREATE, body, token=tokens["admin"])  # another client id
+    _, third = api.post(CREATE, body, token=tokens["admin"])  # another client id
     assert codes(third["topics"]) == [0]
 
 
