@@ -126,7 +126,7 @@ def test_the_client_id_entity_applies_by_kafkas_precedence(api, tokens, register
     status, first = api.post(CREATE, body, token=tokens["admin"], headers=headers)
     assert codes(first["topics"]) == [0]  # 1.1 tokens: admitted, -0.9
     body = {"topics": [{"name": "y", "num_partitions": 1}]}
-    status, second = api.post(CREATE, body, token=tokens["admin"], headers=headers)
+    _status, second = api.post(CREATE, body, token=tokens["admin"], headers=headers)
     assert codes(second["topics"]) == [89] and second["throttle_time_ms"] == 9000
     _, third = api.post(CREATE, body, token=tokens["admin"])  # another client id
     assert codes(third["topics"]) == [0]
