@@ -123,10 +123,10 @@ def test_the_client_id_entity_applies_by_kafkas_precedence(api, tokens, register
     )
     headers = {"X-Client-ID": "bulk-loader"}
     body = {"topics": [{"name": "x", "num_partitions": 2}]}
-    status, first = api.post(CREATE, body, token=tokens["admin"], headers=headers)
+    _, first = api.post(CREATE, body, token=tokens["admin"], headers=headers)
     assert codes(first["topics"]) == [0]  # 1.1 tokens: admitted, -0.9
     body = {"topics": [{"name": "y", "num_partitions": 1}]}
-    _status, second = api.post(CREATE, body, token=tokens["admin"], headers=headers)
+    _, second = api.post(CREATE, body, token=tokens["admin"], headers=headers)
     assert codes(second["topics"]) == [89] and second["throttle_time_ms"] == 9000
     _, third = api.post(CREATE, body, token=tokens["admin"])  # another client id
     assert codes(third["topics"]) == [0]
