@@ -247,6 +247,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The documented API is the whole API, both listeners' paths (/api/schema/, `spectacular`).
     "DEFAULT_GENERATOR_CLASS": "controlplane.api.schema.BothListenersSchemaGenerator",
+    # Every operation's errors (Kafka's body, each status it may answer).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "controlplane.api.schema.document_errors",
+    ],
 }
 
 # Every field of a line is escaped (controlplane.log_context): a client cannot forge a line.

@@ -7,6 +7,7 @@ from typing import Any
 import django_filters
 from django.db.models import QuerySet
 
+from controlplane.filtersets import IntegerFilter, StrictBooleanFilter
 from replicas.models import Partition, Topic
 
 
@@ -20,10 +21,10 @@ class TopicFilterSet(django_filters.FilterSet):  # type: ignore[misc]
 
 class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     topic = django_filters.CharFilter(field_name="topic__name")
-    broker = django_filters.NumberFilter(method="filter_broker", label="Replica on broker")
-    leader = django_filters.NumberFilter()
-    leaderless = django_filters.BooleanFilter(method="filter_leaderless")
-    offline = django_filters.BooleanFilter(method="filter_offline", label="Has offline replicas")
+    broker = IntegerFilter(method="filter_broker", label="Replica on broker")
+    leader = IntegerFilter()
+    leaderless = StrictBooleanFilter(method="filter_leaderless")
+    offline = StrictBooleanFilter(method="filter_offline", label="Has offline replicas")
 
     class Meta:
         model = Partition

@@ -16,7 +16,9 @@ from controlplane.api.fields import (
     StrictBooleanField,
     StrictCharField,
     StrictSerializer,
+    documented,
 )
+from controlplane.controller.quotas.control import ENTITY_TYPES
 from controlplane.controller.quotas.describe import MatchType
 
 NAME_MAX = 1000
@@ -64,7 +66,8 @@ class AlterClientQuotasSerializer(StrictSerializer):
 
 
 class ComponentDataSerializer(StrictSerializer):
-    entity_type = _name()
+    # Kafka answers "Invalid empty entity type." and UNSUPPORTED_VERSION for any other type.
+    entity_type = documented(_name(), enum=list(ENTITY_TYPES))
     match_type = KafkaEnumField(MatchType)
     match = _name(required=False, allow_null=True, default=None)
 

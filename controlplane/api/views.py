@@ -12,6 +12,8 @@ from rest_framework.views import APIView
 from brokers import selectors as broker_selectors
 from brokers.selectors import broker_as_dict, broker_list, broker_sessions
 from controlplane import metrics, selectors
+from controlplane.api import responses
+from controlplane.api.authorization import CALLER_ONLY
 from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterActionPermission, ClusterDescribePermission
 from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataRecordSerializer
@@ -24,6 +26,9 @@ from controlplane.server.longpoll import LongPoll
 class WhoAmIView(APIView):
     """The authenticated principal: the cheapest authenticated call there is."""
 
+    authorization = CALLER_ONLY
+
+    @extend_schema(responses=responses.ok(responses.WHOAMI))
     def get(self, request: Request) -> Response:
         user = principal_of(request)
         return Response(
@@ -34,6 +39,7 @@ class WhoAmIView(APIView):
 class ClusterView(APIView):
     permission_classes = [ClusterDescribePermission]
 
+    @extend_schema(responses=responses.ok(responses.CLUSTER))
     def get(self, request: Request) -> Response:
         summary = broker_selectors.cluster_summary()
         sessions = broker_sessions()
@@ -55,7 +61,9 @@ class MetadataFetchView(APIView):
 
     permission_classes = [ClusterActionPermission]
 
-    @extend_schema(parameters=[MetadataFetchQuerySerializer])
+    @extend_schema(
+        parameters=[MetadataFetchQuerySerializer], responses=responses.ok(responses.METADATA_FETCH)
+    )
     def get(self, request: Request) -> HttpResponse:
         query = MetadataFetchQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)

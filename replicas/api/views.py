@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from controlplane.api import responses
 from controlplane.api.authorization import AuthorizedListView, ResourceAuthorization
 from controlplane.api.context import client_host, principal_of, request_context
 from controlplane.api.fields import INT32_MAX, StrictIntegerField, StrictSerializer
@@ -50,14 +51,22 @@ class _ControllerRpcView(APIView):
         return Response(type(self).send(payload=payload, context=request_context(request)))
 
 
-@extend_schema_view(post=extend_schema(request=s.AlterPartitionSerializer))
+@extend_schema_view(
+    post=extend_schema(
+        request=s.AlterPartitionSerializer, responses=responses.ok(responses.ALTER_PARTITION)
+    )
+)
 class AlterPartitionView(_ControllerRpcView):
     permission_classes = [ClusterActionPermission]
     body = s.AlterPartitionSerializer
     send = staticmethod(services.partition_alter)
 
 
-@extend_schema_view(post=extend_schema(request=s.AlterReplicaStateSerializer))
+@extend_schema_view(
+    post=extend_schema(
+        request=s.AlterReplicaStateSerializer, responses=responses.ok(responses.ALTER_REPLICA_STATE)
+    )
+)
 class AlterReplicaStateView(_ControllerRpcView):
     permission_classes = [ClusterActionPermission]
     body = s.AlterReplicaStateSerializer
@@ -131,7 +140,10 @@ class ReplicaIncidentsView(APIView):
     permission_classes = [IsPrincipal]
     authorization = TOPICS
 
-    @extend_schema(parameters=[ReplicaIncidentsQuerySerializer])
+    @extend_schema(
+        parameters=[ReplicaIncidentsQuerySerializer],
+        responses=responses.ok(responses.REPLICA_INCIDENTS),
+    )
     def get(self, request: Request) -> Response:
         query = ReplicaIncidentsQuerySerializer.of(request)
         incidents = selectors.replica_incidents(broker_id=query.get("broker"))

@@ -1,0 +1,71 @@
+"""The OpenAPI schema's extensions (drf-spectacular finds them on import: controlplane.apps
+imports this module): the Bearer and session security schemes, and request bodies that say they
+refuse unknown fields, as StrictSerializer does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
+from drf_spectacular.plumbing import force_instance
+from rest_framework import serializers
+
+NO_NUL = "^[^\\u0000]*$"
+
+
+class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    target_class = "controlplane.authentication.BearerTokenAuthentication"
+    name = "bearerAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A principal's token (`manage.py create_principal NAME`)",
+        }
+
+
+class PrincipalSessionScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+    target_class = "controlplane.authentication.PrincipalSessionAuthentication"
+    name = "cookieAuth"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "apiKey",
+            "in": "cookie",
+            "name": "sessionid",
+            "description": "The UI's session (log in at /ui/login/), CSRF enforced",
+        }
+
+
+class StrictSerializerExtension(OpenApiSerializerExtension):  # type: ignore[no-untyped-call]
+    """A StrictSerializer refuses fields it does not declare: `additionalProperties: false`."""
+
+    target_class = "controlplane.api.fields.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
+        schema = auto_schema._map_basic_serializer(self.target, direction)
+        schema["additionalProperties"] = False
+        schema.update(getattr(self.target, "openapi_schema", {}))
+        properties = schema.get("properties", {})
+        for name, field in force_instance(self.target).fields.items():
+            prop = properties.get(name)
+            if not isinstance(prop, dict):
+                continue
+            prop.update(getattr(field, "openapi", {}))
+            if isinstance(field, serializers.ListField):
+                if not field.allow_empty:
+                    prop.setdefault("minItems", 1)
+                field, prop = field.child, prop.get("items")
+            if isinstance(field, serializers.CharField) and isinstance(prop, dict):
+                _text_rules(field, prop)
+        return schema
+
+
+def _text_rules(field: serializers.CharField, prop: dict[str, Any]) -> None:
+    """What DRF refuses in a text field: blanks (unless allowed) and NUL characters."""
+    if not field.allow_blank and not prop.get("minLength"):
+        prop["minLength"] = 1
+    if not {"enum", "pattern", "format"} & set(prop):
+        prop["pattern"] = NO_NUL
