@@ -66,6 +66,25 @@ class AlterClientQuotasSerializer(StrictSerializer):
 
 
 class ComponentDataSerializer(StrictSerializer):
+    # Kafka: EXACT names a match string, DEFAULT and ANY do not (INVALID_REQUEST otherwise).
+    # (`not` keeps drf-spectacular's enum hook from merging these into the field's enum.)
+    openapi_schema = {
+        "anyOf": [
+            {
+                "required": ["match"],
+                "properties": {
+                    "match_type": {"not": {"enum": ["DEFAULT", "ANY"]}},
+                    "match": {"type": "string"},
+                },
+            },
+            {
+                "properties": {
+                    "match_type": {"not": {"enum": ["EXACT"]}},
+                    "match": {"not": {"type": "string"}},
+                }
+            },
+        ]
+    }
     # Kafka answers "Invalid empty entity type." and UNSUPPORTED_VERSION for any other type.
     entity_type = documented(_name(), enum=list(ENTITY_TYPES))
     match_type = KafkaEnumField(MatchType)

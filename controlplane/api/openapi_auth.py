@@ -10,7 +10,15 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSe
 from drf_spectacular.plumbing import force_instance
 from rest_framework import serializers
 
+from controlplane.api.fields import StrictSerializer
+
 NO_NUL = "^[^\\u0000]*$"
+# What Python's str.strip() takes away (DRF trims text fields before checking they are blank).
+_SPACE = (
+    "\\t\\n\\u000b\\u000c\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680\\u2000-\\u200a"
+    "\\u2028\\u2029\\u202f\\u205f\\u3000"
+)
+NOT_BLANK = f"^[^\\u0000]*[^\\u0000{_SPACE}][^\\u0000]*$"
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
@@ -48,6 +56,8 @@ class StrictSerializerExtension(OpenApiSerializerExtension):  # type: ignore[no-
         schema = auto_schema._map_basic_serializer(self.target, direction)
         schema["additionalProperties"] = False
         schema.update(getattr(self.target, "openapi_schema", {}))
+        if schema.get("description") == StrictSerializer.__doc__:
+            del schema["description"]  # the base class's docstring says nothing of this body
         properties = schema.get("properties", {})
         for name, field in force_instance(self.target).fields.items():
             prop = properties.get(name)
@@ -65,7 +75,8 @@ class StrictSerializerExtension(OpenApiSerializerExtension):  # type: ignore[no-
 
 def _text_rules(field: serializers.CharField, prop: dict[str, Any]) -> None:
     """What DRF refuses in a text field: blanks (unless allowed) and NUL characters."""
-    if not field.allow_blank and not prop.get("minLength"):
+    blank_refused = not field.allow_blank
+    if blank_refused and not prop.get("minLength"):
         prop["minLength"] = 1
     if not {"enum", "pattern", "format"} & set(prop):
-        prop["pattern"] = NO_NUL
+        prop["pattern"] = NOT_BLANK if blank_refused and field.trim_whitespace else NO_NUL

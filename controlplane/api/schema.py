@@ -49,6 +49,7 @@ PUBLIC_ONLY_STATUSES = {
     "429": "Request rate limit of the principal exceeded (THROTTLING_QUOTA_EXCEEDED); retry "
     "after Retry-After",
 }
+NO_NUL = "^[^\\u0000]*$"
 RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"}}
 
 
@@ -77,6 +78,12 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
         for method, operation in operations.items():
             if method.startswith("x-") or not isinstance(operation, dict):
                 continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if schema.get("type") == "string" and not {"enum", "pattern", "format"} & set(
+                    schema
+                ):
+                    schema["pattern"] = NO_NUL  # Django's forms refuse NUL characters
             responses = operation.setdefault("responses", {})
             for status, description in statuses.items():
                 responses.setdefault(status, _error_response(description, status))
