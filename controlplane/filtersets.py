@@ -24,7 +24,8 @@ class StrictBooleanField(forms.Field):
         raise forms.ValidationError("Enter true or false.", code="invalid")
 
 
-@extend_schema_field(OpenApiTypes.BOOL)
+# The words accepted, as the schema lists them ("": no filter, as a form's "any" sends it).
+@extend_schema_field({"type": "string", "enum": [*sorted(TRUE | FALSE), ""]})
 class StrictBooleanFilter(django_filters.BooleanFilter):  # type: ignore[misc]
     field_class = StrictBooleanField
 
