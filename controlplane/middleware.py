@@ -13,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 from controlplane.controller.errors import Errors
-from controlplane.http_errors import json_error
+from controlplane.http_errors import UNAVAILABLE_MESSAGE, is_unavailable, json_error
 from controlplane.log_context import request_id_var
 
 API_PREFIXES = ("/api/", "/internal/")
@@ -172,7 +172,7 @@ def body_refusal(request: HttpRequest) -> HttpResponse | None:
         if len(body) > limit:
             return too_large(len(body))
         request.META["CONTENT_LENGTH"] = str(len(body))
-        request._stream = io.BytesIO(body)  # type: ignore[attr-defined]
+        request._stream = io.BytesIO(body)
         return None
     try:
         length = int(declared or 0)
@@ -210,5 +210,10 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_api_request(request):
             return None
+        if is_unavailable(exception):
+            logger.warning("metadata or session store unreachable: %s", exception)
+            response = json_error(Errors.NOT_CONTROLLER, UNAVAILABLE_MESSAGE, 503)
+            response["Retry-After"] = "1"
+            return response
         logger.exception("unhandled error on %s", request.path)
         return json_error(Errors.UNKNOWN_SERVER_ERROR, "Unexpected server error.", 500)

@@ -133,7 +133,11 @@ def embedded_server(
             ),
         )
         for path in ("/api/v1/whoami", "/internal/v1/metadata"):
-            wait_for(lambda p=path: http.call("GET", p)[0] == 401, 60, f"the server ({path})")
+
+            def asks_for_a_token(path: str = path) -> bool:
+                return http.call("GET", path)[0] == 401
+
+            wait_for(asks_for_a_token, 60, f"the server ({path})")
         if brokers:
             argv = [PYTHON, "manage.py", "simulate_brokers", "--internal-url", http.internal]
             argv += ["--url", http.base, "--token", tokens["broker"], "--brokers", str(brokers)]

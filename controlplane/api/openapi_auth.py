@@ -59,7 +59,7 @@ class StrictSerializerExtension(OpenApiSerializerExtension):  # type: ignore[no-
         if schema.get("description") == StrictSerializer.__doc__:
             del schema["description"]  # the base class's docstring says nothing of this body
         properties = schema.get("properties", {})
-        for name, field in force_instance(self.target).fields.items():
+        for name, field in force_instance(self.target).fields.items():  # type: ignore[no-untyped-call]
             prop = properties.get(name)
             if not isinstance(prop, dict):
                 continue
