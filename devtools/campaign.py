@@ -609,7 +609,7 @@ FAULTS: list[tuple[str, str]] = [
     ("restart Redis", "restart_redis"),
     ("restart PostgreSQL", "restart_postgres"),
     ("kill -9 a web node", "kill_web_node"),
-    ("50 slow connections on the public listeners for 30 s", "slow_clients"),
+    ("50 slow connections on the public listener for 30 s", "slow_clients"),
 ]
 
 

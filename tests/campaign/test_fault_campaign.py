@@ -51,7 +51,7 @@ def test_fault_campaign(tmp_path: Path) -> None:
     assert report["server_500"] == 0, report["server_5xx"]
     paused = faults["SIGSTOP the active controller past its lease, then SIGCONT"]
     assert paused["extra"]["records_written_after_losing_the_lease"] == 0
-    slow = faults["50 slow connections on the public listeners for 30 s"]
+    slow = faults["50 slow connections on the public listener for 30 s"]
     assert slow["extra"]["brokers_fenced_during_the_attack"] == 0
     assert slow["extra"]["other_requests"]["errors"] == 0
     for fault in report["faults"]:

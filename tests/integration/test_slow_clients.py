@@ -9,9 +9,11 @@ printed (the campaign report keeps the figure): no timed assertion here.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -70,3 +72,55 @@ def test_fifty_slow_connections_neither_freeze_the_server_nor_fence_the_brokers(
         assert held["closed_by_the_server"] >= 50  # the header deadline let go of every one
         assert fencings_since(server, offset) == []
         assert server.brokers_unfenced() == BROKERS
+
+
+def test_long_polls_hold_no_thread_and_chunked_bodies_are_read(tmp_path: Path) -> None:
+    """20 metadata long-polls from one broker token (wait_ms up to 60 s) held a worker thread
+    each; with 4 threads per listener the other requests now go on, and a chunked create-topics
+    is read, not taken for an empty body."""
+    with embedded_server(tmp_path / "run", brokers=1, threads=4, topic=None) as server:
+        _, cluster = server.http.get("/api/v1/cluster", server.tokens["admin"])
+        head = cluster["metadata_offset"] + 1000  # nothing will come: every poll waits its all
+        polls = [
+            threading.Thread(
+                target=server.http.get,
+                args=(f"/internal/v1/metadata?after_offset={head}&wait_ms=20000",),
+                kwargs={"token": server.tokens["broker"], "timeout": 30},
+                daemon=True,
+            )
+            for _ in range(20)
+        ]
+        for poll in polls:
+            poll.start()
+        time.sleep(1.0)  # every poll is waiting now
+        started = time.monotonic()
+        internal = probe(
+            f"{server.internal}/internal/v1/metadata?after_offset=-1&max_records=1",
+            server.tokens["broker"],
+            seconds=3,
+        )
+        public = probe(f"{server.public}/api/v1/whoami", server.tokens["alice"], seconds=3)
+        print(json.dumps({"internal": internal, "public": public}))
+        assert internal["errors"] == 0 and set(internal["statuses"]) == {"200"}
+        assert public["errors"] == 0 and set(public["statuses"]) == {"200"}
+        assert time.monotonic() - started < 15  # answered while the polls still wait
+        assert sum(poll.is_alive() for poll in polls) == 20
+
+        body = json.dumps({"topics": [{"name": "chunked", "num_partitions": 1}]}).encode()
+        host, port = server.public.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        connection.request(
+            "POST",
+            "/api/v1/create-topics",
+            body=iter([body[:10], body[10:]]),
+            headers={
+                "Authorization": f"Bearer {server.tokens['admin']}",
+                "Content-Type": "application/json",
+                "Transfer-Encoding": "chunked",
+            },
+            encode_chunked=True,
+        )
+        answer = connection.getresponse()
+        created = json.loads(answer.read())
+        assert answer.status == 200, created
+        assert created["topics"][0]["name"] == "chunked"
