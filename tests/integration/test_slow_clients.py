@@ -78,13 +78,16 @@ def test_long_polls_hold_no_thread_and_chunked_bodies_are_read(tmp_path: Path) -
     """20 metadata long-polls from one broker token (wait_ms up to 60 s) held a worker thread
     each; with 4 threads per listener the other requests now go on, and a chunked create-topics
     is read, not taken for an empty body."""
-    with embedded_server(tmp_path / "run", brokers=1, threads=4, topic=None) as server:
+    worker_class = os.environ.get("CP_TEST_WORKER_CLASS", WORKER_CLASS)
+    with embedded_server(
+        tmp_path / "run", brokers=1, threads=4, topic=None, worker_class=worker_class
+    ) as server:
         _, cluster = server.http.get("/api/v1/cluster", server.tokens["admin"])
         head = cluster["metadata_offset"] + 1000  # nothing will come: every poll waits its all
         polls = [
             threading.Thread(
                 target=server.http.get,
-                args=(f"/internal/v1/metadata?after_offset={head}&wait_ms=20000",),
+                args=(f"/internal/v1/metadata?after_offset={head}&wait_ms=15000",),
                 kwargs={"token": server.tokens["broker"], "timeout": 30},
                 daemon=True,
             )
