@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -48,6 +48,11 @@ test: install-test services lint typecheck
 ## test-fast: the pure core, API and server-rendered UI tests (no services, no browser, no Spark)
 test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
+
+## campaign: the fault campaign on private PostgreSQL and Redis (bench/results/fault_campaign.json)
+campaign: install-test services
+	DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
+		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
 bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui

@@ -9,11 +9,15 @@ class AuditConfig(AppConfig):
 
     def ready(self) -> None:
         from audit import timer  # noqa: F401  (the embedded periodic export)
+        from audit.controller_events import audit_fencing_hold_off
         from audit.services import CommitAudit, audit_executed
         from controlplane.rpc import AUDITORS
+        from controlplane.runtime.controller import FENCING_LISTENERS
         from controlplane.runtime.metadata_log import COMMIT_AUDIT
 
         if audit_executed not in AUDITORS:
             AUDITORS.append(audit_executed)
         if not any(isinstance(trail, CommitAudit) for trail in COMMIT_AUDIT):
             COMMIT_AUDIT.append(CommitAudit())
+        if audit_fencing_hold_off not in FENCING_LISTENERS:
+            FENCING_LISTENERS.append(audit_fencing_hold_off)

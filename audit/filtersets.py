@@ -6,21 +6,22 @@ import django_filters
 from django.db.models import QuerySet
 
 from audit.models import AuditEvent, Outcome
+from controlplane.filtersets import IntegerFilter, StrictBooleanFilter
 
 
 class AuditEventFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     principal = django_filters.CharFilter()
     api = django_filters.CharFilter()
     outcome = django_filters.ChoiceFilter(choices=Outcome.choices)
-    error_code = django_filters.NumberFilter()
+    error_code = IntegerFilter()
     request_id = django_filters.CharFilter()
     client_id = django_filters.CharFilter()
-    forwarded = django_filters.BooleanFilter(method="filter_forwarded")
+    forwarded = StrictBooleanFilter(method="filter_forwarded")
     forwarding_principal = django_filters.CharFilter()
-    forwarding_broker_id = django_filters.NumberFilter()
+    forwarding_broker_id = IntegerFilter()
     resource = django_filters.CharFilter(method="filter_resource")
-    time_min = django_filters.NumberFilter(field_name="time_ms", lookup_expr="gte")
-    time_max = django_filters.NumberFilter(field_name="time_ms", lookup_expr="lte")
+    time_min = IntegerFilter(field_name="time_ms", lookup_expr="gte")
+    time_max = IntegerFilter(field_name="time_ms", lookup_expr="lte")
 
     class Meta:
         model = AuditEvent

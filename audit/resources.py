@@ -98,7 +98,7 @@ def listed(answer_key: str, body_key: str, namer: Namer, *, also: str = "") -> N
             return [_named(namer(i), _code(i)) for i in _dicts(answer[answer_key])]
         items = _dicts(body.get(body_key))
         if also:
-            items += [{"name": n} for n in body.get(also) or [] if isinstance(n, str)]
+            items += [{"name": n} for n in _list(body.get(also)) if isinstance(n, str)]
         return [_named(namer(i), top) for i in items]
 
     return resources

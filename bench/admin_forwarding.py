@@ -1,11 +1,12 @@
 """Benchmark: admin writes sent directly vs forwarded by a broker in an Envelope (KIP-590).
 
-The real stack: PostgreSQL, Redis, gunicorn (gthread, 3 workers x 8 threads: cores + 1 workers,
-and threads enough to cover the time each admin write waits for the controller; the heartbeat
-benchmark's 5 x 2 is `--workers 5 --threads 2`) and one `run_controller` process (the only
-consumer of the controller's request channel). Three brokers are registered and kept alive; one
-topic is created. The write is IncrementalAlterConfigs SET retention.ms on that topic, a new
-value on every request (so each one writes a ConfigRecord), sent two ways in the same run:
+The real stack: PostgreSQL, Redis, gunicorn (the control plane's worker, 3 workers x 8 threads:
+cores + 1 workers, and threads enough to cover the time each admin write waits for the
+controller; the heartbeat benchmark's 5 x 2 is `--workers 5 --threads 2`) and one
+`run_controller` process (the only consumer of the controller's request channel). Three
+brokers are registered and kept alive; one topic is created. The write is
+IncrementalAlterConfigs SET retention.ms on that topic, a new value on every request (so each
+one writes a ConfigRecord), sent two ways in the same run:
 
 * direct: an admin client (the super user's token) -> `POST /api/v1/incremental-alter-configs`;
 * envelope: a broker redirecting that client's request -> `POST /internal/v1/envelope` with the
@@ -65,12 +66,15 @@ import httpx
 
 from bench.replica_state import Brokers
 from devtools.stack import (
+    BENCH_SETTINGS,
     ROOT,
+    WORKER_CLASS,
     Http,
     Stack,
     postgres_admin_url,
     redis_url,
     running_stack,
+    server_description,
     wait_for,
 )
 
@@ -1243,7 +1247,7 @@ def where_time_goes(
 def run_setup(*, args: Any, call: Any, controller: Any, load_before: Any) -> dict[str, Any]:
     """What was measured, and on what."""
     return {
-        "server": f"gunicorn gthread, {args.workers} workers x {args.threads} threads",
+        "server": server_description(args.worker_class, args.workers, args.threads),
         "controller": f"1 x manage.py run_controller (--loglevel {args.controller_loglevel})",
         "controller_transport": call["transport"],
         "code": code_version(),
@@ -1279,7 +1283,9 @@ def run_setup(*, args: Any, call: Any, controller: Any, load_before: Any) -> dic
 def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str, Any]:
     run_id = f"{int(time.time()) % 100000}"
     load_before = os.getloadavg()
-    http: Http = stack.start_web(workers=args.workers, threads=args.threads)
+    http: Http = stack.start_web(
+        workers=args.workers, threads=args.threads, worker_class=args.worker_class
+    )
     host, port = http.base.removeprefix("http://").split(":")
     internal_port = http.internal.rsplit(":", 1)[1]
     django_in_this_process(stack)
@@ -1478,6 +1484,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument(
+        "--worker-class",
+        default=WORKER_CLASS,
+        help="gunicorn worker class (gthread: the old server, to compare)",
+    )
     parser.add_argument("--workers", type=int, default=3, help="gunicorn workers (cores + 1)")
     parser.add_argument(
         "--threads",
@@ -1531,7 +1542,7 @@ def main() -> None:
     controller = "controller"
     with (
         tempfile.TemporaryDirectory() as tmp,
-        running_stack(Path(tmp) / "logs") as stack,
+        running_stack(Path(tmp) / "logs", settings=BENCH_SETTINGS) as stack,
     ):
         stack.spawn(
             controller,

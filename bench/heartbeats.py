@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.loadgen import LoadResult, build_request, run_in_subprocess
-from devtools.stack import Stack, running_stack, wait_for
+from devtools.stack import (
+    BENCH_SETTINGS,
+    WORKER_CLASS,
+    Stack,
+    running_stack,
+    server_description,
+    wait_for,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -140,7 +147,9 @@ def merge(results: list[LoadResult]) -> LoadResult:
 
 
 def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
-    http = stack.start_web(workers=args.workers, threads=args.threads)
+    http = stack.start_web(
+        workers=args.workers, threads=args.threads, worker_class=args.worker_class
+    )
     # whoami is on the public listener, heartbeats on the internal one: same process, two ports.
     host_port = http.base.removeprefix("http://")
     host, port = host_port.split(":")
@@ -221,8 +230,8 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         "benchmark": "broker_heartbeats",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "setup": {
-            "server": f"gunicorn gthread, {args.workers} workers x {args.threads} threads, "
-            "bound to the public and the internal listener's ports",
+            "server": server_description(args.worker_class, args.workers, args.threads)
+            + ", bound to the public and the internal listener's ports",
             "database": "PostgreSQL 127.0.0.1:5432",
             "sessions": "Redis 127.0.0.1:6379",
             "controller": "manage.py run_controller (Celery worker, queue 'controller')",
@@ -285,10 +294,18 @@ def main() -> None:
         default=250.0,
         help="sustained heartbeats per second (open loop) for the latency phase",
     )
+    parser.add_argument(
+        "--worker-class",
+        default=WORKER_CLASS,
+        help="gunicorn worker class (gthread: the old server, to compare)",
+    )
     parser.add_argument("--workers", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, running_stack(Path(tmp) / "logs") as stack:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_stack(Path(tmp) / "logs", settings=BENCH_SETTINGS) as stack,
+    ):
         stack.start_controller("bench-controller", 3000)
         stack.wait_active("bench-controller")
         result = measure(stack, args)

@@ -33,7 +33,14 @@ from typing import Any
 
 import httpx
 
-from devtools.stack import Stack, running_stack, wait_for
+from devtools.stack import (
+    BENCH_SETTINGS,
+    WORKER_CLASS,
+    Stack,
+    running_stack,
+    server_description,
+    wait_for,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 COMMIT_LINE = re.compile(
@@ -237,7 +244,9 @@ def assigned(partitions: int, leader: int, brokers: int) -> list[dict[str, Any]]
 
 
 def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
-    http = stack.start_web(workers=args.workers, threads=args.threads)
+    http = stack.start_web(
+        workers=args.workers, threads=args.threads, worker_class=args.worker_class
+    )
     cluster_id = stack.sql("SELECT cluster_id FROM cp_cluster WHERE id = 1")[0][0]
     # The brokers (and the broker's AlterReplicaState) on the internal listener, the admin public.
     brokers = Brokers(http.internal, stack.tokens["broker"], cluster_id, args.brokers)
@@ -303,7 +312,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
             "brokers": args.brokers,
             "partitions": args.partitions,
             "replication_factor": 3,
-            "web": f"gunicorn {args.workers}x{args.threads}",
+            "web": server_description(args.worker_class, args.workers, args.threads),
             "database": "PostgreSQL",
         },
         "create_topic_10k_rf3_s": {
@@ -333,6 +342,11 @@ def main() -> None:
     parser.add_argument("--brokers", type=int, default=60)
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument(
+        "--worker-class",
+        default=WORKER_CLASS,
+        help="gunicorn worker class (gthread: the old server, to compare)",
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     run_with_controller(measure, parser.parse_args(), "replica_state.json")
@@ -347,7 +361,9 @@ def run_with_controller(
     commit's timings); its figures go to bench/results/`result_name` and stdout."""
     with (
         tempfile.TemporaryDirectory() as tmp,
-        running_stack(Path(tmp) / "logs", settings={"CP_LOG_LEVEL": "INFO"}) as stack,
+        running_stack(
+            Path(tmp) / "logs", settings={**BENCH_SETTINGS, "CP_LOG_LEVEL": "INFO"}
+        ) as stack,
     ):
         stack.spawn(
             "controller",

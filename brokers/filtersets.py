@@ -1,6 +1,7 @@
 import django_filters
 
 from brokers.models import Broker
+from controlplane.filtersets import StrictBooleanFilter
 
 
 class BrokerFilterSet(django_filters.FilterSet):  # type: ignore[misc]
@@ -8,7 +9,7 @@ class BrokerFilterSet(django_filters.FilterSet):  # type: ignore[misc]
         choices=[("broker", "broker"), ("canary-broker", "canary-broker")]
     )
     rack = django_filters.CharFilter()
-    fenced = django_filters.BooleanFilter()
+    fenced = StrictBooleanFilter()
 
     class Meta:
         model = Broker

@@ -9,6 +9,7 @@ from prometheus_client.registry import Collector
 
 from brokers.selectors import cluster_summary
 from controlplane.metrics import gauge
+from controlplane.runtime.sessions import session_store
 
 
 class ClusterCollector(Collector):
@@ -32,6 +33,18 @@ class ClusterCollector(Collector):
             "kafka_controller_kafkacontroller_lastcommittedrecordoffset",
             "Offset of the newest committed metadata record",
             summary["metadata_offset"],
+        )
+        held_off, since_ms = session_store().fencing_hold_off()
+        yield gauge(
+            "kafka_controller_fencing_held_off_brokers",
+            "Brokers whose session lapsed but whom the controller does not fence, suspecting its "
+            "own ingress (most brokers lapsed at once); 0 when fencing as usual",
+            len(held_off),
+        )
+        yield gauge(
+            "kafka_controller_fencing_held_off_since_ms",
+            "When the controller began holding off fencing (epoch ms); 0 when it does not",
+            since_ms,
         )
         states = summary["broker_states"]
         yield gauge(

@@ -9,3 +9,7 @@ class ConfigsConfig(AppConfig):
 
     def ready(self) -> None:
         from configs import projection  # noqa: F401  (registers its projection)
+        from configs.mutation_quota import controller_mutation_rate
+        from controlplane.throttling import MUTATION_QUOTAS
+
+        MUTATION_QUOTAS.rate_of = controller_mutation_rate  # KIP-599, enforced by the RPCs

@@ -10,6 +10,7 @@ class ControlPlaneConfig(AppConfig):
         from django.utils.module_loading import autodiscover_modules
 
         from controlplane import metrics  # noqa: F401  (register collectors)
+        from controlplane.api import openapi_auth  # noqa: F401  (the Bearer security scheme)
 
         # The Celery app, so that every Django process's shared tasks are sent through it.
         from controlplane.celery import app  # noqa: F401

@@ -5,9 +5,14 @@ from typing import Any
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from controlplane.principals import AuthenticatedPrincipal, principal_by_id, principal_by_token
+from controlplane.principals import (
+    SESSION_PRINCIPAL,
+    AuthenticatedPrincipal,
+    principal_by_token,
+    session_principal_of,
+)
 
-SESSION_KEY = "cp_principal_id"
+SESSION_KEY = SESSION_PRINCIPAL
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -38,10 +43,10 @@ class PrincipalSessionAuthentication(authentication.SessionAuthentication):
     """The browser UI's session login, for the same principals (CSRF enforced)."""
 
     def authenticate(self, request: Request) -> tuple[Any, None] | None:
-        principal_id = request._request.session.get(SESSION_KEY)
-        if principal_id is None:
+        session = request._request.session
+        if session.get(SESSION_KEY) is None:
             return None
-        principal = principal_by_id(principal_id)
+        principal = session_principal_of(session)  # None once the principal was re-keyed
         if principal is None:
             return None
         self.enforce_csrf(request)

@@ -6,8 +6,10 @@ generation) or after a few seconds at most.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
+from collections.abc import Iterable
 
 from django.conf import settings
 
@@ -131,3 +133,37 @@ def refuse_broker_on_public_write(principal: AuthenticatedPrincipal) -> None:
             Errors.CLUSTER_AUTHORIZATION_FAILED,
             "Broker principals may not send admin writes to the public API.",
         )
+
+
+# --- what a principal may see: the one helper every resource list uses -----------------------
+@dataclasses.dataclass(frozen=True, slots=True)
+class Visibility:
+    """Which resources of one type a principal may see (by default: DESCRIBE), as Kafka's
+    Metadata and Describe* answers leave out what the principal may not describe."""
+
+    principal: AuthenticatedPrincipal
+    host: str
+    resource_type: ResourceType
+    operation: AclOperation = AclOperation.DESCRIBE
+
+    @property
+    def everything(self) -> bool:
+        """A super user sees every resource: nothing needs filtering (and no query)."""
+        return self.principal.is_super
+
+    def allows(self, name: str) -> bool:
+        return self.everything or is_authorized(
+            self.principal,
+            host=self.host,
+            operation=self.operation,
+            resource_type=self.resource_type,
+            resource_name=name,
+        )
+
+    def split(self, names: Iterable[str]) -> tuple[list[str], list[str]]:
+        """(allowed, hidden) of `names`."""
+        allowed: list[str] = []
+        hidden: list[str] = []
+        for name in names:
+            (allowed if self.allows(name) else hidden).append(name)
+        return allowed, hidden

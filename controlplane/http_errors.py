@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from django.http import Http404, JsonResponse
@@ -22,6 +23,21 @@ HTTP_STATUS = {
     Errors.NOT_CONTROLLER: status.HTTP_503_SERVICE_UNAVAILABLE,
     Errors.REQUEST_TIMED_OUT: status.HTTP_504_GATEWAY_TIMEOUT,
 }
+
+
+UNAVAILABLE_MESSAGE = "The metadata or session store cannot be reached now; retry."
+
+
+def is_unavailable(error: Exception) -> bool:
+    """A store the control plane depends on is down or restarting (PostgreSQL, Redis): the
+    request may be retried, as for NOT_CONTROLLER (503 with Retry-After), never a 500."""
+    from django.db import InterfaceError, OperationalError
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    return isinstance(
+        error, OperationalError | InterfaceError | RedisConnectionError | RedisTimeoutError
+    )
 
 
 def error_body(error: Errors, message: str | None) -> dict[str, Any]:
@@ -76,6 +92,17 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         )
         response["WWW-Authenticate"] = "Bearer"
         return response
+    if isinstance(exc, exceptions.Throttled):
+        wait = max(1, math.ceil(getattr(exc, "wait", None) or 1))
+        response = Response(
+            error_body(
+                Errors.THROTTLING_QUOTA_EXCEEDED,
+                f"Request rate limit exceeded; retry after {wait} s.",
+            ),
+            status=status.HTTP_429_TOO_MANY_REQUESTS,
+        )
+        response["Retry-After"] = str(wait)
+        return response
     if isinstance(exc, exceptions.PermissionDenied):
         return Response(
             error_body(Errors.CLUSTER_AUTHORIZATION_FAILED, str(exc.detail)),
@@ -92,6 +119,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         handled = drf_exception_handler(exc, context)
         code = handled.status_code if handled is not None else 400
         return Response(error_body(Errors.INVALID_REQUEST, str(exc.detail)), status=code)
+    if is_unavailable(exc):
+        logger.warning("metadata or session store unreachable: %s", exc)
+        return api_error_response(ApiError(Errors.NOT_CONTROLLER, UNAVAILABLE_MESSAGE))
     logger.exception("unexpected error in the API")
     return Response(
         error_body(Errors.UNKNOWN_SERVER_ERROR, "Unexpected server error."),

@@ -107,8 +107,23 @@ class ForwardingMetrics:
 FORWARDING = ForwardingMetrics()
 
 
+# Label values come from fixed sets, never from what a client sent: any other method is
+# counted as OTHER (routes are the URL confs' patterns, or "unmatched").
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE"})
+OTHER_METHOD = "OTHER"
+
+
+def method_label(method: str) -> str:
+    return method if method in HTTP_METHODS else OTHER_METHOD
+
+
+def status_label(status: int) -> str:
+    return str(status) if 100 <= status <= 599 else "other"
+
+
 def observe_request(method: str, route: str, status: int, seconds: float) -> None:
-    REQUESTS.labels(method, route, str(status)).inc()
+    method = method_label(method)
+    REQUESTS.labels(method, route, status_label(status)).inc()
     LATENCY.labels(method, route).observe(seconds)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import re
 import time
@@ -12,7 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 from controlplane.controller.errors import Errors
-from controlplane.http_errors import json_error
+from controlplane.http_errors import UNAVAILABLE_MESSAGE, is_unavailable, json_error
 from controlplane.log_context import request_id_var
 
 API_PREFIXES = ("/api/", "/internal/")
@@ -90,6 +91,34 @@ class StaticFilesMiddleware:
         return response
 
 
+# No page of ours may be framed (clickjacking: a framed "New ACL" form), and pages run only the
+# scripts and load only what this origin serves (the UI and Swagger UI have no inline script).
+CONTENT_SECURITY_POLICY = "; ".join(
+    (
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self' 'unsafe-inline'",
+        "img-src 'self' data:",
+        "object-src 'none'",
+        "base-uri 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    )
+)
+
+
+class ContentSecurityPolicyMiddleware:
+    """Every answer carries the CSP (X-Frame-Options: DENY comes from Django's middleware)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        return response
+
+
 class MetricsMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -112,6 +141,50 @@ def is_api_request(request: HttpRequest) -> bool:
     return request.path.startswith(API_PREFIXES) or on_internal_listener(request)
 
 
+def too_large(length: int) -> HttpResponse:
+    from django.conf import settings
+
+    return json_error(
+        Errors.INVALID_REQUEST,
+        f"Request body of {length} bytes exceeds the limit of {settings.CP_MAX_BODY_BYTES} bytes.",
+        413,
+    )
+
+
+def body_refusal(request: HttpRequest) -> HttpResponse | None:
+    """A body the API will not read (413, 411, 400), or None; a chunked body is read here.
+
+    The control plane's server hands every body over whole, with its Content-Length. Another
+    WSGI server may pass a chunked body without one: read to its end when the server says the
+    stream ends there (`wsgi.input_terminated`), else refuse it with 411, never read it as empty.
+    """
+    from django.conf import settings
+
+    limit = settings.CP_MAX_BODY_BYTES
+    declared = request.META.get("CONTENT_LENGTH")
+    chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if chunked and not declared:
+        if not request.META.get("wsgi.input_terminated"):
+            return json_error(
+                Errors.INVALID_REQUEST, "Chunked request bodies need a Content-Length here.", 411
+            )
+        body = request.META["wsgi.input"].read(limit + 1)
+        if len(body) > limit:
+            return too_large(len(body))
+        request.META["CONTENT_LENGTH"] = str(len(body))
+        request._stream = io.BytesIO(body)
+        return None
+    try:
+        length = int(declared or 0)
+    except ValueError:
+        return json_error(Errors.INVALID_REQUEST, "Invalid Content-Length header.", 400)
+    if length < 0:
+        return json_error(Errors.INVALID_REQUEST, "Invalid Content-Length header.", 400)
+    if length > limit:
+        return too_large(length)
+    return None
+
+
 class ApiErrorMiddleware:
     """No HTML error pages on the API: oversized bodies, unknown paths, crashes answer JSON.
 
@@ -124,19 +197,9 @@ class ApiErrorMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if not is_api_request(request):
             return self.get_response(request)
-        from django.conf import settings
-
-        try:
-            length = int(request.META.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            return json_error(Errors.INVALID_REQUEST, "Invalid Content-Length header.", 400)
-        if length > settings.CP_MAX_BODY_BYTES:
-            return json_error(
-                Errors.INVALID_REQUEST,
-                f"Request body of {length} bytes exceeds the limit of "
-                f"{settings.CP_MAX_BODY_BYTES} bytes.",
-                400,
-            )
+        refusal = body_refusal(request)
+        if refusal is not None:
+            return refusal
         response = self.get_response(request)
         if response.status_code == 404 and "json" not in response.get("Content-Type", ""):
             return json_error(Errors.INVALID_REQUEST, f"No such API path: {request.path}", 404)
@@ -147,5 +210,10 @@ class ApiErrorMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not is_api_request(request):
             return None
+        if is_unavailable(exception):
+            logger.warning("metadata or session store unreachable: %s", exception)
+            response = json_error(Errors.NOT_CONTROLLER, UNAVAILABLE_MESSAGE, 503)
+            response["Retry-After"] = "1"
+            return response
         logger.exception("unhandled error on %s", request.path)
         return json_error(Errors.UNKNOWN_SERVER_ERROR, "Unexpected server error.", 500)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import re
 import secrets
 import threading
 import time
+from typing import Any
 
 from django.conf import settings
 
@@ -115,6 +117,45 @@ def principal_by_token(token: str) -> AuthenticatedPrincipal | None:
 def principal_by_id(principal_id: int) -> AuthenticatedPrincipal | None:
     row = Principal.objects.filter(pk=principal_id).first()
     return None if row is None else AuthenticatedPrincipal.of(row)
+
+
+# --- UI sessions: tied to the principal's key --------------------------------------------------
+# A session names its principal and a fingerprint of the key it logged in with: re-keying the
+# principal (`create_principal` again) or deleting it ends every session it had, at the next
+# request, as a new token is the only proof of who it is.
+SESSION_PRINCIPAL = "cp_principal_id"
+SESSION_KEY_FINGERPRINT = "cp_principal_key"
+
+
+def key_fingerprint(token_hash_value: str) -> str:
+    """A keyed digest of the stored token hash: the session never holds the hash itself."""
+    return hmac.new(
+        settings.SECRET_KEY.encode(), b"session:" + token_hash_value.encode(), hashlib.sha256
+    ).hexdigest()
+
+
+def session_login(session: Any, principal: AuthenticatedPrincipal) -> None:
+    row = Principal.objects.filter(pk=principal.id).only("token_hash").first()
+    session[SESSION_PRINCIPAL] = principal.id
+    session[SESSION_KEY_FINGERPRINT] = key_fingerprint(row.token_hash if row else "")
+
+
+def session_principal_of(session: Any) -> AuthenticatedPrincipal | None:
+    """The session's principal while its key is the one it logged in with; else None (and the
+    session is emptied: it ended when the key changed)."""
+    principal_id = session.get(SESSION_PRINCIPAL)
+    if not isinstance(principal_id, int) or isinstance(principal_id, bool):
+        return None
+    row = Principal.objects.filter(pk=principal_id).first()
+    fingerprint = session.get(SESSION_KEY_FINGERPRINT)
+    if (
+        row is None
+        or not isinstance(fingerprint, str)
+        or not hmac.compare_digest(fingerprint, key_fingerprint(row.token_hash))
+    ):
+        session.flush()
+        return None
+    return AuthenticatedPrincipal.of(row)
 
 
 def principal_forwarded(name: str, *, token_authenticated: bool = False) -> AuthenticatedPrincipal:

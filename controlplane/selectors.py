@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db.models import Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
+from controlplane.chunked import in_chunks
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
 from controlplane.runtime.lease import cluster_read, now_ms
@@ -73,9 +74,12 @@ StoredConfigs = dict[tuple[str, str], dict[str, str]]
 
 def configs_stored(*, resources: list[tuple[str, str]]) -> StoredConfigs:
     """The dynamic configs of the named resources and the cluster default, in one query."""
-    query = Q()
+    names_by_type: dict[str, set[str]] = {}
     for resource_type, resource_name in {*resources, (BROKER, CLUSTER_DEFAULT)}:
-        query |= Q(resource_type=resource_type, resource_name=resource_name)
+        names_by_type.setdefault(resource_type, set()).add(resource_name)
+    query = Q()
+    for resource_type, names in names_by_type.items():
+        query |= Q(resource_type=resource_type) & in_chunks("resource_name", sorted(names))
     stored: StoredConfigs = {}
     rows = ConfigEntry.objects.filter(query).values_list(
         "resource_type", "resource_name", "name", "value"

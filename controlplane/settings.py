@@ -59,6 +59,8 @@ MIDDLEWARE = [
     "controlplane.middleware.ListenerMiddleware",
     "controlplane.middleware.MetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",  # X-Frame-Options: DENY
+    "controlplane.middleware.ContentSecurityPolicyMiddleware",
     "controlplane.middleware.StaticFilesMiddleware",  # WhiteNoise, public listener only
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -81,7 +83,12 @@ if CP_LISTENER not in {"public", "internal"}:
 # 0: no port is internal (the process's listener is CP_LISTENER's, whatever the port).
 CP_INTERNAL_PORT = env_int("CP_INTERNAL_PORT", 8001)
 ROOT_URLCONF = CP_INTERNAL_URLCONF if CP_LISTENER == "internal" else CP_PUBLIC_URLCONF
+# The server (controlplane.server): a request's headers must arrive within this many seconds of
+# its first byte, its body within this many more; slower clients get 408 and are disconnected.
+CP_HTTP_HEADER_TIMEOUT_S = float(os.environ.get("CP_HTTP_HEADER_TIMEOUT_S", "10"))
+CP_HTTP_BODY_TIMEOUT_S = float(os.environ.get("CP_HTTP_BODY_TIMEOUT_S", "30"))
 WSGI_APPLICATION = "controlplane.wsgi.application"
+X_FRAME_OPTIONS = "DENY"
 
 TEMPLATES = [
     {
@@ -167,6 +174,10 @@ CP_CONTROLLER_CONSUMERS = env_int("CP_CONTROLLER_CONSUMERS", 32)
 CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
 CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)
+# More than this share of the unfenced brokers (in a cluster of at least the minimum) lapsing at
+# once makes the controller suspect its own ingress and hold off fencing them.
+CP_FENCING_HOLD_OFF_RATIO = float(os.environ.get("CP_FENCING_HOLD_OFF_RATIO", "0.5"))
+CP_FENCING_HOLD_OFF_MIN_BROKERS = env_int("CP_FENCING_HOLD_OFF_MIN_BROKERS", 3)
 # Static broker configs (Kafka's server.properties): the fallback below dynamic configs.
 CP_NUM_PARTITIONS = env_int("CP_NUM_PARTITIONS", 1)
 CP_DEFAULT_REPLICATION_FACTOR = env_int("CP_DEFAULT_REPLICATION_FACTOR", 1)
@@ -217,6 +228,9 @@ CP_SUPER_USERS = frozenset(
 )
 CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND = env_bool("CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND", False)
 CP_MAX_BODY_BYTES = env_int("CP_MAX_BODY_BYTES", 1_048_576)
+# Requests per second per principal on the public listener, per web process (0: no limit).
+CP_API_RATE_LIMIT = float(os.environ.get("CP_API_RATE_LIMIT", "200"))
+CP_API_RATE_BURST = float(os.environ.get("CP_API_RATE_BURST", str(2 * CP_API_RATE_LIMIT)))
 DATA_UPLOAD_MAX_MEMORY_SIZE = CP_MAX_BODY_BYTES
 
 # --- REST API ----------------------------------------------------------------------------
@@ -227,8 +241,9 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["controlplane.api.permissions.IsPrincipal"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["controlplane.api.parsers.BoundedJSONParser"],
     "DEFAULT_PAGINATION_CLASS": "controlplane.api.pagination.Pagination",
+    "DEFAULT_THROTTLE_CLASSES": ["controlplane.api.throttles.PrincipalRateThrottle"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "controlplane.http_errors.exception_handler",
@@ -245,19 +260,32 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     # The documented API is the whole API, both listeners' paths (/api/schema/, `spectacular`).
     "DEFAULT_GENERATOR_CLASS": "controlplane.api.schema.BothListenersSchemaGenerator",
+    # Every operation's errors (Kafka's body, each status it may answer).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "controlplane.api.schema.document_errors",
+    ],
 }
 
+# Every field of a line is escaped (controlplane.log_context): a client cannot forge a line.
+CP_LOG_FORMAT = os.environ.get("CP_LOG_FORMAT", "plain").strip().lower() or "plain"
+if CP_LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"CP_LOG_FORMAT={CP_LOG_FORMAT!r}: use plain or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"}
+        "plain": {
+            "()": "controlplane.log_context.SafeFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+        },
+        "json": {"()": "controlplane.log_context.JsonFormatter"},
     },
     "filters": {"request_id": {"()": "controlplane.log_context.RequestIdLogFilter"}},
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
+            "formatter": CP_LOG_FORMAT,
             "filters": ["request_id"],
         }
     },

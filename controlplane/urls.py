@@ -3,7 +3,7 @@ and the UI. The brokers' API (`/internal/v1/...`) is the internal listener's alo
 (controlplane/urls_internal.py); here those paths answer 404 with Kafka's error body."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from brokers.api import views as broker_views
 from controlplane.api import views
@@ -34,7 +34,8 @@ urlpatterns = [
     path("api/v1/", include("canary.api.urls")),
     path("api/v1/", include("mirror.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # The split view serves Swagger UI's init script as a file: no inline script (CSP).
+    path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
     path("metrics", views.metrics_view, name="metrics"),
     path("", include("frontend.urls")),
 ]

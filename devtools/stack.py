@@ -81,6 +81,10 @@ def delete_keys(url: str, prefix: str, batch: int = 500) -> int:
     return deleted
 
 
+# Benchmarks measure the server, not the public API's request rate limit (controlplane.throttling).
+BENCH_SETTINGS = {"CP_API_RATE_LIMIT": "0"}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -103,6 +107,34 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, every: flo
 
 
 INTERNAL_PREFIX = "/internal/"
+# The server every mode runs: gunicorn's arbiter with the control plane's asyncio worker.
+WORKER_CLASS = "controlplane.server.worker.ControlPlaneWorker"
+
+
+def server_description(worker_class: str, workers: int, threads: int) -> str:
+    kind = "the control plane's worker" if worker_class == WORKER_CLASS else worker_class
+    return f"gunicorn ({kind}), {workers} workers x {threads} threads per listener"
+
+
+def gunicorn_argv(
+    binds: list[str], *, workers: int, threads: int, worker_class: str = WORKER_CLASS
+) -> list[str]:
+    """The web listener's command line, as the deployment starts it."""
+    argv = [str(BIN / "gunicorn"), "controlplane.wsgi:application"]
+    for bind in binds:
+        argv += ["--bind", bind]
+    return [
+        *argv,
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--worker-class",
+        worker_class,
+        "--no-control-socket",
+        "--config",
+        "python:controlplane.gunicorn_conf",
+    ]
 
 
 @dataclasses.dataclass
@@ -195,30 +227,21 @@ class Stack:
         workers: int = 2,
         threads: int = 8,
         extra_env: dict[str, str] | None = None,
+        worker_class: str = WORKER_CLASS,
     ) -> Http:
-        """One gunicorn process bound to a public port and an internal one (CP_INTERNAL_PORT)."""
+        """One gunicorn process bound to a public port and an internal one (CP_INTERNAL_PORT),
+        with the control plane's worker (or `worker_class`, e.g. gthread, to compare)."""
         port, internal_port = free_port(), free_port()
         while internal_port == port:
             internal_port = free_port()
         self.spawn(
             name,
-            [
-                str(BIN / "gunicorn"),
-                "controlplane.wsgi:application",
-                "--bind",
-                f"127.0.0.1:{port}",
-                "--bind",
-                f"127.0.0.1:{internal_port}",
-                "--workers",
-                str(workers),
-                "--threads",
-                str(threads),
-                "--worker-class",
-                "gthread",
-                "--no-control-socket",
-                "--config",
-                "python:controlplane.gunicorn_conf",
-            ],
+            gunicorn_argv(
+                [f"127.0.0.1:{port}", f"127.0.0.1:{internal_port}"],
+                workers=workers,
+                threads=threads,
+                worker_class=worker_class,
+            ),
             {"CP_INTERNAL_PORT": str(internal_port), **(extra_env or {})},
         )
         http = Http(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{internal_port}")

@@ -7,6 +7,7 @@ from typing import Any
 import django_filters
 from django.db.models import F, Q, QuerySet
 
+from controlplane.filtersets import IntegerFilter, StrictBooleanFilter
 from replicas.models import Partition, Topic
 
 
@@ -20,21 +21,19 @@ class TopicFilterSet(django_filters.FilterSet):  # type: ignore[misc]
 
 class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     topic = django_filters.CharFilter(field_name="topic__name")
-    broker = django_filters.NumberFilter(method="filter_broker", label="Replica on broker")
-    leader = django_filters.NumberFilter()
-    leaderless = django_filters.BooleanFilter(method="filter_leaderless")
-    offline = django_filters.BooleanFilter(method="filter_offline", label="Has offline replicas")
-    canary = django_filters.BooleanFilter(field_name="is_canary", label="Canary (KIP-1095)")
-    canary_isolated = django_filters.BooleanFilter(label="Canary and isolated")
+    broker = IntegerFilter(method="filter_broker", label="Replica on broker")
+    leader = IntegerFilter()
+    leaderless = StrictBooleanFilter(method="filter_leaderless")
+    offline = StrictBooleanFilter(method="filter_offline", label="Has offline replicas")
+    canary = StrictBooleanFilter(field_name="is_canary", label="Canary (KIP-1095)")
+    canary_isolated = StrictBooleanFilter(label="Canary and isolated")
 
-    under_replicated = django_filters.BooleanFilter(
+    under_replicated = StrictBooleanFilter(
         method="filter_under_replicated", label="Under-replicated (ISR smaller than replicas)"
     )
-    under_min_isr = django_filters.BooleanFilter(
-        method="filter_under_min_isr", label="Under min ISR"
-    )
-    at_min_isr = django_filters.BooleanFilter(method="filter_at_min_isr", label="At min ISR")
-    preferred_leader = django_filters.BooleanFilter(
+    under_min_isr = StrictBooleanFilter(method="filter_under_min_isr", label="Under min ISR")
+    at_min_isr = StrictBooleanFilter(method="filter_at_min_isr", label="At min ISR")
+    preferred_leader = StrictBooleanFilter(
         method="filter_preferred_leader", label="Led by its preferred replica"
     )
 

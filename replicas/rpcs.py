@@ -8,11 +8,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
+
 from audit import resources as named
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import Errors
 from controlplane.rpc import Caller, cluster, public_write, register
 from controlplane.services import controller_refused
+from controlplane.throttling import (
+    MUTATION_QUOTAS,
+    THROTTLED,
+    ControllerMutationQuota,
+    unlimited,
+)
 from replicas import selectors, services
 from replicas.api import serializers as s
 
@@ -37,19 +45,45 @@ def _per_topic(
     send: Callable[[list[Body]], list[Body]],
     denied: Callable[[str], Body],
     answer_key: str,
+    admitted: Callable[[Body], bool] = lambda topic: True,
 ) -> list[Body]:
+    """Authorize each topic, then its mutations (KIP-599); send what passed, in order. What
+    was refused before the call is noted for the audit row the controller writes."""
     allowed = _topic_allowed(caller, operation)
-    permitted = [t for t in topics if allowed(t["name"])]
-    controller_refused(
-        answer_key=answer_key, items=[denied(t["name"]) for t in topics if not allowed(t["name"])]
-    )
     answers: dict[str, Body] = {}
+    refused: dict[str, Body] = {}
+    permitted: list[Body] = []
+    for topic in topics:
+        name = topic["name"]
+        if not allowed(name):
+            refused[name] = denied(name)
+        elif admitted(topic):
+            permitted.append(topic)
+        else:
+            refused[name] = {**denied(name), **THROTTLED}
+    controller_refused(answer_key=answer_key, items=list(refused.values()))
     if permitted:
         answers = {a["name"]: a for a in send(permitted)}
-    return [answers.get(t["name"]) or denied(t["name"]) for t in topics]
+    return [answers.get(t["name"]) or refused[t["name"]] for t in topics]
+
+
+def mutation_quota(caller: Caller, body: Body) -> ControllerMutationQuota:
+    """The caller's controller mutation quota for this request (none for validate_only)."""
+    if body.get("validate_only"):
+        return unlimited()  # nothing is created: nothing is counted
+    return MUTATION_QUOTAS.for_request(caller.principal.name, caller.client_id)
+
+
+def _partitions_to_create(topic: Body) -> int:
+    if topic.get("num_partitions", -1) > 0:
+        return int(topic["num_partitions"])
+    if topic.get("assignments"):
+        return len(topic["assignments"])
+    return int(settings.CP_STATIC_BROKER_CONFIGS["num.partitions"])
 
 
 def create_topics(body: Body, caller: Caller) -> Body:
+    quota = mutation_quota(caller, body)
     topics = _per_topic(
         caller,
         AclOperation.CREATE,
@@ -66,36 +100,48 @@ def create_topics(body: Body, caller: Caller) -> Body:
             "configs": [],
         },
         "topics",
+        lambda topic: quota.check_and_record(_partitions_to_create(topic)),
     )
-    return {"throttle_time_ms": 0, "topics": topics}
+    return {"throttle_time_ms": quota.throttle_time_ms, "topics": topics}
 
 
 def delete_topics(body: Body, caller: Caller) -> Body:
     allowed = _topic_allowed(caller, AclOperation.DELETE)
+    quota = mutation_quota(caller, body)
     names_by_id = selectors.topic_names_by_id(
         topic_ids=[t["topic_id"] for t in body["topics"] if t.get("topic_id")]
     )
-    denied: list[Body] = []
+    counts = selectors.partition_counts(
+        names=[
+            *body["topic_names"],
+            *names_by_id.values(),
+            *(t.get("name") or "" for t in body["topics"]),
+        ]
+    )
+    refused: list[Body] = []
     names = []
     for name in body["topic_names"]:
-        if allowed(name):
-            names.append(name)
+        if not allowed(name):
+            refused.append({"name": name, "topic_id": None, **AUTHORIZATION_FAILED})
+        elif not quota.check_and_record(counts.get(name, 0)):
+            refused.append({"name": name, "topic_id": None, **THROTTLED})
         else:
-            denied.append({"name": name, "topic_id": None, **AUTHORIZATION_FAILED})
+            names.append(name)
     states = []
     for state in body["topics"]:
         name = state.get("name") or names_by_id.get(state.get("topic_id") or "")
-        if name is None or allowed(name):
+        refusal = None
+        if name is not None and not allowed(name):
+            refusal = AUTHORIZATION_FAILED
+        elif name is not None and not quota.check_and_record(counts.get(name, 0)):
+            refusal = THROTTLED
+        if refusal is None:
             states.append(state)  # unknown ids get the controller's UNKNOWN_TOPIC_ID
         else:
-            denied.append(
-                {
-                    "name": state.get("name"),
-                    "topic_id": state.get("topic_id"),
-                    **AUTHORIZATION_FAILED,
-                }
+            refused.append(
+                {"name": state.get("name"), "topic_id": state.get("topic_id"), **refusal}
             )
-    controller_refused(answer_key="responses", items=denied)
+    controller_refused(answer_key="responses", items=refused)
     responses: list[Body] = []
     if names or states:
         response = services.topics_delete(
@@ -103,10 +149,12 @@ def delete_topics(body: Body, caller: Caller) -> Body:
             context=caller.context,
         )
         responses = response["responses"]
-    return {"throttle_time_ms": 0, "responses": responses + denied}
+    return {"throttle_time_ms": quota.throttle_time_ms, "responses": responses + refused}
 
 
 def create_partitions(body: Body, caller: Caller) -> Body:
+    quota = mutation_quota(caller, body)
+    counts = selectors.partition_counts(names=[t["name"] for t in body["topics"]])
     results = _per_topic(
         caller,
         AclOperation.ALTER,
@@ -116,8 +164,9 @@ def create_partitions(body: Body, caller: Caller) -> Body:
         )["results"],
         lambda name: {"name": name, **AUTHORIZATION_FAILED},
         "results",
+        lambda topic: quota.check_and_record(topic["count"] - counts.get(topic["name"], 0)),
     )
-    return {"throttle_time_ms": 0, "results": results}
+    return {"throttle_time_ms": quota.throttle_time_ms, "results": results}
 
 
 def elect_leaders(body: Body, caller: Caller) -> Body:

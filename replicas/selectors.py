@@ -11,6 +11,7 @@ from django.db.models.functions import Coalesce
 
 from brokers.models import Broker
 from brokers.projection import registration_from_row
+from controlplane.chunked import in_chunks
 from controlplane.controller.health import ClusterHealth as ClusterHealthFigures
 from controlplane.controller.health import HealthCounts
 from controlplane.controller.image import (
@@ -57,6 +58,15 @@ def topic_names_by_id(*, topic_ids: list[str]) -> dict[str, str]:
     if not topic_ids:
         return {}
     return dict(Topic.objects.filter(topic_id__in=topic_ids).values_list("topic_id", "name"))
+
+
+def partition_counts(*, names: Iterable[str]) -> dict[str, int]:
+    """How many partitions each named topic has (unknown names are left out), in one query."""
+    wanted = sorted({name for name in names if name})
+    if not wanted:
+        return {}
+    rows = Topic.objects.filter(in_chunks("name", wanted)).values_list("name", "partition_count")
+    return dict(rows)
 
 
 def topic_get(*, name: str) -> Topic | None:

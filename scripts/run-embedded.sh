@@ -30,11 +30,13 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+# The control plane's server (controlplane/server): each listener has its own thread pool, slow
+# clients time out (header and body deadlines), long-polls wait without a thread.
 .venv/bin/gunicorn controlplane.wsgi:application \
   --bind "127.0.0.1:${PORT}" --bind "127.0.0.1:${INTERNAL_PORT}" \
-  --workers 1 --threads 16 --worker-class gthread --no-control-socket \
-  --config python:controlplane.gunicorn_conf \
-  --access-logfile var/access.log --error-logfile var/server.log &
+  --workers 1 --threads 16 --worker-class controlplane.server.worker.ControlPlaneWorker \
+  --no-control-socket --config python:controlplane.gunicorn_conf \
+  --error-logfile var/server.log &
 pids+=($!)
 for _ in $(seq 1 100); do
   curl -fsS -o /dev/null "${URL}/metrics" 2>/dev/null \

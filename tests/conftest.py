@@ -58,13 +58,18 @@ def _single_writer() -> None:
 @pytest.fixture(autouse=True)
 def _fresh_controller_state() -> Iterator[None]:
     """Each test starts with no controller, no sessions and no cached ACLs in this process."""
+    from configs.mutation_quota import quota_cache
     from controlplane.authz import acl_cache
     from controlplane.principals import forwarded_cache, token_cache
     from controlplane.runtime.controller import reset_runtime
     from controlplane.runtime.sessions import local_sessions
+    from controlplane.throttling import MUTATION_QUOTAS, REQUEST_RATE
 
     reset_runtime()
     local_sessions().clear()
+    MUTATION_QUOTAS.clear()
+    REQUEST_RATE.clear()
+    quota_cache.clear()
     acl_cache.clear()
     token_cache.clear()
     forwarded_cache.clear()

@@ -41,8 +41,9 @@ class BrokerRegistrationSerializer(StrictSerializer):
 
 class BrokerRegistrationResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
     error_code = serializers.IntegerField()
+    error = serializers.CharField(required=False)
     error_message = serializers.CharField(allow_null=True)
-    broker_epoch = serializers.IntegerField()
+    broker_epoch = serializers.IntegerField(required=False)  # not when refused
 
 
 class BrokerHeartbeatSerializer(StrictSerializer):
@@ -58,10 +59,12 @@ class BrokerHeartbeatSerializer(StrictSerializer):
 
 class BrokerHeartbeatResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
     error_code = serializers.IntegerField()
+    error = serializers.CharField(required=False)
     error_message = serializers.CharField(allow_null=True)
-    is_caught_up = serializers.BooleanField()
-    is_fenced = serializers.BooleanField()
-    should_shut_down = serializers.BooleanField()
+    # Not when refused (STALE_BROKER_EPOCH, NOT_CONTROLLER).
+    is_caught_up = serializers.BooleanField(required=False)
+    is_fenced = serializers.BooleanField(required=False)
+    should_shut_down = serializers.BooleanField(required=False)
 
 
 class DescribeClusterSerializer(StrictSerializer):

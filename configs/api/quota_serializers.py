@@ -16,7 +16,9 @@ from controlplane.api.fields import (
     StrictBooleanField,
     StrictCharField,
     StrictSerializer,
+    documented,
 )
+from controlplane.controller.quotas.control import ENTITY_TYPES
 from controlplane.controller.quotas.describe import MatchType
 
 NAME_MAX = 1000
@@ -64,7 +66,27 @@ class AlterClientQuotasSerializer(StrictSerializer):
 
 
 class ComponentDataSerializer(StrictSerializer):
-    entity_type = _name()
+    # Kafka: EXACT names a match string, DEFAULT and ANY do not (INVALID_REQUEST otherwise).
+    # (`not` keeps drf-spectacular's enum hook from merging these into the field's enum.)
+    openapi_schema = {
+        "anyOf": [
+            {
+                "required": ["match"],
+                "properties": {
+                    "match_type": {"not": {"enum": ["DEFAULT", "ANY"]}},
+                    "match": {"type": "string"},
+                },
+            },
+            {
+                "properties": {
+                    "match_type": {"not": {"enum": ["EXACT"]}},
+                    "match": {"not": {"type": "string"}},
+                }
+            },
+        ]
+    }
+    # Kafka answers "Invalid empty entity type." and UNSUPPORTED_VERSION for any other type.
+    entity_type = documented(_name(), enum=list(ENTITY_TYPES))
     match_type = KafkaEnumField(MatchType)
     match = _name(required=False, allow_null=True, default=None)
 

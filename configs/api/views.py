@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 
 from configs.api import quota_serializers as s
 from configs.projection import client_quota_map
+from controlplane.api import responses
 from controlplane.api.permissions import _ClusterOperation
 from controlplane.controller.acls.bindings import AclOperation
 from controlplane.controller.quotas import describe as quotas
@@ -22,6 +23,9 @@ class ClusterDescribeConfigsPermission(_ClusterOperation):
     operation = AclOperation.DESCRIBE_CONFIGS
 
 
+NON_BLANK = {"type": "string", "minLength": 1, "pattern": "^[^\\u0000]*$"}
+
+
 class EffectiveClientQuotasView(APIView):
     """The quotas that apply to a (user, client-id) pair, by ClientQuotaManager's precedence."""
 
@@ -29,9 +33,10 @@ class EffectiveClientQuotasView(APIView):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("user", str, required=True),
-            OpenApiParameter("client_id", str, required=True),
-        ]
+            OpenApiParameter("user", NON_BLANK, required=True),
+            OpenApiParameter("client_id", NON_BLANK, required=True),
+        ],
+        responses=responses.ok(responses.EFFECTIVE_QUOTAS),
     )
     def get(self, request: Request) -> Response:
         query: dict[str, Any] = s.EffectiveQuotasQuerySerializer.validated(

@@ -10,6 +10,7 @@ retries or gives up.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.http import HttpResponseBase
@@ -20,8 +21,14 @@ from rest_framework.response import Response
 
 from audit.api.mixins import AuditedRpcView
 from audit.resources import envelope as envelope_resources
+from controlplane.api import responses
 from controlplane.api.context import client_host, principal_of
-from controlplane.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
+from controlplane.api.fields import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    documented,
+)
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import is_authorized
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
@@ -35,12 +42,21 @@ from controlplane.rpc import REGISTRY, Caller, Forwarding, execute
 INT16_MAX = 32767
 INT32_MAX = 2**31 - 1
 PRINCIPAL_NAME_MAX = 255
+# No control character (C0, C1, DEL, line and paragraph separators): what the schema says too.
+PRINTABLE_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]*$"
+PRINTABLE_NAME = re.compile("^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$")
 PRINCIPAL_FIELDS = frozenset({"type", "name", "token_authenticated"})
 RETRIED_BY_THE_SENDER = frozenset({Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT})
 
 
+FORWARDABLE_KEYS = sorted(k for k, api in ADMIN_APIS_BY_KEY.items() if api.forwardable)
+
+
 class RequestHeaderSerializer(StrictSerializer):
-    request_api_key = StrictIntegerField(min_value=0, max_value=INT16_MAX)
+    # Others are INVALID_REQUEST ("cannot be forwarded in an Envelope"), as Kafka answers.
+    request_api_key = documented(
+        StrictIntegerField(min_value=0, max_value=INT16_MAX), enum=FORWARDABLE_KEYS
+    )
     request_api_version = StrictIntegerField(min_value=0, max_value=INT16_MAX)
     client_id = StrictCharField(
         max_length=255, allow_blank=True, allow_null=True, required=False, default=""
@@ -50,9 +66,24 @@ class RequestHeaderSerializer(StrictSerializer):
 
 class EnvelopeSerializer(StrictSerializer):
     request_header = RequestHeaderSerializer()
-    request_data = serializers.JSONField()
+    request_data = documented(serializers.JSONField(), type="object")  # the inner RPC's body
     # Decoded by the view: an undecodable principal is PRINCIPAL_DESERIALIZATION_FAILURE.
-    request_principal = serializers.JSONField()
+    request_principal = documented(
+        serializers.JSONField(),
+        type="object",
+        required=["type", "name"],
+        additionalProperties=False,
+        properties={
+            "type": {"type": "string", "enum": ["User"]},
+            "name": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": PRINCIPAL_NAME_MAX,
+                "pattern": PRINTABLE_PATTERN,
+            },
+            "token_authenticated": {"type": "boolean"},
+        },
+    )
     client_host_address = StrictCharField(max_length=64, allow_blank=True, trim_whitespace=False)
     # Which broker redirected it (the control plane's addition, for the audit trail).
     forwarding_broker_id = StrictIntegerField(
@@ -74,7 +105,7 @@ def principal_decode(value: Any) -> AuthenticatedPrincipal:
         raise failure(f"unknown principal type {kind!r} (only User).")
     if not isinstance(name, str) or not 0 < len(name) <= PRINCIPAL_NAME_MAX:
         raise failure(f"the name must be a string of 1 to {PRINCIPAL_NAME_MAX} characters.")
-    if not name.isprintable():
+    if not PRINTABLE_NAME.fullmatch(name):
         raise failure("the name has control characters.")
     if not isinstance(token_authenticated, bool):
         raise failure("token_authenticated must be true or false.")
@@ -97,7 +128,7 @@ class EnvelopeView(AuditedRpcView):
     audit_namers = staticmethod(envelope_resources)
     inner_ran = False
 
-    @extend_schema(request=EnvelopeSerializer)
+    @extend_schema(request=EnvelopeSerializer, responses=responses.ok(responses.ENVELOPE))
     def post(self, request: Request) -> Response:
         try:
             return self._forward(request)

@@ -8,6 +8,8 @@ import json
 import uuid
 from typing import Any
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 INT32_MAX = 2**31 - 1
@@ -35,6 +37,7 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field(OpenApiTypes.UUID)
 class UuidStringField(StrictCharField):
     """A UUID carried as a JSON string (log directories, incarnation ids)."""
 
@@ -72,11 +75,19 @@ class StrictIntegerListField(serializers.ListField):
 
 
 class KafkaEnumField(serializers.ChoiceField):
-    """An enum that travels as Kafka's name ("TOPIC", "LITERAL", ...)."""
+    """An enum that travels as Kafka's name ("TOPIC", "LITERAL", ...). `documented` lists the
+    names the schema offers when Kafka refuses some members with its own error (a filter naming
+    UNKNOWN is "Unknown entryFilter."): they still reach Kafka's check."""
 
-    def __init__(self, enum_type: type[enum.Enum], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        enum_type: type[enum.Enum],
+        *,
+        documented: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.enum_type = enum_type
-        super().__init__(choices=[member.name for member in enum_type], **kwargs)
+        super().__init__(choices=documented or [member.name for member in enum_type], **kwargs)
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, str) or data not in self.enum_type.__members__:
@@ -223,8 +234,23 @@ class _FastPlan:
         return out
 
 
+def documented(field: Any, **schema: Any) -> Any:
+    """`field`, with what its OpenAPI schema says beyond DRF's mapping (Kafka's own refusals,
+    e.g. `minLength=1` where Kafka answers "Invalid empty entity type.")."""
+    field.openapi = schema
+    return field
+
+
+def known(enum_type: type[enum.Enum]) -> list[str]:
+    """An enum's names but UNKNOWN (which Kafka refuses in filters)."""
+    return [member.name for member in enum_type if member.name != "UNKNOWN"]
+
+
 class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    """Refuses unknown fields and bodies that are not JSON objects, naming the culprit."""
+    """Refuses unknown fields and bodies that are not JSON objects, naming the culprit.
+    `openapi_schema`: what the component's schema says beyond its fields (alternatives)."""
+
+    openapi_schema: dict[str, Any] = {}
 
     _fast_plan: _FastPlan | None = None
 

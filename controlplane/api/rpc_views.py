@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from controlplane.api.context import client_host, principal_of
 from controlplane.api.permissions import IsPrincipal
+from controlplane.api.responses import RPC_RESPONSES, ok
 from controlplane.rpc import REGISTRY, ApiSpec, Caller, RpcAnswer, error_answer, execute
 
 
@@ -48,7 +49,9 @@ def rpc_view(spec: ApiSpec) -> type[RpcView]:
     def post(self: RpcView, request: Request) -> Response:
         return RpcView.post(self, request)
 
-    documented = extend_schema(request=spec.request)(post)
+    documented = extend_schema(request=spec.request, responses=ok(RPC_RESPONSES.get(spec.name)))(
+        post
+    )
     return type(f"{spec.name}View", (RpcView,), {"spec": spec, "post": documented})
 
 

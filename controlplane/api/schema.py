@@ -29,3 +29,62 @@ class BothListenersSchemaGenerator(SchemaGenerator):
         if kwargs.get("urlconf") is None and kwargs.get("patterns") is None:
             kwargs["patterns"] = both_listeners_patterns()
         super().__init__(*args, **kwargs)  # type: ignore[no-untyped-call]
+
+
+# --- an honest schema: every error an operation can answer, and how to authenticate ----------
+ERROR_STATUSES: dict[str, str] = {
+    "400": "INVALID_REQUEST: malformed body or query, wrong types, unknown fields",
+    "401": "No or bad bearer token",
+    "403": "Not authorized (CLUSTER_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED)",
+    "404": "No such resource or path",
+    "405": "Method not allowed",
+    "408": "The request's headers or body arrived too slowly (REQUEST_TIMED_OUT)",
+    "411": "A chunked body the server cannot read to its end",
+    "413": "Body larger than CP_MAX_BODY_BYTES",
+    "415": "Body not JSON",
+    "503": "No active controller (NOT_CONTROLLER); retry after Retry-After",
+    "504": "The controller did not answer before the request's deadline (REQUEST_TIMED_OUT)",
+}
+PUBLIC_ONLY_STATUSES = {
+    "429": "Request rate limit of the principal exceeded (THROTTLING_QUOTA_EXCEEDED); retry "
+    "after Retry-After",
+}
+NO_NUL = "^[^\\u0000]*$"
+RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"}}
+
+
+def _error_response(description: str, status: str) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+    if status in ("429", "503"):
+        response["headers"] = RETRY_AFTER
+    if status == "401":
+        response["headers"] = {"WWW-Authenticate": {"schema": {"type": "string"}}}
+    return response
+
+
+def document_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> Any:
+    """drf-spectacular postprocessing hook: Kafka's error body on every operation, for every
+    status it may answer besides its success (CONTRACT.md's conventions)."""
+    from controlplane.api.responses import ERROR
+
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR
+    for path, operations in result.get("paths", {}).items():
+        statuses = dict(ERROR_STATUSES)
+        if path.startswith("/api/"):
+            statuses.update(PUBLIC_ONLY_STATUSES)
+        for method, operation in operations.items():
+            if method.startswith("x-") or not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if schema.get("type") == "string" and not {"enum", "pattern", "format"} & set(
+                    schema
+                ):
+                    schema["pattern"] = NO_NUL  # Django's forms refuse NUL characters
+            responses = operation.setdefault("responses", {})
+            for status, description in statuses.items():
+                responses.setdefault(status, _error_response(description, status))
+    return result

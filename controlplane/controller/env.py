@@ -19,6 +19,8 @@ from controlplane.controller.image import MetadataDelta
 from controlplane.controller.result import ControllerResult
 
 DEFAULT_SESSION_TIMEOUT_MS = 9000  # Kafka's broker.session.timeout.ms
+DEFAULT_FENCING_HOLD_OFF_RATIO = 0.5
+DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS = 3
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,6 +39,10 @@ class ControllerEnv:
     activated_ms: int
     sessions: Mapping[int, BrokerSession]
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    # When more than this share of the unfenced brokers (and at least `hold_off_min_brokers`)
+    # lapse together, the controller suspects its own ingress and holds off fencing them.
+    fencing_hold_off_ratio: float = DEFAULT_FENCING_HOLD_OFF_RATIO
+    fencing_hold_off_min_brokers: int = DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS
     # Static broker configs (num.partitions, default.replication.factor, ...) from settings.
     static_configs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # n random bytes; the operating system's by default, a seeded generator's in tests.

@@ -80,6 +80,7 @@ class ControllerRuntime:
         self.activated_ms = 0
         self._lock = threading.RLock()
         self._batcher: EventBatcher | None = None
+        self.fencing_watch = FencingHoldOffWatch(sessions)
 
     # --- the lease ----------------------------------------------------------------------
     def is_active(self) -> bool:
@@ -221,6 +222,8 @@ class ControllerRuntime:
                 sessions=self.sessions.snapshot(),
                 session_timeout_ms=self.session_timeout_ms,
                 static_configs=settings.CP_STATIC_BROKER_CONFIGS,
+                fencing_hold_off_ratio=settings.CP_FENCING_HOLD_OFF_RATIO,
+                fencing_hold_off_min_brokers=settings.CP_FENCING_HOLD_OFF_MIN_BROKERS,
             )
             try:
                 return _run_events(image, events, env, now=now, prior=prior, failed=failed)
@@ -283,17 +286,75 @@ class ControllerRuntime:
         while not stop.is_set():
             try:
                 close_old_connections()
-                response = self.handle({"api": "FenceStaleBrokers", "principal": "User:controller"})
-                if response.get("fenced_brokers"):
-                    logger.info(
-                        "fenced brokers whose session lapsed: %s", response["fenced_brokers"]
-                    )
-                if self.is_active():
-                    for job in TIMER_JOBS:
-                        job(self)
+                self.tick()
             except Exception:
                 logger.exception("controller timer failed")
             stop.wait(interval_s)
+
+    def tick(self) -> None:
+        """One round of the timer: fence the stale brokers (or hold off), then the apps' jobs."""
+        response = self.handle({"api": "FenceStaleBrokers", "principal": "User:controller"})
+        if response.get("fenced_brokers"):
+            logger.info("fenced brokers whose session lapsed: %s", response["fenced_brokers"])
+        if "held_off" in response:
+            self.fencing_watch.observe(
+                response["held_off"], int(response.get("unfenced", 0)), now_ms()
+            )
+        if self.is_active():
+            for job in TIMER_JOBS:
+                job(self)
+
+
+class FencingHoldOffWatch:
+    """Makes the controller's suspicion of its own ingress loud: a warning, the session store's
+    record of it (the web nodes' `kafka_controller_fencing_held_off_brokers` gauge reads it) and
+    one audit event when it begins and one when heartbeats flow again (`FENCING_LISTENERS`)."""
+
+    REPEAT_WARNING_MS = 10_000
+
+    def __init__(self, sessions: SessionStore) -> None:
+        self.sessions = sessions
+        self.held_off: list[int] = []
+        self.since_ms = 0
+        self._warned_ms = 0
+
+    def observe(self, held_off: list[int], unfenced: int, now: int) -> None:
+        if held_off and not self.held_off:
+            self.since_ms = self._warned_ms = now
+            logger.warning(
+                "%d of %d unfenced brokers lapsed at once: suspecting this controller's own "
+                "ingress, not fencing them (brokers %s) until heartbeats flow again",
+                len(held_off),
+                unfenced,
+                held_off,
+            )
+            self._announce("FencingHeldOff", held_off, unfenced)
+        elif held_off and now - self._warned_ms >= self.REPEAT_WARNING_MS:
+            self._warned_ms = now
+            logger.warning(
+                "still holding off fencing %d of %d brokers after %d ms",
+                len(held_off),
+                unfenced,
+                now - self.since_ms,
+            )
+        elif not held_off and self.held_off:
+            logger.warning(
+                "heartbeats flow again after %d ms: fencing as usual", now - self.since_ms
+            )
+            self._announce("FencingResumed", self.held_off, unfenced)
+        if held_off != self.held_off:
+            self.held_off = list(held_off)
+            try:
+                self.sessions.set_fencing_hold_off(self.held_off, self.since_ms)
+            except Exception:  # the gauge only: the decision was the controller's alone
+                logger.warning("could not record the fencing hold-off", exc_info=True)
+
+    def _announce(self, what: str, brokers: list[int], unfenced: int) -> None:
+        for listener in FENCING_LISTENERS:
+            try:
+                listener(what, list(brokers), unfenced)
+            except Exception:
+                logger.exception("fencing hold-off listener failed")
 
 
 class EventBatcher:
@@ -489,6 +550,9 @@ def _unavailable() -> ApiError:
 
 # Work the active controller's timer does besides fencing (apps register theirs in ready()).
 TIMER_JOBS: list[Callable[[ControllerRuntime], None]] = []
+# Told when the controller begins ("FencingHeldOff") and ends ("FencingResumed") holding off
+# fencing, with the brokers and the unfenced count (the audit trail registers itself).
+FENCING_LISTENERS: list[Callable[[str, list[int], int], None]] = []
 
 _runtime: ControllerRuntime | None = None
 _runtime_lock = threading.Lock()

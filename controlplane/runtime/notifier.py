@@ -6,6 +6,7 @@ controller publishes on a channel and one listener thread per web process fans i
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -23,6 +24,7 @@ class MetadataNotifier:
         self.generation = 0
         self._listener: threading.Thread | None = None
         self._listener_lock = threading.Lock()
+        self._async_waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
 
     def publish(self, last_offset: int) -> None:
         """Tell the other processes (through Redis) that the log grew."""
@@ -40,10 +42,32 @@ class MetadataNotifier:
         with self._cond:
             return self._cond.wait_for(lambda: self.generation != generation, timeout_s)
 
+    async def wait_async(self, generation: int, timeout_s: float) -> bool:
+        """`wait` on an event loop: no thread is held while the log stands still."""
+        self._ensure_listener()
+        loop = asyncio.get_running_loop()
+        woken: asyncio.Future[None] = loop.create_future()
+        waiter = (loop, woken)
+        with self._cond:
+            if self.generation != generation:
+                return True
+            self._async_waiters.add(waiter)
+        try:
+            await asyncio.wait_for(woken, timeout_s)
+            return True
+        except TimeoutError:
+            return self.generation != generation
+        finally:
+            with self._cond:
+                self._async_waiters.discard(waiter)
+
     def bump(self) -> None:
         with self._cond:
             self.generation += 1
             self._cond.notify_all()
+            waiters, self._async_waiters = self._async_waiters, set()
+        for loop, woken in waiters:
+            loop.call_soon_threadsafe(_wake, woken)
 
     def _ensure_listener(self) -> None:
         if self._listener is not None or redis_client() is None:
@@ -69,6 +93,11 @@ class MetadataNotifier:
                 logger.warning("metadata notifier lost Redis; reconnecting", exc_info=True)
                 self.bump()  # wake waiters so they re-read the log themselves
                 time.sleep(0.5)
+
+
+def _wake(woken: asyncio.Future[None]) -> None:
+    if not woken.done():
+        woken.set_result(None)
 
 
 notifier = MetadataNotifier()

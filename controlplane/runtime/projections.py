@@ -121,9 +121,12 @@ class ConfigProjection:
             update=["value"],
         )
         removed = [key for key, value in delta.changed_configs.items() if value is None]
-        if removed:
+        # A few hundred keys per statement: SQLite refuses an expression tree over 1,000 deep.
+        for start in range(0, len(removed), REMOVED_CONFIGS_PER_STATEMENT):
             query = Q()
-            for resource_type, resource_name, name in removed:
+            for resource_type, resource_name, name in removed[
+                start : start + REMOVED_CONFIGS_PER_STATEMENT
+            ]:
                 query |= Q(resource_type=resource_type, resource_name=resource_name, name=name)
             ConfigEntry.objects.filter(query).delete()
 
@@ -134,5 +137,7 @@ class ConfigProjection:
         for resource_type, resource_name, name, value in rows.iterator(chunk_size=2000):
             image.put_config((resource_type, resource_name, name), value)
 
+
+REMOVED_CONFIGS_PER_STATEMENT = 300
 
 register_projection(ConfigProjection())

@@ -13,6 +13,7 @@ single process.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
@@ -24,6 +25,7 @@ from controlplane.redis_client import key_prefix, redis_client
 # Hash names under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`, `cp:` by default).
 SESSIONS = "broker-sessions"
 STATUS = "broker-status"
+HOLD_OFF = "fencing-held-off"  # the brokers whose fencing the controller holds off, and since
 
 # KEYS: status hash, sessions hash. ARGV: broker id, epoch, "now:offset".
 # Touches the session only when the mirrored epoch matches; returns the mirrored status or nil.
@@ -53,11 +55,16 @@ class SessionStore(Protocol):
 
     def replace_mirror(self, statuses: Iterable[BrokerStatus]) -> None: ...
 
+    def set_fencing_hold_off(self, brokers: list[int], since_ms: int) -> None: ...
+
+    def fencing_hold_off(self) -> tuple[list[int], int]: ...
+
 
 class LocalSessionStore:
     def __init__(self) -> None:
         self._sessions: dict[int, BrokerSession] = {}
         self._status: dict[int, BrokerStatus] = {}
+        self._hold_off: tuple[list[int], int] = ([], 0)
         self._lock = threading.Lock()
 
     def touch(self, broker_id: int, *, now_ms: int, metadata_offset: int) -> None:
@@ -97,10 +104,20 @@ class LocalSessionStore:
         with self._lock:
             self._status = {status.broker_id: status for status in statuses}
 
+    def set_fencing_hold_off(self, brokers: list[int], since_ms: int) -> None:
+        with self._lock:
+            self._hold_off = (list(brokers), since_ms if brokers else 0)
+
+    def fencing_hold_off(self) -> tuple[list[int], int]:
+        """The brokers whose fencing the controller holds off now, and since when."""
+        with self._lock:
+            return list(self._hold_off[0]), self._hold_off[1]
+
     def clear(self) -> None:
         with self._lock:
             self._sessions.clear()
             self._status.clear()
+            self._hold_off = ([], 0)
 
 
 class RedisSessionStore:
@@ -108,6 +125,7 @@ class RedisSessionStore:
         self._redis = client
         self.sessions_key = key_prefix + SESSIONS
         self.status_key = key_prefix + STATUS
+        self.hold_off_key = key_prefix + HOLD_OFF
         self._touch_if_current = client.register_script(TOUCH_IF_CURRENT)
         self._thread = threading.local()
 
@@ -174,6 +192,19 @@ class RedisSessionStore:
         if updates:
             pipe.hset(self.status_key, mapping=updates)
         pipe.execute()
+
+    def set_fencing_hold_off(self, brokers: list[int], since_ms: int) -> None:
+        if brokers:
+            self._redis.set(self.hold_off_key, json.dumps([brokers, since_ms]))
+        else:
+            self._redis.delete(self.hold_off_key)
+
+    def fencing_hold_off(self) -> tuple[list[int], int]:
+        value = self._redis.get(self.hold_off_key)
+        if value is None:
+            return [], 0
+        brokers, since_ms = json.loads(value)
+        return [int(b) for b in brokers], int(since_ms)
 
 
 def _decode(value: bytes) -> BrokerSession:

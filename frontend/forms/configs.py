@@ -114,7 +114,7 @@ class ConfigApplyForm(forms.Form):
     def clean_changes(self) -> list[ConfigChange]:
         try:
             items = json.loads(self.cleaned_data["changes"])
-        except ValueError:
+        except (ValueError, RecursionError):  # nested too deep is malformed too, never a 500
             items = None
         if not isinstance(items, list) or not 0 < len(items) <= MAX_CHANGES:
             raise forms.ValidationError(self.error_messages["malformed"], code="malformed")

@@ -13,6 +13,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
 from controlplane.authentication import SESSION_KEY
+from controlplane.principals import session_login
 from frontend.forms.auth import LoginForm
 from frontend.views.base import HOME_URL
 
@@ -39,7 +40,7 @@ def login_view(request: HttpRequest) -> HttpResponse:
             request.session.flush()
         else:
             request.session.cycle_key()
-        request.session[SESSION_KEY] = principal.id
+        session_login(request.session, principal)
         rotate_token(request)
         return HttpResponseRedirect(next_url or HOME_URL)
     return render(

@@ -18,11 +18,10 @@ from django.utils.http import urlencode
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from controlplane.authentication import SESSION_KEY
 from controlplane.authz import is_authorized, require_cluster
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.errors import ApiError
-from controlplane.principals import AuthenticatedPrincipal, principal_by_id
+from controlplane.principals import AuthenticatedPrincipal, session_principal_of
 from frontend.tables.common import KafkaProblem
 from replicas.selectors import topic_name_list
 
@@ -43,10 +42,8 @@ def client_host(request: HttpRequest) -> str:
 
 
 def session_principal(request: HttpRequest) -> AuthenticatedPrincipal | None:
-    principal_id = request.session.get(SESSION_KEY)
-    if not isinstance(principal_id, int):
-        return None
-    return principal_by_id(principal_id)
+    """The logged-in principal, while its key is the one it logged in with."""
+    return session_principal_of(request.session)
 
 
 def render_page(

@@ -64,6 +64,15 @@ class CreateTopicsSerializer(StrictSerializer):
 
 
 class DeleteTopicStateSerializer(StrictSerializer):
+    openapi_schema = {
+        "anyOf": [
+            {"required": ["name"], "properties": {"name": {"type": "string", "minLength": 1}}},
+            {
+                "required": ["topic_id"],
+                "properties": {"topic_id": {"type": "string", "minLength": 1}},
+            },
+        ]
+    }
     name = StrictCharField(max_length=NAME_MAX, required=False, allow_null=True, default=None)
     topic_id = StrictCharField(max_length=64, required=False, allow_null=True, default=None)
 

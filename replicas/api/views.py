@@ -13,8 +13,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from controlplane.api import responses
+from controlplane.api.authorization import AuthorizedListView, ResourceAuthorization
 from controlplane.api.context import client_host, principal_of, request_context
-from controlplane.api.fields import StrictSerializer
+from controlplane.api.fields import INT32_MAX, StrictIntegerField, StrictSerializer
 from controlplane.api.permissions import (
     ClusterActionPermission,
     IsPrincipal,
@@ -49,41 +51,49 @@ class _ControllerRpcView(APIView):
         return Response(type(self).send(payload=payload, context=request_context(request)))
 
 
-@extend_schema_view(post=extend_schema(request=s.AlterPartitionSerializer))
+@extend_schema_view(
+    post=extend_schema(
+        request=s.AlterPartitionSerializer, responses=responses.ok(responses.ALTER_PARTITION)
+    )
+)
 class AlterPartitionView(_ControllerRpcView):
     permission_classes = [ClusterActionPermission]
     body = s.AlterPartitionSerializer
     send = staticmethod(services.partition_alter)
 
 
-@extend_schema_view(post=extend_schema(request=s.AlterReplicaStateSerializer))
+@extend_schema_view(
+    post=extend_schema(
+        request=s.AlterReplicaStateSerializer, responses=responses.ok(responses.ALTER_REPLICA_STATE)
+    )
+)
 class AlterReplicaStateView(_ControllerRpcView):
     permission_classes = [ClusterActionPermission]
     body = s.AlterReplicaStateSerializer
     send = staticmethod(services.replica_state_alter)
 
 
-class TopicListView(generics.ListAPIView):  # type: ignore[type-arg]
+# Topics, partitions and incidents answer only the topics the principal may DESCRIBE.
+TOPICS = ResourceAuthorization(ResourceType.TOPIC, "name")
+PARTITION_TOPICS = ResourceAuthorization(ResourceType.TOPIC, "topic__name")
+
+
+class TopicListView(AuthorizedListView):
     """Topics the principal may DESCRIBE (as Kafka's Metadata answer)."""
 
     permission_classes = [IsPrincipal]
     serializer_class = s.TopicSerializer
     filterset_class = TopicFilterSet
+    authorization = TOPICS
 
     def get_queryset(self) -> Any:
-        queryset = selectors.topic_list()
-        names = list(Topic.objects.values_list("name", flat=True))
-        allowed = [
-            n for n in names if _allowed(self.request, AclOperation.DESCRIBE, ResourceType.TOPIC, n)
-        ]
-        if len(allowed) == len(names):
-            return queryset
-        return queryset.filter(name__in=allowed)
+        return selectors.topic_list()
 
 
 class TopicDetailView(generics.RetrieveAPIView):  # type: ignore[type-arg]
     permission_classes = [IsPrincipal]
     serializer_class = s.TopicDetailSerializer
+    authorization = TOPICS
 
     def get_object(self) -> Topic:
         name = self.kwargs["name"]
@@ -95,21 +105,47 @@ class TopicDetailView(generics.RetrieveAPIView):  # type: ignore[type-arg]
         return get_object_or_404(queryset, name=name)
 
 
-class PartitionListView(generics.ListAPIView):  # type: ignore[type-arg]
-    """Partitions across topics, filterable by broker, leaderless, offline (UI and tools)."""
+class PartitionListView(AuthorizedListView):
+    """Partitions across topics, filterable by broker, leaderless, offline (UI and tools): those
+    of the topics the principal may DESCRIBE."""
 
     permission_classes = [IsPrincipal]
     serializer_class = s.PartitionSerializer
     filterset_class = PartitionFilterSet
+    authorization = PARTITION_TOPICS
 
     def get_queryset(self) -> Any:
         return selectors.partition_list()
 
 
-class ReplicaIncidentsView(APIView):
-    permission_classes = [IsPrincipal]
+class ReplicaIncidentsQuerySerializer(StrictSerializer):
+    broker = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False)
 
-    def get(self, request: Request) -> Response:
+    @classmethod
+    def of(cls, request: Request) -> dict[str, Any]:
+        """The query string, `?broker=` as ASCII digits only (`int('²')` is no broker id)."""
+        query: dict[str, Any] = {}
         broker = request.query_params.get("broker")
-        broker_id = int(broker) if broker and broker.isdigit() else None
-        return Response({"results": selectors.replica_incidents(broker_id=broker_id)})
+        if broker:
+            if not broker.isascii() or not broker.isdigit():
+                raise ApiError(Errors.INVALID_REQUEST, "broker: A valid integer is required.")
+            query["broker"] = int(broker)
+        return cls.validated(query)
+
+
+class ReplicaIncidentsView(APIView):
+    """Replicas reported offline and what the controller did: those of the topics the principal
+    may DESCRIBE."""
+
+    permission_classes = [IsPrincipal]
+    authorization = TOPICS
+
+    @extend_schema(
+        parameters=[ReplicaIncidentsQuerySerializer],
+        responses=responses.ok(responses.REPLICA_INCIDENTS),
+    )
+    def get(self, request: Request) -> Response:
+        query = ReplicaIncidentsQuerySerializer.of(request)
+        incidents = selectors.replica_incidents(broker_id=query.get("broker"))
+        visible = self.authorization.filter_items(request, incidents, lambda i: str(i["topic"]))
+        return Response({"results": visible})

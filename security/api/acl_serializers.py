@@ -14,7 +14,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from controlplane.api.fields import KafkaEnumField, StrictCharField, StrictSerializer
+from controlplane.api.fields import KafkaEnumField, StrictCharField, StrictSerializer, known
 from controlplane.controller.acls.bindings import (
     AclOperation,
     AclPermissionType,
@@ -48,24 +48,29 @@ class CreateAclsSerializer(StrictSerializer):
     creations = serializers.ListField(child=AclCreationSerializer(), max_length=MAX_ITEMS)
 
 
+def _filter_enum(enum_type: type[enum.Enum], **kwargs: Any) -> KafkaEnumField:
+    """A filter's enum: UNKNOWN is Kafka's "Unknown entryFilter." (not documented as valid)."""
+    return KafkaEnumField(enum_type, documented=known(enum_type), **kwargs)
+
+
 class DescribeAclsSerializer(StrictSerializer):
-    resource_type = KafkaEnumField(ResourceType)
+    resource_type = _filter_enum(ResourceType)
     resource_name = _nullable_text()
-    pattern_type = KafkaEnumField(PatternType, required=False, default=PatternType.LITERAL)
+    pattern_type = _filter_enum(PatternType, required=False, default=PatternType.LITERAL)
     principal = _nullable_text()
     host = _nullable_text()
-    operation = KafkaEnumField(AclOperation)
-    permission_type = KafkaEnumField(AclPermissionType)
+    operation = _filter_enum(AclOperation)
+    permission_type = _filter_enum(AclPermissionType)
 
 
 class DeleteAclsFilterSerializer(StrictSerializer):
-    resource_type_filter = KafkaEnumField(ResourceType)
+    resource_type_filter = _filter_enum(ResourceType)
     resource_name_filter = _nullable_text()
-    pattern_type_filter = KafkaEnumField(PatternType, required=False, default=PatternType.LITERAL)
+    pattern_type_filter = _filter_enum(PatternType, required=False, default=PatternType.LITERAL)
     principal_filter = _nullable_text()
     host_filter = _nullable_text()
-    operation = KafkaEnumField(AclOperation)
-    permission_type = KafkaEnumField(AclPermissionType)
+    operation = _filter_enum(AclOperation)
+    permission_type = _filter_enum(AclPermissionType)
 
 
 class DeleteAclsSerializer(StrictSerializer):

@@ -286,7 +286,7 @@ def test_bad_heartbeats_are_400(api, tokens, register, body, named):
 def test_huge_bodies_are_refused_before_parsing(api, tokens, cluster_id):
     body = registration_body(1, cluster_id, rack="x" * 2_000_000)
     status, answer = api.post(REG, body, token=tokens["broker"])
-    assert status == 400 and answer["error_code"] == 42 and "exceeds" in answer["error_message"]
+    assert status == 413 and answer["error_code"] == 42 and "exceeds" in answer["error_message"]
     assert not Broker.objects.exists()
 
 

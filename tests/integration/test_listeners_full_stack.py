@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from devtools.stack import BIN, Http, Stack, free_port, wait_for
+from devtools.stack import Http, Stack, free_port, gunicorn_argv, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -107,21 +107,7 @@ def test_an_internal_listener_process_and_a_public_one(stack: Stack) -> None:
     for name, listener in (("web", "public"), ("internal", "internal")):
         stack.spawn(
             name,
-            [
-                str(BIN / "gunicorn"),
-                "controlplane.wsgi:application",
-                "--bind",
-                f"127.0.0.1:{ports[name]}",
-                "--workers",
-                "1",
-                "--threads",
-                "4",
-                "--worker-class",
-                "gthread",
-                "--no-control-socket",
-                "--config",
-                "python:controlplane.gunicorn_conf",
-            ],
+            gunicorn_argv([f"127.0.0.1:{ports[name]}"], workers=1, threads=4),
             # The internal port setting names neither bound port: the listener alone decides.
             {"CP_LISTENER": listener, "CP_INTERNAL_PORT": "0"},
         )

@@ -2,8 +2,9 @@
 
 First a JSON schema (a focused subset of the Compose specification), then the semantics the
 schema cannot express: dependencies exist and are healthchecked, the application services share
-one environment, two controller replicas, gunicorn without its control socket, a public and an
-internal listener each serving its own URL conf, unique host ports, declared volumes, a build
+one environment, two controller replicas, gunicorn without its control socket and with the
+control plane's worker (slow clients time out), a public and an internal listener each serving
+its own URL conf, unique host ports, declared volumes, a build
 context at the repository root, a non-root image.
 
 Every check is a function that returns its problems; each is run once on the real files (no
@@ -14,6 +15,7 @@ vacuously. No test touches the database.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import re
 import tomllib
@@ -369,6 +371,23 @@ def check_gunicorn_without_control_socket(document: dict[str, Any]) -> list[str]
     return problems if listeners >= 2 else [*problems, "expected a public and internal listener"]
 
 
+SERVER_WORKER = "controlplane.server.worker.ControlPlaneWorker"
+
+
+def check_listeners_run_the_control_planes_worker(document: dict[str, Any]) -> list[str]:
+    """gunicorn's gthread worker gives a half-sent request a thread and no deadline (issue 12):
+    every listener runs the control plane's worker, with its header and body deadlines."""
+    problems = []
+    for name, s in document["services"].items():
+        words = [str(w) for w in command_words(s)]
+        if "gunicorn" not in words:
+            continue
+        classes = [b for a, b in itertools.pairwise(words) if a == "--worker-class"]
+        if classes != [SERVER_WORKER]:
+            problems.append(f"{name}: --worker-class {classes or 'unset'}, not {SERVER_WORKER}")
+    return problems
+
+
 def check_listeners_are_separate(document: dict[str, Any]) -> list[str]:
     """A public and an internal listener, separate services: the internal one is started with
     CP_LISTENER=internal (it serves the brokers' API and /metrics alone, so its healthcheck
@@ -464,6 +483,7 @@ SEMANTIC_CHECKS: list[Callable[[dict[str, Any]], list[str]]] = [
     check_app_services_wait_for_backing_services,
     check_two_controllers,
     check_gunicorn_without_control_socket,
+    check_listeners_run_the_control_planes_worker,
     check_listeners_are_separate,
     check_host_ports_unique,
     check_named_volumes_declared,
@@ -639,6 +659,11 @@ def _migrate_restarts(document: dict[str, Any]) -> None:
     document["services"]["migrate"]["restart"] = "unless-stopped"
 
 
+def _gthread_worker(document: dict[str, Any]) -> None:
+    command = document["services"]["internal"]["command"]
+    command[command.index("--worker-class") + 1] = "gthread"
+
+
 def _worker_skips_migrate(document: dict[str, Any]) -> None:
     del document["services"]["worker"]["depends_on"]["migrate"]
 
@@ -672,6 +697,7 @@ SEMANTIC_BREAKAGES: list[tuple[Callable[..., list[str]], Callable[[dict[str, Any
     (check_two_controllers, _controller_restarts_unless_stopped),
     (check_gunicorn_without_control_socket, _drop_no_control_socket),
     (check_gunicorn_without_control_socket, _set("services/web/command", "gunicorn x:app")),
+    (check_listeners_run_the_control_planes_worker, _gthread_worker),
     (check_listeners_are_separate, _delete("services/internal/environment/CP_LISTENER")),
     (check_listeners_are_separate, _set("services/web/environment/CP_LISTENER", "internal")),
     (check_listeners_are_separate, _set("services/internal/environment/CP_LISTENER", "both")),

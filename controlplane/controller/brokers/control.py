@@ -20,7 +20,12 @@ from controlplane.controller.canary.rules import (
     isolated,
 )
 from controlplane.controller.config_schema import ConfigView
-from controlplane.controller.env import DEFAULT_SESSION_TIMEOUT_MS, BrokerSession
+from controlplane.controller.env import (
+    DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS,
+    DEFAULT_FENCING_HOLD_OFF_RATIO,
+    DEFAULT_SESSION_TIMEOUT_MS,
+    BrokerSession,
+)
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
 from controlplane.controller.image import (
     BrokerControlState,
@@ -392,24 +397,68 @@ def fence_stale_brokers(
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
     activated_ms: int,
     configs: ConfigView | None = None,
+    hold_off_ratio: float = DEFAULT_FENCING_HOLD_OFF_RATIO,
+    hold_off_min_brokers: int = DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS,
 ) -> ControllerResult:
     """Fence every unfenced broker whose session lapsed; no records when none did.
 
     A broker the tracker has never heard from since this controller became active gets a full
     session from the activation (as Kafka's new controller does on failover).
+
+    Beyond Kafka: when most brokers lapse at once (`fencing_suspects_ingress`), the controller
+    suspects its own ingress (its listener starved, its network cut, its process paused) before
+    the brokers, as Kubernetes' node lifecycle controller stops evicting in a full disruption: it
+    fences none of them and answers them as `held_off`. Once heartbeats flow again the share
+    falls and whoever is still silent is fenced as usual.
     """
+    stale = stale_brokers(
+        view,
+        sessions=sessions,
+        now_ms=now_ms,
+        session_timeout_ms=session_timeout_ms,
+        activated_ms=activated_ms,
+    )
+    unfenced = sum(1 for broker in view.all_brokers() if not broker.fenced)
+    if fencing_suspects_ingress(
+        len(stale), unfenced, ratio=hold_off_ratio, min_brokers=hold_off_min_brokers
+    ):
+        return ControllerResult(
+            [], {"error_code": 0, "fenced_brokers": [], "held_off": stale, "unfenced": unfenced}
+        )
     records: list[Record] = []
-    fenced: list[int] = []
+    for broker_id in stale:
+        broker = view.broker(broker_id)
+        assert broker is not None
+        records.extend(transition_records(broker, S.FENCED))
+    if stale:
+        records += _moved_off(view, stale, configs)
+    return ControllerResult(records, {"error_code": 0, "fenced_brokers": stale, "held_off": []})
+
+
+def stale_brokers(
+    view: MetadataDelta,
+    *,
+    sessions: Mapping[int, BrokerSession],
+    now_ms: int,
+    session_timeout_ms: int,
+    activated_ms: int,
+) -> list[int]:
+    """The unfenced brokers whose session lapsed, by id."""
+    stale: list[int] = []
     for broker in sorted(view.all_brokers(), key=lambda b: b.broker_id):
         if broker.fenced:
             continue
         session = sessions.get(broker.broker_id) or BrokerSession(activated_ms, -1)
         if not has_valid_session(session, now_ms=now_ms, session_timeout_ms=session_timeout_ms):
-            records.extend(transition_records(broker, S.FENCED))
-            fenced.append(broker.broker_id)
-    if fenced:
-        records += _moved_off(view, fenced, configs)
-    return ControllerResult(records, {"error_code": 0, "fenced_brokers": fenced})
+            stale.append(broker.broker_id)
+    return stale
+
+
+def fencing_suspects_ingress(stale: int, unfenced: int, *, ratio: float, min_brokers: int) -> bool:
+    """Whether `stale` of `unfenced` brokers lapsing together points at the controller's own
+    ingress: more than `ratio` of them, in a cluster of at least `min_brokers` unfenced brokers
+    (a lone broker's silence is its own)."""
+    return unfenced >= max(1, min_brokers) and stale > ratio * unfenced
 
 
 def unregister_broker(

@@ -65,6 +65,8 @@ def _fence_stale_brokers(
         session_timeout_ms=env.session_timeout_ms,
         activated_ms=env.activated_ms,
         configs=env.configs(view),
+        hold_off_ratio=env.fencing_hold_off_ratio,
+        hold_off_min_brokers=env.fencing_hold_off_min_brokers,
     )
 
 

@@ -1,0 +1,306 @@
+"""What every operation answers, for the OpenAPI schema: success bodies and the error body.
+
+The schema is honest about errors (controlplane.api.schema adds them to every operation): each
+answers Kafka's error body with 400, 401, 403, 404, 405, 408, 411, 413, 415, 429 (public
+listener), 503 and 504 besides its success. Success bodies come from a view's serializer where
+it has one; the admin RPCs and the views answering Kafka's plain bodies name theirs here
+(`RPC_RESPONSES` by Kafka's RPC name, used by the registry's views). Objects list the fields
+always present and leave room for more, as Kafka's versioned bodies do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import OpenApiResponse
+
+Schema = dict[str, Any]
+
+
+def ok(schema: Schema | None, description: str = "Kafka's answer") -> dict[int, Any] | None:
+    """`extend_schema(responses=ok(...))`: the 200 body as a raw schema."""
+    if schema is None:
+        return None
+    return {200: OpenApiResponse(response=schema, description=description)}
+
+
+INT: Schema = {"type": "integer"}
+NUM: Schema = {"type": "number"}
+STR: Schema = {"type": "string"}
+BOOL: Schema = {"type": "boolean"}
+ANY: Schema = {}
+
+
+def nullable(schema: Schema) -> Schema:
+    return {**schema, "nullable": True}
+
+
+def arr(items: Schema) -> Schema:
+    return {"type": "array", "items": items}
+
+
+def obj(*required: str, **properties: Schema) -> Schema:
+    """An object with `properties`, of which `required` are always present."""
+    schema: Schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+NSTR = nullable(STR)
+# Kafka's error fields on a response or an item of it (`error` is Kafka's name of the code).
+ERROR_FIELDS: dict[str, Schema] = {"error_code": INT, "error": STR, "error_message": NSTR}
+
+
+def kafka(*required: str, **properties: Schema) -> Schema:
+    """A Kafka response body or item: its error code (always) and message, and `properties`."""
+    return obj("error_code", *required, **ERROR_FIELDS, **properties)
+
+
+# The body of every whole-request error (CONTRACT.md): Kafka's code, its name and a message.
+ERROR: Schema = obj(
+    "error_code",
+    "error_message",
+    error_code={**INT, "description": "Kafka's error code (INVALID_REQUEST 42, ...)"},
+    error={**STR, "description": "Kafka's name of the code"},
+    error_message=NSTR,
+)
+
+CONFIG_ENTRY = obj(
+    "name",
+    name=STR,
+    value=NSTR,
+    read_only=BOOL,
+    config_source=STR,
+    is_sensitive=BOOL,
+    synonyms=arr(obj(name=STR, value=NSTR, source=STR)),
+    config_type=STR,
+    documentation=NSTR,
+)
+RESOURCE_RESULT = kafka(resource_type=STR, resource_name=STR)
+ACL = kafka(
+    resource_type=STR,
+    resource_name=STR,
+    pattern_type=STR,
+    principal=STR,
+    host=STR,
+    operation=STR,
+    permission_type=STR,
+)
+QUOTA_ENTITY = arr(obj(entity_type=STR, entity_name=NSTR))
+TOKEN_EXPIRY = kafka(expiry_timestamp_ms=INT, throttle_time_ms=INT)
+TOPIC_PARTITION_ERRORS = arr(
+    obj(name=STR, partitions=arr(obj(partition_index=INT, error_code=INT)))
+)
+
+RPC_RESPONSES: dict[str, Schema] = {
+    "CreateTopics": obj(
+        "throttle_time_ms",
+        "topics",
+        throttle_time_ms=INT,
+        topics=arr(
+            kafka(
+                "name",
+                name=STR,
+                topic_id=NSTR,
+                num_partitions=INT,
+                replication_factor=INT,
+                configs=arr(CONFIG_ENTRY),
+                canary_partitions=arr(INT),
+                canary_isolated=BOOL,
+            )
+        ),
+    ),
+    "DeleteTopics": obj(
+        "throttle_time_ms",
+        "responses",
+        throttle_time_ms=INT,
+        responses=arr(kafka(name=NSTR, topic_id=NSTR)),
+    ),
+    "CreatePartitions": obj(
+        "throttle_time_ms",
+        "results",
+        throttle_time_ms=INT,
+        results=arr(kafka("name", name=STR)),
+    ),
+    "ElectLeaders": kafka(
+        replica_election_results=arr(obj(topic=STR, partition_result=arr(kafka(partition_id=INT)))),
+        throttle_time_ms=INT,
+    ),
+    "DescribeConfigs": obj(
+        "results",
+        throttle_time_ms=INT,
+        results=arr(
+            kafka(resource_type=STR, resource_name=STR, configs=arr(CONFIG_ENTRY)),
+        ),
+    ),
+    "AlterConfigs": obj("responses", throttle_time_ms=INT, responses=arr(RESOURCE_RESULT)),
+    "IncrementalAlterConfigs": obj(
+        "responses", throttle_time_ms=INT, responses=arr(RESOURCE_RESULT)
+    ),
+    "CreateAcls": obj("results", throttle_time_ms=INT, results=arr(kafka())),
+    "DescribeAcls": kafka(
+        throttle_time_ms=INT,
+        resources=arr(
+            obj(
+                resource_type=STR,
+                resource_name=STR,
+                pattern_type=STR,
+                acls=arr(obj(principal=STR, host=STR, operation=STR, permission_type=STR)),
+            )
+        ),
+    ),
+    "DeleteAcls": obj(
+        "filter_results",
+        throttle_time_ms=INT,
+        filter_results=arr(kafka(matching_acls=arr(ACL))),
+    ),
+    "AlterClientQuotas": obj(
+        "entries", throttle_time_ms=INT, entries=arr(kafka(entity=QUOTA_ENTITY))
+    ),
+    "DescribeClientQuotas": kafka(
+        throttle_time_ms=INT,
+        entries=nullable(arr(obj(entity=QUOTA_ENTITY, values=arr(obj(key=STR, value=NUM))))),
+    ),
+    "CreateDelegationToken": kafka(
+        principal_type=STR,
+        principal_name=STR,
+        token_requester_principal_type=STR,
+        token_requester_principal_name=STR,
+        issue_timestamp_ms=INT,
+        expiry_timestamp_ms=INT,
+        max_timestamp_ms=INT,
+        token_id=STR,
+        hmac={**NSTR, "format": "byte", "description": "base64; shown once (null on error)"},
+        throttle_time_ms=INT,
+    ),
+    "RenewDelegationToken": TOKEN_EXPIRY,
+    "ExpireDelegationToken": TOKEN_EXPIRY,
+    "DescribeDelegationToken": kafka(
+        throttle_time_ms=INT,
+        tokens=arr(
+            obj(
+                principal_type=STR,
+                principal_name=STR,
+                token_requester_principal_type=STR,
+                token_requester_principal_name=STR,
+                issue_timestamp=INT,
+                expiry_timestamp=INT,
+                max_timestamp=INT,
+                token_id=STR,
+                hmac=NSTR,
+                renewers=arr(obj(principal_type=STR, principal_name=STR)),
+            )
+        ),
+    ),
+    "DescribeCluster": kafka(
+        throttle_time_ms=INT,
+        endpoint_type=INT,
+        cluster_id=STR,
+        controller_id=nullable(INT),
+        brokers=arr(
+            obj(broker_id=INT, host=STR, port=INT, rack=NSTR, pod=STR, software_version=NSTR)
+        ),
+        cluster_authorized_operations=INT,
+    ),
+    "UnregisterBroker": kafka(throttle_time_ms=INT),
+}
+
+# The views that answer plain bodies without a serializer.
+WHOAMI = obj("principal", principal=STR, super_user=BOOL, broker=BOOL)
+BROKER_SUMMARY = obj(
+    "broker_id",
+    broker_id=INT,
+    incarnation_id=STR,
+    broker_epoch=INT,
+    state=STR,
+    fenced=BOOL,
+    in_controlled_shutdown=BOOL,
+    pod=STR,
+    rack=NSTR,
+    listeners=arr(obj(name=STR, host=STR, port=INT, security_protocol=STR)),
+    log_dirs=arr(STR),
+    last_contact_ms=nullable(INT),
+    metadata_offset=nullable(INT),
+)
+CLUSTER = obj(
+    "cluster_id",
+    cluster_id=STR,
+    controller_id=nullable(INT),
+    controller_epoch=INT,
+    controller_active=BOOL,
+    metadata_offset=INT,
+    broker_states=obj(),
+    broker_pods=obj(),
+    health=obj(),
+    brokers=arr(BROKER_SUMMARY),
+)
+REPLICA_INCIDENTS = obj(
+    "results",
+    results=arr(
+        obj(
+            offset=INT,
+            timestamp_ms=INT,
+            principal=STR,
+            request_id=STR,
+            broker_id=nullable(INT),
+            topic=STR,
+            partition_index=INT,
+            offline_replicas=arr(INT),
+            new_leader=INT,
+            new_isr=nullable(arr(INT)),
+            leaderless=BOOL,
+        )
+    ),
+)
+EFFECTIVE_QUOTAS = obj(
+    "user",
+    "client_id",
+    "values",
+    user=STR,
+    client_id=STR,
+    values=arr(obj(key=STR, value=NUM, entity=QUOTA_ENTITY)),
+)
+METADATA_FETCH = obj(
+    "cluster_id",
+    "last_offset",
+    "records",
+    cluster_id=STR,
+    controller_id=nullable(INT),
+    controller_epoch=INT,
+    last_offset=INT,
+    records=arr(
+        obj(
+            "offset",
+            "type",
+            offset=INT,
+            type=STR,
+            controller_epoch=INT,
+            timestamp_ms=INT,
+            data=obj(),
+        )
+    ),
+)
+ALTER_PARTITION = kafka(
+    throttle_time_ms=INT,
+    topics=arr(
+        obj(
+            topic_name=STR,
+            partitions=arr(
+                kafka(
+                    partition_index=INT,
+                    leader_id=INT,
+                    leader_epoch=INT,
+                    isr=arr(INT),
+                    partition_epoch=INT,
+                )
+            ),
+        )
+    ),
+)
+ALTER_REPLICA_STATE = kafka(topics=TOPIC_PARTITION_ERRORS)
+ENVELOPE = kafka(
+    response_header=obj(correlation_id=INT),
+    response_status=INT,
+    response_data=nullable(obj()),
+)

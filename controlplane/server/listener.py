@@ -1,0 +1,240 @@
+"""One listener's application: Django (WSGI) answering in the listener's own thread pool.
+
+The event loop reads each request whole (its body within the body deadline, at most
+`CP_MAX_BODY_BYTES`), hands it to a thread of this listener's pool, and writes the answer. A
+deferred metadata long-poll (`controlplane.server.longpoll`) waits on the loop in between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import unquote_to_bytes
+
+from controlplane.server.longpoll import ENVIRON_KEY, LongPoll
+
+logger = logging.getLogger("controlplane.server")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Any]
+Send = Callable[[dict[str, Any]], Any]
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+Headers = list[tuple[bytes, bytes]]
+
+
+class Refused(Exception):
+    """A request the server answers itself (408, 413), closing the connection."""
+
+    def __init__(self, status: int, error: str, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.error, self.code, self.message = status, error, code, message
+
+
+def error_answer(status: int, error: str, code: int, message: str) -> tuple[Headers, bytes]:
+    body = json.dumps({"error_code": code, "error": error, "error_message": message}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"connection", b"close"),
+    ]
+    return headers, body
+
+
+class ListenerApp:
+    """The ASGI application of one listener (`name`: public or internal)."""
+
+    def __init__(
+        self,
+        wsgi: WsgiApp,
+        *,
+        name: str,
+        threads: int,
+        max_body_bytes: int,
+        body_timeout_s: float,
+    ) -> None:
+        self.wsgi = wsgi
+        self.name = name
+        self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
+        self.executor = ThreadPoolExecutor(
+            max_workers=max(1, threads), thread_name_prefix=f"{name}-listener"
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return  # no lifespan, no websockets
+        try:
+            body = await self._read_body(scope, receive)
+        except Refused as refused:
+            headers, payload = error_answer(
+                refused.status, refused.error, refused.code, refused.message
+            )
+            await _send(send, refused.status, headers, payload)
+            return
+        except _Disconnected:
+            return
+        loop = asyncio.get_running_loop()
+        long_poll = LongPoll()
+        environ = wsgi_environ(scope, body, long_poll)
+        status, headers, payload = await loop.run_in_executor(self.executor, self._answer, environ)
+        if long_poll.deferred:
+            payload = await self._finish_long_poll(long_poll, payload)
+        await _send(send, status, _with_length(headers, len(payload)), payload)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            raise _too_large(int(declared), self.max_body_bytes)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_timeout_s
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            remaining = deadline - loop.time()
+            try:
+                if remaining <= 0:
+                    raise TimeoutError
+                message = await asyncio.wait_for(receive(), remaining)
+            except TimeoutError:
+                raise Refused(
+                    408,
+                    "REQUEST_TIMED_OUT",
+                    7,
+                    f"The request body did not arrive within {self.body_timeout_s:g} s.",
+                ) from None
+            if message["type"] == "http.disconnect":
+                raise _Disconnected
+            chunk = message.get("body", b"")
+            if chunk:
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    raise _too_large(size, self.max_body_bytes)
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                return b"".join(chunks)
+
+    def _answer(self, environ: dict[str, Any]) -> tuple[int, Headers, bytes]:
+        """Django's answer, in a thread of this listener's pool."""
+        started: dict[str, Any] = {}
+
+        def start_response(
+            status: str, headers: list[tuple[str, str]], exc_info: Any = None
+        ) -> Any:
+            started["status"] = int(status.split(" ", 1)[0])
+            started["headers"] = headers
+            return lambda data: None  # the legacy write(): Django never calls it
+
+        result = self.wsgi(environ, start_response)
+        try:
+            payload = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()
+        headers = [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in started["headers"]
+        ]
+        return started["status"], headers, payload
+
+    async def _finish_long_poll(self, long_poll: LongPoll, empty: bytes) -> bytes:
+        """Wait on the loop for the log to grow, then fetch again in the pool."""
+        from controlplane.runtime.notifier import notifier
+
+        if not await notifier.wait_async(long_poll.generation, long_poll.timeout_s):
+            return empty
+        refetch = long_poll.refetch
+        assert refetch is not None
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self.executor, _refetch, refetch)
+        except Exception:  # the empty answer still holds: the broker simply polls again
+            logger.exception("metadata long-poll refetch failed")
+            return empty
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+class _Disconnected(Exception):
+    pass
+
+
+def _too_large(size: int, limit: int) -> Refused:
+    return Refused(
+        413,
+        "INVALID_REQUEST",
+        42,
+        f"Request body of {size} bytes exceeds the limit of {limit} bytes.",
+    )
+
+
+def _refetch(refetch: Callable[[], bytes]) -> bytes:
+    from django.db import close_old_connections
+
+    try:
+        return refetch()
+    finally:
+        close_old_connections()
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1").strip())
+    return None
+
+
+def _with_length(headers: Headers, length: int) -> Headers:
+    kept = [(k, v) for k, v in headers if k != b"content-length"]
+    kept.append((b"content-length", str(length).encode()))
+    return kept
+
+
+async def _send(send: Send, status: int, headers: Headers, payload: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload, "more_body": False})
+
+
+def wsgi_environ(scope: Scope, body: bytes, long_poll: LongPoll) -> dict[str, Any]:
+    """PEP 3333's environ for an ASGI HTTP scope whose body was read whole."""
+    raw_path = scope.get("raw_path") or scope["path"].encode()
+    server_host, server_port = scope.get("server") or ("localhost", 80)
+    client = scope.get("client") or ("", 0)
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": scope["method"],
+        "SCRIPT_NAME": "",
+        # PEP 3333: the path decoded from the URL's bytes, as latin-1 text.
+        "PATH_INFO": unquote_to_bytes(raw_path).decode("latin-1"),
+        "QUERY_STRING": scope.get("query_string", b"").decode("latin-1"),
+        "SERVER_NAME": str(server_host),
+        "SERVER_PORT": str(server_port),
+        "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
+        "REMOTE_ADDR": str(client[0]),
+        "REMOTE_PORT": str(client[1]),
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": scope.get("scheme", "http"),
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.input_terminated": True,
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+        ENVIRON_KEY: long_poll,
+    }
+    for raw_name, raw_value in scope["headers"]:
+        if b"_" in raw_name:
+            continue  # X_Forwarded_For would pass for X-Forwarded-For: dropped, as gunicorn does
+        name = raw_name.decode("latin-1").upper().replace("-", "_")
+        value = raw_value.decode("latin-1")
+        if name == "CONTENT_LENGTH":
+            continue  # the body's real length, whatever was announced (or chunked)
+        key = name if name == "CONTENT_TYPE" else f"HTTP_{name}"
+        environ[key] = f"{environ[key]},{value}" if key in environ else value
+    return environ

@@ -1,0 +1,29 @@
+"""A metadata long-poll that waits without a thread.
+
+The server puts a `LongPoll` in each request's environ (`ENVIRON_KEY`). A view with nothing to
+answer yet calls `defer`: it answers at once what it has now (the empty answer), and the server,
+instead of sending it, waits on the event loop for the log to grow (or the wait to end), then
+runs `refetch` in the listener's pool for the body to send. Under another WSGI server (or the
+test client) there is no `LongPoll` and the view waits in its thread, as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+ENVIRON_KEY = "controlplane.long_poll"
+
+
+@dataclasses.dataclass(slots=True)
+class LongPoll:
+    generation: int = -1
+    timeout_s: float = 0.0
+    refetch: Callable[[], bytes] | None = None
+
+    def defer(self, *, generation: int, timeout_s: float, refetch: Callable[[], bytes]) -> None:
+        self.generation, self.timeout_s, self.refetch = generation, timeout_s, refetch
+
+    @property
+    def deferred(self) -> bool:
+        return self.refetch is not None

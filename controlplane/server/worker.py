@@ -1,0 +1,129 @@
+"""gunicorn's worker class for the control plane: one event loop, one server per listener.
+
+    gunicorn controlplane.wsgi:application \\
+        --worker-class controlplane.server.worker.ControlPlaneWorker \\
+        --bind 127.0.0.1:8000 --bind 127.0.0.1:8001 --threads 8 --no-control-socket \\
+        --config python:controlplane.gunicorn_conf
+
+gunicorn's arbiter binds the sockets, forks and watches the workers; each worker serves every
+socket it was given with uvicorn's HTTP/1.1 protocol (header deadline: `DeadlineProtocol`). The
+sockets on `CP_INTERNAL_PORT` (every socket when `CP_LISTENER=internal`) are the internal
+listener's and get a server and a thread pool of their own; the rest are the public listener's.
+`--threads` is the size of each listener's pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from typing import Any
+
+from gunicorn.workers import base
+
+HOUSEKEEPING_S = 1.0
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio works too
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def listener_of_socket(port: int) -> str:
+    from django.conf import settings
+
+    if settings.CP_LISTENER == "internal":
+        return "internal"
+    internal = settings.CP_INTERNAL_PORT
+    return "internal" if internal and port == internal else "public"
+
+
+class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def init_process(self) -> None:
+        self.loop = new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        super().init_process()
+
+    def init_signals(self) -> None:
+        assert self.loop is not None
+        for sig in self.SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        for sig in (signal.SIGTERM, signal.SIGQUIT, signal.SIGINT):
+            self.loop.add_signal_handler(sig, self._stop)
+        self.loop.add_signal_handler(signal.SIGUSR1, self.log.reopen_files)
+        self.loop.add_signal_handler(signal.SIGWINCH, lambda: None)
+
+    def _stop(self) -> None:
+        self.alive = False
+
+    def run(self) -> None:
+        assert self.loop is not None
+        try:
+            self.loop.run_until_complete(self._serve())
+        finally:
+            self.loop.close()
+
+    async def _serve(self) -> None:
+        import uvicorn
+        from django.conf import settings
+
+        from controlplane.server.listener import ListenerApp
+        from controlplane.server.protocol import deadline_protocol
+
+        sockets: dict[str, list[Any]] = {}
+        for sock in self.sockets:
+            port = sock.sock.getsockname()[1]
+            sockets.setdefault(listener_of_socket(port), []).append(sock.sock)
+        apps: list[ListenerApp] = []
+        servers: list[uvicorn.Server] = []
+        protocol = deadline_protocol(settings.CP_HTTP_HEADER_TIMEOUT_S)
+        for name, bound in sockets.items():
+            app = ListenerApp(
+                self.wsgi,
+                name=name,
+                threads=self.cfg.threads,
+                max_body_bytes=settings.CP_MAX_BODY_BYTES,
+                body_timeout_s=settings.CP_HTTP_BODY_TIMEOUT_S,
+            )
+            config = uvicorn.Config(
+                app,
+                http=protocol,
+                lifespan="off",
+                interface="asgi3",
+                log_config=None,
+                access_log=False,
+                proxy_headers=False,  # the peer is who connected: never a header's word
+                server_header=False,
+                timeout_keep_alive=max(1, int(self.cfg.keepalive or 1)),
+                timeout_graceful_shutdown=int(self.cfg.graceful_timeout),
+            )
+            config.load()
+            server = uvicorn.Server(config)
+            server.lifespan = config.lifespan_class(config)  # "off": a no-op, as serve() sets it
+            await server.startup(sockets=bound)
+            apps.append(app)
+            servers.append(server)
+        self.log.info(
+            "serving %s",
+            ", ".join(f"{name} on {len(bound)} socket(s)" for name, bound in sockets.items()),
+        )
+        try:
+            while self.alive:
+                self.notify()
+                if self.ppid != os.getppid():
+                    self.log.info("parent changed, shutting down: %s", self)
+                    break
+                await asyncio.sleep(HOUSEKEEPING_S)
+        finally:
+            for server in servers:
+                server.should_exit = True
+                await server.shutdown()
+            for app in apps:
+                app.close()

@@ -1,0 +1,667 @@
+"""The fault campaign: the full stack under steady load, one fault at a time, checked after each.
+
+The stack runs on a PostgreSQL cluster and a redis-server of the campaign's own (a throwaway
+`initdb` in a temporary directory and a private `redis-server`, each on a free port), because the
+campaign restarts them: the machine's shared services are never touched. On them: two web nodes
+(the control plane's server, both listeners each), two `run_controller` processes (one active),
+six simulated brokers heartbeating on web node B's internal listener, and admin writers sending
+IncrementalAlterConfigs to both web nodes' public listener (each write a new value and a request id
+of its own, retried on the other node with the same id until acknowledged or given up).
+
+Faults, in order: kill -9 the active controller; SIGSTOP it past its lease, then SIGCONT (it must
+not write again); restart Redis; restart PostgreSQL; kill -9 web node A (and start it again);
+hold 50 slow connections on both public listeners for 30 s. After each: every acknowledged write
+is in the metadata log exactly once, `verify_metadata` is clean, and the time until writes were
+acknowledged again is measured (and, for the controller faults, until a new controller held the
+lease). The report (`FaultCampaign.report`) is JSON; README's table is made from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from devtools.slow_clients import SlowClients, probe
+from devtools.stack import PYTHON, ROOT, Http, Stack, free_port, running_stack, wait_for
+
+PG_BIN = Path(os.environ.get("CP_CAMPAIGN_PG_BIN", "/usr/local/bin"))
+REDIS_SERVER = os.environ.get("CP_CAMPAIGN_REDIS_SERVER", shutil.which("redis-server") or "")
+TOPIC = "campaign"
+BROKERS = 6
+LEASE_MS = 2000
+SESSION_TIMEOUT_MS = 6000
+# A service restarting is answered 503 (NOT_CONTROLLER, Retry-After) or 504: never a 500.
+UNAVAILABLE = frozenset({"503", "504"})
+
+
+def _as_postgres(argv: list[str]) -> list[str]:
+    """PostgreSQL refuses to run as root: as the postgres user then."""
+    return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
+
+
+class PrivatePostgres:
+    """A throwaway PostgreSQL cluster (initdb) on a free port, restartable at will."""
+
+    def __init__(self) -> None:
+        # Its own directory in the system's temporary one: the postgres user must reach it.
+        self.directory = Path(tempfile.mkdtemp(prefix="cp-campaign-pg-"))
+        if os.geteuid() == 0:
+            shutil.chown(self.directory, "postgres")
+        self.data = self.directory / "pgdata"
+        self.port = free_port()
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _pg(self, *args: str) -> None:
+        subprocess.run(
+            _as_postgres([str(PG_BIN / "pg_ctl"), *args]),
+            check=True,
+            timeout=120,
+            capture_output=True,
+        )
+
+    def start(self) -> None:
+        if not self.data.exists():
+            subprocess.run(
+                _as_postgres(
+                    [
+                        str(PG_BIN / "initdb"),
+                        "-D",
+                        str(self.data),
+                        "-A",
+                        "trust",
+                        "-U",
+                        "postgres",
+                        "--no-sync",
+                        "-E",
+                        "UTF8",
+                    ]
+                ),
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
+        options = (
+            f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c max_connections=200"
+        )
+        self._pg(
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.directory / "postgres.log"),
+            "-o",
+            options,
+            "-w",
+            "start",
+        )
+
+    def stop(self) -> None:
+        try:
+            self._pg("-D", str(self.data), "-m", "fast", "-w", "stop")
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+    def restart(self) -> None:
+        """Stop fast (every connection dropped), start again on the same port."""
+        self._pg("-D", str(self.data), "-m", "fast", "-w", "stop")
+        self.start()
+
+
+class PrivateRedis:
+    """A private redis-server on a free port (no persistence), restartable at will."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.port = free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        log = open(self.directory / "redis.log", "ab")  # noqa: SIM115 (kept for the process)
+        self.proc = subprocess.Popen(
+            [
+                REDIS_SERVER,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.directory),
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        wait_for(self._answers, 20, "the private redis-server")
+
+    def _answers(self) -> bool:
+        import redis
+
+        with redis.Redis.from_url(self.url, socket_timeout=1) as client:
+            return bool(client.ping())
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=20)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@contextlib.contextmanager
+def private_services(directory: Path) -> Iterator[tuple[PrivatePostgres, PrivateRedis]]:
+    postgres, redis_server = PrivatePostgres(), PrivateRedis(directory)
+    postgres.start()
+    try:
+        redis_server.start()
+        try:
+            yield postgres, redis_server
+        finally:
+            redis_server.stop()
+    finally:
+        postgres.stop()
+
+
+@dataclasses.dataclass
+class Write:
+    request_id: str
+    acknowledged_at: float | None = None
+
+
+class AdminWriters:
+    """Threads sending IncrementalAlterConfigs, each write with a request id of its own, retried
+    with the same id (on the other web node) until acknowledged or `give_up_s` passed."""
+
+    def __init__(
+        self,
+        nodes: Callable[[], list[Http]],
+        token: str,
+        *,
+        threads: int = 3,
+        give_up_s: float = 60.0,
+    ) -> None:
+        self.nodes = nodes
+        self.token = token
+        self.threads = threads
+        self.give_up_s = give_up_s
+        self.writes: list[Write] = []
+        self.statuses: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._go = threading.Event()
+        self._go.set()
+        self._idle = threading.Condition(self._lock)
+        self._in_flight = 0
+        self._workers: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for index in range(self.threads):
+            worker = threading.Thread(target=self._run, args=(index,), daemon=True)
+            worker.start()
+            self._workers.append(worker)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._go.set()
+        for worker in self._workers:
+            worker.join(timeout=self.give_up_s + 30)
+
+    def pause(self) -> None:
+        """No new write starts; returns once the ones in flight are answered (or given up)."""
+        self._go.clear()
+        with self._idle:
+            self._idle.wait_for(lambda: self._in_flight == 0, timeout=self.give_up_s + 40)
+
+    def resume(self) -> None:
+        self._go.set()
+
+    def ack_times(self) -> list[float]:
+        return sorted(w.acknowledged_at or 0.0 for w in self.acknowledged())
+
+    def acknowledged(self) -> list[Write]:
+        with self._lock:
+            return [w for w in self.writes if w.acknowledged_at is not None]
+
+    def last_acknowledged_at(self) -> float:
+        return max((w.acknowledged_at or 0.0 for w in self.acknowledged()), default=0.0)
+
+    def first_acknowledged_after(self, moment: float) -> float | None:
+        times = [
+            w.acknowledged_at for w in self.acknowledged() if (w.acknowledged_at or 0) > moment
+        ]
+        return min(times, default=None)  # type: ignore[type-var]
+
+    def _run(self, index: int) -> None:
+        sequence = 0
+        while not self._stop.is_set():
+            self._go.wait()
+            sequence += 1
+            write = Write(f"campaign-{index}-{sequence}")
+            with self._lock:
+                self.writes.append(write)
+                self._in_flight += 1
+            try:
+                self._send(write, f"{index}{sequence:07d}", sequence)
+            finally:
+                with self._idle:
+                    self._in_flight -= 1
+                    self._idle.notify_all()
+            time.sleep(0.02)
+
+    def _send(self, write: Write, value: str, attempt_seed: int) -> None:
+        body = {
+            "resources": [
+                {
+                    "resource_type": "TOPIC",
+                    "resource_name": TOPIC,
+                    "configs": [
+                        {"name": "retention.ms", "config_operation": "SET", "value": value}
+                    ],
+                }
+            ]
+        }
+        deadline = time.monotonic() + self.give_up_s
+        attempt = attempt_seed
+        while time.monotonic() < deadline:
+            nodes = self.nodes()
+            node = nodes[attempt % len(nodes)]
+            attempt += 1
+            try:
+                status, answer = node.post(
+                    "/api/v1/incremental-alter-configs",
+                    body,
+                    self.token,
+                    headers={"X-Request-ID": write.request_id},
+                    timeout=35,
+                )
+            except (OSError, ValueError) as error:  # refused, reset, timed out, half an answer
+                self._count(f"connection: {type(error).__name__}")
+                time.sleep(0.2)
+                continue
+            self._count(str(status))
+            code = answer.get("responses", [{}])[0].get("error_code") if status == 200 else None
+            if status == 200 and code == 0:
+                write.acknowledged_at = time.monotonic()
+                return
+            time.sleep(0.2 if status in (429, 503, 504) else 0.5)
+
+    def _count(self, what: str) -> None:
+        with self._lock:
+            self.statuses[what] += 1
+
+
+@dataclasses.dataclass
+class FaultResult:
+    fault: str
+    seconds: float
+    writes_acknowledged: int
+    recovery_s: float | None = None  # the longest the writers went without an acknowledgement
+    failover_s: float | None = None  # until a new controller held the lease
+    brokers_fenced: int = 0
+    verify_metadata: bool = False
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class FaultCampaign:
+    def __init__(self, stack: Stack, postgres: PrivatePostgres, redis_server: PrivateRedis) -> None:
+        self.stack = stack
+        self.postgres = postgres
+        self.redis_server = redis_server
+        self.web: dict[str, Http] = {}
+        self.controllers = 0
+        self.results: list[FaultResult] = []
+        self.writers: AdminWriters | None = None
+        self.started = 0.0
+        self.broker_token = stack.tokens["broker"]
+        self.server_5xx_of_dead_nodes: Counter[str] = Counter()
+
+    # --- the stack and its load ---------------------------------------------------------
+    def start(self) -> None:
+        self.started = time.monotonic()
+        self.web["web-a"] = self.stack.start_web("web-a", workers=1, threads=8)
+        self.web["web-b"] = self.stack.start_web("web-b", workers=1, threads=8)
+        for _ in range(2):
+            self.start_controller()
+        wait_for(lambda: self.stack.lease()[0].startswith("controller-"), 60, "a controller")
+        web_b = self.web["web-b"]
+        argv = [
+            PYTHON,
+            "manage.py",
+            "simulate_brokers",
+            "--internal-url",
+            web_b.internal,
+            "--url",
+            web_b.base,
+            "--token",
+            self.broker_token,
+            "--brokers",
+            str(BROKERS),
+            "--racks",
+            "3",
+            "--control",
+            "none",
+            "--topic",
+            TOPIC,
+            "--partitions",
+            "6",
+            "--replication-factor",
+            "3",
+            "--admin-token",
+            self.stack.tokens["admin"],
+        ]
+        self.stack.spawn("simulator", argv)
+        wait_for(lambda: self.unfenced() == BROKERS, 90, "every broker unfenced")
+        wait_for(
+            lambda: web_b.get(f"/api/v1/topics/{TOPIC}", self.stack.tokens["admin"])[0] == 200,
+            60,
+            "the campaign's topic",
+        )
+        writers = AdminWriters(lambda: list(self.web.values()), self.stack.tokens["admin"])
+        self.writers = writers
+        writers.start()
+        wait_for(lambda: len(writers.acknowledged()) >= 20, 60, "writes flowing")
+
+    def start_controller(self) -> None:
+        self.controllers += 1
+        self.stack.start_controller(f"controller-{self.controllers}", 3000 + self.controllers)
+
+    def unfenced(self) -> int:
+        status, cluster = self.web["web-b"].get("/api/v1/cluster", self.stack.tokens["admin"])
+        return int(cluster["broker_states"]["UNFENCED"]) if status == 200 else -1
+
+    def log_end(self) -> int:
+        return int(self.stack.sql("SELECT last_offset FROM cp_cluster WHERE id = 1")[0][0])
+
+    def fencings_since(self, offset: int) -> int:
+        rows = self.stack.sql(
+            'SELECT count(*) FROM cp_metadata_record WHERE "offset" > %s'
+            " AND record_type = 'BrokerRegistrationChangeRecord'"
+            " AND (data->>'fenced')::int = 1",
+            offset,
+        )
+        return int(rows[0][0])
+
+    # --- faults -------------------------------------------------------------------------
+    def run_fault(self, name: str, inject: Callable[[], dict[str, Any]]) -> FaultResult:
+        writers = self.writers
+        assert writers is not None
+        acknowledged_before = len(writers.acknowledged())
+        offset = self.log_end()
+        began = time.monotonic()
+        extra = inject()
+        injected = time.monotonic()
+        wait_for(lambda: writers.first_acknowledged_after(injected), 120, f"writes after {name}")
+        # Let the cluster settle (every broker unfenced again), then check the log at rest.
+        wait_for(lambda: self.unfenced() == BROKERS, 90, f"every broker unfenced after {name}")
+        ended = time.monotonic()
+        writers.pause()
+        verified, problems = self.verify_metadata()
+        if problems:
+            extra["verify_metadata_problems"] = problems
+        result = FaultResult(
+            fault=name,
+            seconds=round(ended - began, 1),
+            writes_acknowledged=len(writers.acknowledged()) - acknowledged_before,
+            recovery_s=_longest_stall(writers.ack_times(), began, ended),
+            failover_s=extra.pop("failover_s", None),
+            brokers_fenced=self.fencings_since(offset),
+            verify_metadata=verified,
+            extra=extra,
+        )
+        writers.resume()
+        self.results.append(result)
+        return result
+
+    def active_controller(self) -> tuple[str, int]:
+        holder, epoch, _ = self.stack.lease()
+        return holder, epoch
+
+    def _new_holder(self, old: str, old_epoch: int, began: float) -> float:
+        def taken() -> bool:
+            holder, epoch = self.active_controller()
+            return holder not in ("", old) and epoch > old_epoch
+
+        wait_for(taken, 60, "a new active controller", every=0.05)
+        return round(time.monotonic() - began, 2)
+
+    def kill_active_controller(self) -> dict[str, Any]:
+        holder, epoch = self.active_controller()
+        began = time.monotonic()
+        self.stack.kill(holder, signal.SIGKILL)
+        failover = self._new_holder(holder, epoch, began)
+        self.start_controller()
+        return {"failover_s": failover, "killed": holder}
+
+    def pause_active_controller(self) -> dict[str, Any]:
+        holder, epoch = self.active_controller()
+        began = time.monotonic()
+        self.stack.kill(holder, signal.SIGSTOP)
+        failover = self._new_holder(holder, epoch, began)
+        time.sleep(LEASE_MS / 1000)  # well past its lease
+        self.stack.kill(holder, signal.SIGCONT)
+        proc = self.stack.procs[holder]
+        exited = wait_for(lambda: proc.poll() is not None, 60, "the paused controller to exit")
+        late = self.stack.sql(
+            'SELECT count(*) FROM cp_metadata_record WHERE controller_epoch = %s AND "offset" >'
+            ' (SELECT min("offset") FROM cp_metadata_record WHERE controller_epoch > %s)',
+            epoch,
+            epoch,
+        )
+        self.start_controller()
+        return {
+            "failover_s": failover,
+            "paused": holder,
+            "exit_code": proc.returncode if exited else None,
+            "records_written_after_losing_the_lease": int(late[0][0]),
+        }
+
+    def restart_redis(self) -> dict[str, Any]:
+        self.redis_server.restart()
+        return {}
+
+    def restart_postgres(self) -> dict[str, Any]:
+        self.postgres.restart()
+        return {}
+
+    def kill_web_node(self) -> dict[str, Any]:
+        self.server_5xx_of_dead_nodes += self.server_errors()  # its counters die with it
+        self.stack.kill("web-a", signal.SIGKILL)
+        del self.web["web-a"]
+        time.sleep(2)
+        self.web["web-a"] = self.stack.start_web("web-a", workers=1, threads=8)
+        return {}
+
+    def slow_clients(self, seconds: float = 30.0) -> dict[str, Any]:
+        """50 slow connections on web node B's public listener: the process whose internal
+        listener the brokers heartbeat on."""
+        web_b = self.web["web-b"]
+        host, port = web_b.base.removeprefix("http://").split(":")
+        offset = self.log_end()
+        with SlowClients(host, int(port), count=50, interval_s=5.0) as attack:
+            others = probe(
+                f"{web_b.base}/api/v1/whoami", self.stack.tokens["admin"], seconds=seconds
+            )
+            held = attack.summary()
+        return {
+            "slow_connections": held["connections_held"],
+            "closed_by_the_server": held["closed_by_the_server"],
+            "brokers_fenced_during_the_attack": self.fencings_since(offset),
+            "other_requests": others,
+        }
+
+    def server_errors(self) -> Counter[str]:
+        """5xx answers each web node counted (cp_http_requests_total), by status."""
+        counted: Counter[str] = Counter()
+        for node in self.web.values():
+            try:
+                with urllib.request.urlopen(f"{node.base}/metrics", timeout=10) as answer:
+                    text = answer.read().decode()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                if line.startswith("cp_http_requests_total{") and 'status="5' in line:
+                    status = line.split('status="')[1][:3]
+                    counted[status] += int(float(line.rsplit(" ", 1)[1]))
+        return counted
+
+    # --- checks -------------------------------------------------------------------------
+    def verify_metadata(self) -> tuple[bool, str]:
+        done = self.stack.manage("verify_metadata", check=False, timeout=300)
+        return done.returncode == 0, "" if done.returncode == 0 else done.stderr[-2000:]
+
+    def writes_in_log(self) -> dict[str, int]:
+        rows = self.stack.sql(
+            "SELECT request_id, count(*) FROM cp_metadata_record"
+            " WHERE request_id LIKE 'campaign-%%' GROUP BY request_id"
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def report(self) -> dict[str, Any]:
+        assert self.writers is not None
+        acknowledged = {w.request_id for w in self.writers.acknowledged()}
+        found = self.writes_in_log()
+        recoveries = [r.recovery_s for r in self.results if r.recovery_s is not None]
+        failovers = [r.failover_s for r in self.results if r.failover_s is not None]
+        elapsed = time.monotonic() - self.started
+        statuses = dict(self.writers.statuses)
+        # The web nodes' count (brokers' calls too), less the killed node's counted before.
+        server_5xx = self.server_errors() + self.server_5xx_of_dead_nodes
+        return {
+            "campaign": "fault_campaign",
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "setup": {
+                "web_nodes": 2,
+                "controllers": 2,
+                "brokers": BROKERS,
+                "admin_writer_threads": self.writers.threads,
+                "lease_ms": LEASE_MS,
+                "broker_session_timeout_ms": SESSION_TIMEOUT_MS,
+                "services": "a private PostgreSQL cluster and redis-server (restarted by faults)",
+            },
+            "faults": [dataclasses.asdict(r) for r in self.results],
+            "load": {
+                "seconds": round(elapsed, 1),
+                "writes_acknowledged_per_s": round(len(acknowledged) / elapsed, 1),
+                "brokers_heartbeating": BROKERS,
+            },
+            "failover_s": _spread(failovers),
+            "recovery_s": _spread(recoveries),
+            "writes": {
+                "sent": len(self.writers.writes),
+                "acknowledged": len(acknowledged),
+                "acknowledged_found_in_log_once": sum(1 for i in acknowledged if found.get(i) == 1),
+                "acknowledged_missing": sum(1 for i in acknowledged if i not in found),
+                "duplicates": sum(1 for count in found.values() if count > 1),
+                "applied_but_not_acknowledged": len(set(found) - acknowledged),
+            },
+            "admin_writers_saw": statuses,
+            "server_5xx": dict(server_5xx),
+            "server_500": sum(n for status, n in server_5xx.items() if status not in UNAVAILABLE),
+            "verify_metadata_after_every_fault": all(r.verify_metadata for r in self.results),
+        }
+
+
+def _longest_stall(acks: list[float], began: float, ended: float) -> float:
+    """The longest time without an acknowledged write from the last one before `began` to
+    `ended`: what the clients lived through."""
+    before = [t for t in acks if t <= began]
+    moments = [before[-1] if before else began] + [t for t in acks if began < t <= ended]
+    gaps = [b - a for a, b in itertools.pairwise(moments)]
+    return round(max(gaps, default=ended - began), 2)
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "max": None}
+    return {"p50": round(statistics.median(values), 2), "max": round(max(values), 2)}
+
+
+FAULTS: list[tuple[str, str]] = [
+    ("kill -9 the active controller", "kill_active_controller"),
+    ("SIGSTOP the active controller past its lease, then SIGCONT", "pause_active_controller"),
+    ("restart Redis", "restart_redis"),
+    ("restart PostgreSQL", "restart_postgres"),
+    ("kill -9 a web node", "kill_web_node"),
+    ("50 slow connections on the public listener for 30 s", "slow_clients"),
+]
+
+
+@contextlib.contextmanager
+def campaign_stack(directory: Path) -> Iterator[FaultCampaign]:
+    """Private services, a stack on them, the load running."""
+    with private_services(directory) as (postgres, redis_server):
+        saved = {k: os.environ.get(k) for k in ("CP_TEST_POSTGRES_URL", "CP_TEST_REDIS_URL")}
+        os.environ["CP_TEST_POSTGRES_URL"] = postgres.url
+        os.environ["CP_TEST_REDIS_URL"] = redis_server.url
+        try:
+            settings = {
+                "CP_CONTROLLER_LEASE_MS": str(LEASE_MS),
+                "CP_BROKER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
+                "CP_BROKER_HEARTBEAT_INTERVAL_MS": "1000",
+                "CP_REQUEST_TIMEOUT_MS": "30000",
+            }
+            with running_stack(directory / "logs", settings=settings) as stack:
+                campaign = FaultCampaign(stack, postgres, redis_server)
+                try:
+                    campaign.start()
+                    yield campaign
+                finally:
+                    if campaign.writers is not None:
+                        campaign.writers.stop()
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def run(directory: Path | None = None) -> dict[str, Any]:
+    """The whole campaign; its report."""
+    with contextlib.ExitStack() as stack:
+        if directory is None:
+            directory = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        campaign = stack.enter_context(campaign_stack(directory))
+        for name, method in FAULTS:
+            campaign.run_fault(name, getattr(campaign, method))
+        assert campaign.writers is not None
+        campaign.writers.stop()
+        return campaign.report()
+
+
+def write_report(report: dict[str, Any]) -> Path:
+    path = ROOT / "bench" / "results" / "fault_campaign.json"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return path
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))
