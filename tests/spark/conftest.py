@@ -24,12 +24,16 @@ from tests.audit_workload import CANARY_BROKERS, Moment, Workload
 EXPORT_WAIT_S = 60.0  # other runs' open transactions may hold audit rows back for a while
 
 
-@pytest.fixture(scope="session")
+# py4j says goodbye at INFO from a finalizer, after pytest has closed the captured streams.
+logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def spark() -> Iterator[Any]:
+    """The run's one Spark session: every test here (and the commands they run in-process,
+    whose getOrCreate finds it) shares it."""
     from audit.spark.session import spark_session
 
-    # py4j says goodbye at INFO from a finalizer, after pytest has closed the captured streams.
-    logging.getLogger("py4j").setLevel(logging.WARNING)
     session = spark_session("local[2]")
     yield session
     session.stop()

@@ -243,3 +243,19 @@ def test_python_m_job_refuses_a_corrupt_file_in_one_line(day: Day, tmp_path: Pat
     assert len(errors) == 1 and f"{part.relative_to(broken)} is corrupt" in errors[0]
     assert "Traceback" not in done.stderr and "\tat org.apache" not in done.stderr
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["broken"]
+
+
+def test_an_export_without_audit_events_gives_empty_reports(day: Day, tmp_path: Path) -> None:
+    """A cluster whose log has records but whose audit trail is still empty (brokers only)."""
+    export = tmp_path / "export"
+    shutil.copytree(day.export, export)
+    commit = export / "_export/commits/0000000001.json"
+    written = json.loads(commit.read_text())
+    written["datasets"]["audit_events"].update(rows=0, files=[])
+    commit.write_text(json.dumps(written))
+    shutil.rmtree(export / "audit_events")
+    out = tmp_path / "activity.json"
+    command("admin-activity", "--data", str(export), "--out", str(out))
+    assert json.loads(out.read_text()) == []
+    printed, _ = command("broker-lifecycle", "--data", str(export), *until(day))
+    assert printed.splitlines()[-1] == "6 rows"

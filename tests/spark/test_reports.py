@@ -14,7 +14,7 @@ import pytest
 from audit.spark.params import Params
 from audit.spark.reader import Export
 from audit.spark.render import rows_collect
-from audit.spark.reports import REPORTS, report_build
+from audit.spark.reports import FORWARDABLE_APIS, REPORTS, report_build
 from tests.spark import expected
 from tests.spark.conftest import Day
 
@@ -79,6 +79,10 @@ def test_reports_have_the_columns_the_contract_fixes(export: Export, day: Day) -
     assert state[:6] == STATE_AT_COLUMNS and state[6:] == ["pattern_type", "host"]
     for name, report in REPORTS.items():
         assert report_build(name, export, params).columns == list(report.columns)
+
+
+def test_the_forwardable_apis_are_the_controllers() -> None:
+    assert set(FORWARDABLE_APIS) == expected.FORWARDABLE
 
 
 @pytest.mark.parametrize("window", WINDOWS)
