@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from audit.spark import storage as store
 from audit.spark.params import Params, ReportError, iso
-from audit.spark.reports import Report
+from audit.spark.reports import COLUMNS, Report
 
 FORMATS = ("csv", "parquet", "html", "json")
 TERMINAL_ROWS = 50
@@ -269,13 +269,7 @@ CHARTS: dict[str, tuple[Chart, ...]] = {
         Chart(
             "Broker lifecycle",
             lambda r: f"broker {r['broker_id']}",
-            (
-                "registrations",
-                "fencings",
-                "session_expiries",
-                "controlled_shutdowns",
-                "unregistrations",
-            ),
+            COLUMNS["broker-lifecycle"][2:],  # each count
         ),
     ),
     "canary": (

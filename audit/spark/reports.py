@@ -47,6 +47,68 @@ NOT_NAMED = "(not named)"  # an AlterReplicaState report that named no log dir
 UNREGISTERED = "(unregistered)"  # the pod of a broker the log never registered
 RESOURCES = "array<struct<resource_type:string,resource_name:string,error_code:int>>"
 
+# Each report's columns, in order (CONTRACT.md fixes admin-activity, denied-requests, forwarding
+# and state-at's first six).
+STATE_COLUMNS = (
+    "kind",
+    "resource_type",
+    "resource_name",
+    "key_or_principal",
+    "value_or_operation",
+    "permission_type",
+    "pattern_type",
+    "host",
+)
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "admin-activity": ("day", "principal", "api", "outcome", "requests"),
+    "denied-requests": (
+        "time",
+        "principal",
+        "api",
+        "resource",
+        "error_code",
+        "client_id",
+        "client_address",
+    ),
+    "forwarding": (
+        "forwarding_broker_id",
+        "forwarding_principal",
+        "api",
+        "requests",
+        "share_of_writes",
+    ),
+    "replica-health": (
+        "broker_id",
+        "log_dir",
+        "reports",
+        "offline_replicas",
+        "leaders_moved",
+        "partitions_left_leaderless",
+        "seconds_to_new_leader_avg",
+        "seconds_to_new_leader_max",
+        "leaderless_partition_seconds",
+    ),
+    "broker-lifecycle": (
+        "broker_id",
+        "pod",
+        "registrations",
+        "fencings",
+        "session_expiries",
+        "controlled_shutdowns",
+        "unregistrations",
+    ),
+    "canary": (
+        "pod",
+        "brokers",
+        "fencings",
+        "session_expiries",
+        "offline_replicas",
+        "leaderless_partitions",
+        "incidents_per_broker",
+    ),
+    "state-at": STATE_COLUMNS,
+}
+
 REGISTER = "RegisterBrokerRecord"
 CHANGE = "BrokerRegistrationChangeRecord"
 UNREGISTER = "UnregisterBrokerRecord"
@@ -332,15 +394,7 @@ def broker_lifecycle(export: Export, params: Params) -> DataFrame:
     )
     return (
         counts.join(_latest_pods(export, params.until_ms), "broker_id", "left")
-        .select(
-            "broker_id",
-            "pod",
-            "registrations",
-            "fencings",
-            "session_expiries",
-            "controlled_shutdowns",
-            "unregistrations",
-        )
+        .select(*COLUMNS["broker-lifecycle"])
         .orderBy("broker_id")
     )
 
@@ -426,16 +480,6 @@ def canary(export: Export, params: Params) -> DataFrame:
 
 
 KINDS = ("CONFIG", "ACL", "QUOTA")
-STATE_COLUMNS = (
-    "kind",
-    "resource_type",
-    "resource_name",
-    "key_or_principal",
-    "value_or_operation",
-    "permission_type",
-    "pattern_type",
-    "host",
-)
 
 
 def _state_row(kind: str, **columns: Column) -> list[Column]:
@@ -569,8 +613,11 @@ class Report:
     name: str
     title: str
     build: Callable[[Export, Params], DataFrame]
-    columns: tuple[str, ...]
     at_moment: bool = False  # takes --at (a moment) instead of --from/--to (a period)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return COLUMNS[self.name]
 
 
 REPORTS: dict[str, Report] = {
@@ -580,70 +627,22 @@ REPORTS: dict[str, Report] = {
             "admin-activity",
             "Admin activity: requests by day, principal, API and outcome",
             admin_activity,
-            ("day", "principal", "api", "outcome", "requests"),
         ),
-        Report(
-            "denied-requests",
-            "Requests denied by authorization",
-            denied_requests,
-            ("time", "principal", "api", "resource", "error_code", "client_id", "client_address"),
-        ),
-        Report(
-            "forwarding",
-            "Admin writes by forwarding broker (Envelope, KIP-590)",
-            forwarding,
-            ("forwarding_broker_id", "forwarding_principal", "api", "requests", "share_of_writes"),
-        ),
+        Report("denied-requests", "Requests denied by authorization", denied_requests),
+        Report("forwarding", "Admin writes by forwarding broker (Envelope, KIP-590)", forwarding),
         Report(
             "replica-health",
             "Replica health: offline-replica reports by broker and log dir (KIP-589)",
             replica_health,
-            (
-                "broker_id",
-                "log_dir",
-                "reports",
-                "offline_replicas",
-                "leaders_moved",
-                "partitions_left_leaderless",
-                "seconds_to_new_leader_avg",
-                "seconds_to_new_leader_max",
-                "leaderless_partition_seconds",
-            ),
         ),
         Report(
             "broker-lifecycle",
             "Broker lifecycle: registrations, fencings, session expiries, controlled shutdowns",
             broker_lifecycle,
-            (
-                "broker_id",
-                "pod",
-                "registrations",
-                "fencings",
-                "session_expiries",
-                "controlled_shutdowns",
-                "unregistrations",
-            ),
         ),
+        Report("canary", "Incidents on canary and other brokers (KIP-1095)", canary),
         Report(
-            "canary",
-            "Incidents on canary and other brokers (KIP-1095)",
-            canary,
-            (
-                "pod",
-                "brokers",
-                "fencings",
-                "session_expiries",
-                "offline_replicas",
-                "leaderless_partitions",
-                "incidents_per_broker",
-            ),
-        ),
-        Report(
-            "state-at",
-            "Configs, ACLs and client quotas as they were",
-            state_at,
-            STATE_COLUMNS,
-            at_moment=True,
+            "state-at", "Configs, ACLs and client quotas as they were", state_at, at_moment=True
         ),
     )
 }

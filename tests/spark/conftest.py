@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from tests.audit_workload import CANARY_BROKERS, Moment, Workload
+from tests.conftest import controller_state_reset
 
 EXPORT_WAIT_S = 60.0  # other runs' open transactions may hold audit rows back for a while
 
@@ -83,10 +84,10 @@ def incidents(day: Workload) -> None:
 
 
 def _fixtures() -> tuple[Any, dict[str, str], Any]:
-    """The `api`, `tokens` and `register` fixtures of tests/conftest.py, for a module's scope."""
+    """The `api`, `tokens` and `register` fixtures of tests/conftest.py, for a run's scope."""
     from controlplane.principals import principal_create
     from controlplane.runtime.lease import cluster_get_or_create
-    from tests.conftest import Api, heartbeat_body, listener_client_class, registration_body
+    from tests.conftest import Api, broker_registrar, listener_client_class
 
     api = Api(listener_client_class()())
     tokens = {
@@ -94,39 +95,7 @@ def _fixtures() -> tuple[Any, dict[str, str], Any]:
         "broker": principal_create(name="broker-a", broker=True),
         "alice": principal_create(name="alice"),
     }
-    cluster_id = cluster_get_or_create().cluster_id
-
-    def register(broker_id: int, *, unfence: bool = False, **overrides: Any) -> int:
-        status, body = api.post(
-            "/internal/v1/broker-registration",
-            registration_body(broker_id, cluster_id, **overrides),
-            token=tokens["broker"],
-        )
-        assert status == 200 and body["error_code"] == 0, body
-        epoch = int(body["broker_epoch"])
-        if unfence:
-            status, beat = api.post(
-                "/internal/v1/broker-heartbeat",
-                heartbeat_body(broker_id, epoch, epoch),
-                token=tokens["broker"],
-            )
-            assert beat["is_fenced"] is False, beat
-        return epoch
-
-    return api, tokens, register
-
-
-def _reset_controller() -> None:
-    from controlplane.authz import acl_cache
-    from controlplane.principals import forwarded_cache, token_cache
-    from controlplane.runtime.controller import reset_runtime
-    from controlplane.runtime.sessions import local_sessions
-
-    reset_runtime()
-    local_sessions().clear()
-    acl_cache.clear()
-    token_cache.clear()
-    forwarded_cache.clear()
+    return api, tokens, broker_registrar(api, tokens, cluster_get_or_create().cluster_id)
 
 
 def export_everything(path: Path) -> None:
@@ -165,7 +134,7 @@ def day(
     from django.core.management import call_command
 
     with django_db_blocker.unblock():
-        _reset_controller()
+        controller_state_reset()
         try:
             api, tokens, register = _fixtures()
             workload = Workload(api, tokens, register)
@@ -178,7 +147,7 @@ def day(
             export_everything(export)
             records, events = source_rows()
         finally:
-            _reset_controller()
+            controller_state_reset()
             call_command("flush", verbosity=0, interactive=False)
     return Day(
         export=export,
