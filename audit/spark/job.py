@@ -22,10 +22,11 @@ if not __package__:  # run as a file (spark-submit audit/spark/job.py): import i
     ]
 
 import argparse
+import contextlib
 import os
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from audit.spark.params import ReportError, params_parse
@@ -76,7 +77,7 @@ def report_run(
     started = time.monotonic()
     session = spark or spark_session(master)
     export = export_read(session, data, on_progress=say)
-    with reading(export):
+    with reading(export), _cache_cleared(session):
         say(f"computing {name}")
         frame = report_build(name, export, params)
         if out:
@@ -94,6 +95,15 @@ def report_run(
             rows = table_print(frame, stdout or sys.stdout)
     say(f"done: {rows} row{'' if rows == 1 else 's'} in {time.monotonic() - started:.1f} s")
     return rows
+
+
+@contextlib.contextmanager
+def _cache_cleared(session: Any) -> Iterator[None]:
+    """What a report cached for its own plan is dropped when it is written."""
+    try:
+        yield
+    finally:
+        session.catalog.clearCache()
 
 
 def _format_of(out: str) -> str:

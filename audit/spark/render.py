@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from audit.spark import storage as store
+from audit.spark.frames import COLUMNS
 from audit.spark.params import Params, ReportError, iso
-from audit.spark.reports import COLUMNS, Report
+from audit.spark.reports import Report
 
 FORMATS = ("csv", "parquet", "html", "json")
 TERMINAL_ROWS = 50
