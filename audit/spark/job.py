@@ -30,11 +30,11 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 from audit.spark.params import ReportError, params_parse
-from audit.spark.reader import export_read, reading
+from audit.spark.reader import export_check, export_read, reading
 from audit.spark.render import FORMATS, TextSink, out_check, report_write, table_print
 from audit.spark.reports import REPORTS, report_build
 from audit.spark.session import SparkUnavailable, spark_session
-from audit.spark.storage import ExportError
+from audit.spark.storage import ExportError, is_uri
 
 # The export's default path (CONTRACT.md's var/audit, under the project as settings has it).
 DEFAULT_DATA = str(Path(__file__).resolve().parents[2] / "var" / "audit")
@@ -75,6 +75,8 @@ def report_run(
     elif fmt:
         raise ReportError(f"--format {fmt} needs --out PATH (without it the rows are printed)")
     started = time.monotonic()
+    if not is_uri(data):
+        export_check(data)  # a missing or damaged export is said before Spark starts
     session = spark or spark_session(master)
     export = export_read(session, data, on_progress=say)
     with reading(export), _cache_cleared(session):

@@ -41,6 +41,14 @@ class Export:
         return sum(len(f) for f in self.files.values())
 
 
+def export_check(location: str, *, spark: Any = None) -> dict[str, store.CommittedFiles]:
+    """The committed files of each dataset of the export at `location`, each there whole, or a
+    ReportError naming what is wrong. A local path needs no Spark: the job checks it before
+    starting one, so a missing export is said at once."""
+    storage = _open(spark, location)
+    return {name: _committed(storage, name) for name in DATASETS}
+
+
 def export_read(spark: Any, location: str, *, on_progress: Progress | None = None) -> Export:
     """The committed datasets of the export at `location` (a path, or a Hadoop URI read through
     `spark`'s JVM)."""

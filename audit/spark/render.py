@@ -151,13 +151,14 @@ def _csv_write(path: Path, columns: Sequence[str], rows: Sequence[Row]) -> None:
 
 
 def _parquet_write(frame: Any, out: str, spark: Any) -> int:
-    count = int(frame.count())
+    """Spark writes the directory aside; its row count is read back from what it wrote."""
     if store.is_uri(out):
         parent, _, name = out.rstrip("/").rpartition("/")
         hadoop = store.HadoopStorage(parent, spark)
         aside = f".{name}.{uuid.uuid4().hex}.tmp"
         try:
             frame.write.parquet(hadoop.uri(aside))
+            count = int(spark.read.parquet(hadoop.uri(aside)).count())
             if hadoop.exists(name):
                 hadoop.delete(name)
             hadoop.move(aside, name)
@@ -166,6 +167,7 @@ def _parquet_write(frame: Any, out: str, spark: Any) -> int:
         return count
     with _into_place(Path(out)) as temporary:
         frame.write.parquet(f"file://{temporary}")
+        count = int(spark.read.parquet(f"file://{temporary}").count())
     return count
 
 

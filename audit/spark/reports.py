@@ -74,7 +74,15 @@ def denied_requests(export: Export, params: Params) -> DataFrame:
         # resource's (audit.resources.request_outcome): the others need not be parsed.
         in_period(export.audit_events, "time_ms", params)
         .where(F.col("error_code") != 0)
-        .select("*", F.posexplode(rows).alias("position", "refused"))
+        .select(
+            "time",
+            "id",
+            "principal",
+            "api",
+            "client_id",
+            "client_host",
+            F.posexplode(rows).alias("position", "refused"),
+        )
         .transform(
             sorted_rows,
             F.col("time").desc(),

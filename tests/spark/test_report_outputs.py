@@ -80,6 +80,12 @@ def test_parquet_is_a_directory_spark_and_arrow_read(
     assert table.column_names == list(REPORTS["replica-health"].columns)
     assert sorted(table.to_pylist(), key=str) == sorted(want, key=str)
     assert spark.read.parquet(f"file://{out}").count() == len(want)
+    # A Hadoop URI: written aside and renamed through Hadoop's FileSystem.
+    uri = f"file://{tmp_path}/by-uri"
+    command("replica-health", "--data", str(day.export), *until(day), "--format", "parquet",
+            "--out", uri)  # fmt: skip
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["by-uri", "health"]
+    assert sorted(pq.read_table(tmp_path / "by-uri").to_pylist(), key=str) == sorted(want, key=str)
 
 
 def test_html_is_a_self_contained_page_with_the_rows_and_charts(
