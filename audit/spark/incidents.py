@@ -72,14 +72,14 @@ def _partition_changes(export: Export, until_ms: int) -> DataFrame:
 
 
 def _report_changes(export: Export, reports: DataFrame, until_ms: int) -> DataFrame:
-    """The leader changes each report's own records made (`id`, the record, `leader`)."""
+    """The partition changes each report's own records made (`id`, the record, `leader`: -2
+    when it left the leader as it was). No filter on `leader` here: Spark would push it below
+    the join, and parse every record of the log instead of the report's."""
     offsets = reports.where(F.col("first_offset").isNotNull()).select(
         "id", F.explode(F.sequence("first_offset", "last_offset")).alias("offset")
     )
-    return (
-        offsets.join(_partition_changes(export, until_ms), "offset")
-        .select("id", "offset", "timestamp_ms", "topic_id", "partition", leader().alias("leader"))
-        .where(F.col("leader") != NO_LEADER_CHANGE)
+    return offsets.join(_partition_changes(export, until_ms), "offset").select(
+        "id", "offset", "timestamp_ms", "topic_id", "partition", leader().alias("leader")
     )
 
 
@@ -308,7 +308,9 @@ def _became_leaderless(export: Export, params: Params) -> DataFrame:
         F.col("offset").alias("set_offset"),
         "data",
     )
-    previous = F.max(F.struct("set_offset", "set_leader"))["set_leader"]
+    # The condition sits in the aggregate, not in a filter Spark would push into the scan.
+    set_a_leader = F.col("set_leader") != NO_LEADER_CHANGE
+    previous = F.max(F.when(set_a_leader, F.struct("set_offset", "set_leader")))["set_leader"]
     return (
         F.broadcast(lost)  # few: a leaderless partition is an incident
         .join(
@@ -318,7 +320,6 @@ def _became_leaderless(export: Export, params: Params) -> DataFrame:
             & (F.col("set_offset") < F.col("offset")),
         )
         .select("offset", "set_offset", leader().alias("set_leader"))
-        .where(F.col("set_leader") != NO_LEADER_CHANGE)
         .groupBy("offset")
         .agg(previous.alias("broker_id"))
         .where(F.col("broker_id") >= 0)
