@@ -205,13 +205,13 @@ def _remove(path: Path) -> None:
 @dataclasses.dataclass(frozen=True, slots=True)
 class Chart:
     """A chart of the rows: one bar (or slice) per label, one dataset per value column (or per
-    value of `series`); a value column None counts rows."""
+    `series` of the rows); a value column None counts rows."""
 
     title: str
     label: Callable[[Row], str]
     values: tuple[str | None, ...] = (None,)
     kind: str = "bar"
-    series: str | None = None
+    series: Callable[[Row], str] | None = None
     stacked: bool = False
 
 
@@ -232,7 +232,7 @@ CHARTS: dict[str, tuple[Chart, ...]] = {
             "Requests per day by outcome",
             _column("day"),
             ("requests",),
-            series="outcome",
+            series=_column("outcome"),
             stacked=True,
         ),
         Chart("Requests by principal", _column("principal"), ("requests",)),
@@ -252,7 +252,7 @@ CHARTS: dict[str, tuple[Chart, ...]] = {
             "Admin writes by API",
             _column("api"),
             ("requests",),
-            series="forwarding_principal",
+            series=_forwarded_by,
             stacked=True,
         ),
     ),
@@ -285,7 +285,12 @@ CHARTS: dict[str, tuple[Chart, ...]] = {
     ),
     "state-at": (
         Chart("Entries by kind", _column("kind")),
-        Chart("Entries by resource type", _column("resource_type"), series="kind", stacked=True),
+        Chart(
+            "Entries by resource type",
+            _column("resource_type"),
+            series=_column("kind"),
+            stacked=True,
+        ),
     ),
 }
 PALETTE = ("#2f6fb0", "#d9822b", "#3a9a5b", "#c23b3b", "#7c5cb8", "#8a6d3b", "#4aa3a3")
@@ -302,7 +307,7 @@ def chart_config(chart: Chart, rows: Sequence[Row]) -> dict[str, Any]:
         if label not in labels:
             labels.append(label)
         for column in chart.values:
-            name = _cell(row.get(chart.series)) if chart.series else (column or "rows")
+            name = chart.series(row) if chart.series else (column or "rows")
             if name not in names:
                 names.append(name)
             value = 1 if column is None else row.get(column) or 0
