@@ -77,7 +77,8 @@ def report_run(
     started = time.monotonic()
     if not is_uri(data):
         export_check(data)  # a missing or damaged export is said before Spark starts
-    session = spark or spark_session(master)
+    session = spark or spark_session(master or _submitted_master())
+    say(f"spark {session.version} on {session.sparkContext.master}")
     export = export_read(session, data, on_progress=say)
     with reading(export), _cache_cleared(session):
         say(f"computing {name}")
@@ -97,6 +98,18 @@ def report_run(
             rows = table_print(frame, stdout or sys.stdout)
     say(f"done: {rows} row{'' if rows == 1 else 's'} in {time.monotonic() - started:.1f} s")
     return rows
+
+
+def _submitted_master() -> str | None:
+    """The master `spark-submit` was given, when it launched this job (its JVM then waits on a
+    gateway for us): the job runs where spark-submit sent it unless --master says otherwise."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return None
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # joins that gateway: the conf is spark-submit's
+    master: str | None = SparkConf().get("spark.master", None)
+    return master
 
 
 @contextlib.contextmanager
@@ -141,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Spark's own log lines (a Java stack trace for a file it cannot read) are not the message:
     # the error line is. CP_SPARK_LOG_LEVEL=WARN brings them back.
     os.environ.setdefault("CP_SPARK_LOG_LEVEL", "OFF")
+    # The job says its own progress on stderr: Spark's console progress bar would garble it.
+    os.environ.setdefault(
+        "PYSPARK_SUBMIT_ARGS", "--conf spark.ui.showConsoleProgress=false pyspark-shell"
+    )
     try:
         args = parser().parse_args(argv)
         report_run(

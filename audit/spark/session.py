@@ -23,12 +23,9 @@ class SparkUnavailable(Exception):
 
 
 def spark_session(master: str | None = None, *, app_name: str = APP_NAME) -> Any:
-    """The process's Spark session (created on first use; later calls share it). Without a
-    master: the one `spark-submit` was given when it launched this process, else local[*]."""
-    submitted = master is None and launched_by_spark_submit()
+    """The process's Spark session (created on first use; later calls share it)."""
     master = master or DEFAULT_MASTER
-    if not submitted:
-        check_master(master)
+    check_master(master)
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         raise SparkUnavailable(
             "Java is not installed: Spark needs Java 17 (apt-get install openjdk-17-jre-headless)."
@@ -38,12 +35,11 @@ def spark_session(master: str | None = None, *, app_name: str = APP_NAME) -> Any
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder if submitted else SparkSession.builder.master(master)
     try:
         session = (
-            builder.appName(app_name)
+            SparkSession.builder.master(master)
+            .appName(app_name)
             .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.sql.shuffle.partitions", os.environ.get("CP_SPARK_PARTITIONS", "8"))
             .config("spark.driver.bindAddress", os.environ["SPARK_LOCAL_IP"])
@@ -55,11 +51,6 @@ def spark_session(master: str | None = None, *, app_name: str = APP_NAME) -> Any
         ) from None
     session.sparkContext.setLogLevel(os.environ.get("CP_SPARK_LOG_LEVEL", "ERROR"))
     return session
-
-
-def launched_by_spark_submit() -> bool:
-    """Whether `spark-submit` started this Python process (its JVM waits on a gateway)."""
-    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def check_master(master: str) -> None:

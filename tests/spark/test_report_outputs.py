@@ -228,6 +228,7 @@ def test_spark_submit_runs_the_job_file_and_gets_the_same_rows(
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(out.read_text()) == expected_rows("canary", export, day)
     said = done.stdout  # spark-submit's PythonRunner merges the job's stderr into its stdout
+    assert "on local[1]" in said  # the master spark-submit was given
     assert "computing canary" in said and "done: 2 rows" in said
 
 
