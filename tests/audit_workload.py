@@ -271,11 +271,11 @@ class Workload:
         answer = self.ok(
             "/api/v1/describe-acls",
             {
-                "resource_type_filter": "ANY",
-                "resource_name_filter": None,
-                "pattern_type_filter": "ANY",
-                "principal_filter": None,
-                "host_filter": None,
+                "resource_type": "ANY",
+                "resource_name": None,
+                "pattern_type": "ANY",
+                "principal": None,
+                "host": None,
                 "operation": "ANY",
                 "permission_type": "ANY",
             },

@@ -55,9 +55,8 @@ def _single_writer() -> None:
     guard_connections()
 
 
-@pytest.fixture(autouse=True)
-def _fresh_controller_state() -> Iterator[None]:
-    """Each test starts with no controller, no sessions and no cached ACLs in this process."""
+def controller_state_reset() -> None:
+    """No controller, no sessions and no cached ACLs, principals or quotas in this process."""
     from configs.mutation_quota import quota_cache
     from controlplane.authz import acl_cache
     from controlplane.principals import forwarded_cache, token_cache
@@ -73,6 +72,14 @@ def _fresh_controller_state() -> Iterator[None]:
     acl_cache.clear()
     token_cache.clear()
     forwarded_cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_controller_state() -> Iterator[None]:
+    """Each test starts with no controller, no sessions and no cached ACLs in this process."""
+    from controlplane.runtime.controller import reset_runtime
+
+    controller_state_reset()
     yield
     reset_runtime()
 
@@ -203,6 +210,10 @@ def heartbeat_body(broker_id: int, epoch: int, offset: int, **flags: Any) -> dic
 
 @pytest.fixture
 def register(api: Api, tokens: dict[str, str], cluster_id: str) -> Callable[..., int]:
+    return broker_registrar(api, tokens, cluster_id)
+
+
+def broker_registrar(api: Api, tokens: dict[str, str], cluster_id: str) -> Callable[..., int]:
     """Register a broker and return its epoch; `unfence=True` heartbeats it to UNFENCED."""
 
     def _register(broker_id: int, *, unfence: bool = False, **overrides: Any) -> int:

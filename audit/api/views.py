@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -22,6 +21,7 @@ from audit.selectors import audit_event_list, audit_export_list
 from audit.spark.times import BadTime, parse_time
 from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterAlterPermission, ClusterDescribePermission
+from controlplane.api.responses import INT, STR, arr, nullable, obj, ok
 from controlplane.controller.errors import ApiError, Errors
 
 logger = logging.getLogger("controlplane.audit")
@@ -41,12 +41,13 @@ class AuditEventListView(generics.ListAPIView):  # type: ignore[type-arg]
 class AuditExportListView(generics.ListAPIView):  # type: ignore[type-arg]
     """Export runs, newest first (DESCRIBE on CLUSTER); POST starts one (ALTER on CLUSTER)."""
 
+    permission_classes = [ClusterDescribePermission]  # the read; POST: ALTER on CLUSTER
     serializer_class = AuditExportSerializer
 
     def get_permissions(self):  # type: ignore[no-untyped-def]
         if self.request.method == "POST":
             return [ClusterAlterPermission()]
-        return [ClusterDescribePermission()]
+        return super().get_permissions()
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
         return audit_export_list()
@@ -70,6 +71,17 @@ class AuditExportDetailView(generics.RetrieveAPIView):  # type: ignore[type-arg]
         return get_object_or_404(audit_export_list(), pk=self.kwargs["export_id"])
 
 
+REPORT_ROWS = obj(
+    "name",
+    "export_commit",
+    "count",
+    "rows",
+    name=STR,
+    export_commit=INT,
+    parameters={"type": "object", "properties": {k: nullable(INT) for k in ("from", "to", "at")}},
+    count=INT,
+    rows=arr(obj()),
+)
 TIME_PARAMETERS = [
     OpenApiParameter(name, str, description=f"{name}: ISO 8601 or epoch milliseconds")
     for name in ("from", "to", "at")
@@ -81,7 +93,7 @@ class AuditReportView(APIView):
 
     permission_classes = [ClusterDescribePermission]
 
-    @extend_schema(parameters=TIME_PARAMETERS, responses={200: dict[str, Any]})
+    @extend_schema(parameters=TIME_PARAMETERS, responses=ok(REPORT_ROWS))
     def get(self, request: Request, name: str) -> Response:
         if name not in reports.REPORT_NAMES:
             return Response(

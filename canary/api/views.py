@@ -3,14 +3,16 @@ guard. Thin: validate the query, read through the selectors."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from canary import selectors
+from canary.api.responses import CANARY, ROLLOUT
 from canary.api.serializers import CanaryQuerySerializer, RolloutQuerySerializer
 from controlplane.api.permissions import ClusterDescribePermission
+from controlplane.api.responses import ok
 
 
 class CanaryView(APIView):
@@ -19,7 +21,7 @@ class CanaryView(APIView):
 
     permission_classes = [ClusterDescribePermission]
 
-    @extend_schema(parameters=[OpenApiParameter("topic", str, required=False)])
+    @extend_schema(parameters=[CanaryQuerySerializer], responses=ok(CANARY))
     def get(self, request: Request) -> Response:
         query = CanaryQuerySerializer.validated(dict(request.query_params.items()))
         return Response(selectors.canary_summary(topic=query["topic"]))
@@ -31,7 +33,7 @@ class CanaryRolloutView(APIView):
 
     permission_classes = [ClusterDescribePermission]
 
-    @extend_schema(parameters=[OpenApiParameter("version", str, required=True)])
+    @extend_schema(parameters=[RolloutQuerySerializer], responses=ok(ROLLOUT))
     def get(self, request: Request) -> Response:
         query = RolloutQuerySerializer.validated(dict(request.query_params.items()))
         return Response(selectors.canary_rollout(version=query["version"]))

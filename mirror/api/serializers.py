@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from controlplane.api.fields import (
@@ -49,6 +50,21 @@ class _Status(StrictSerializer):
     trace = StrictCharField(max_length=TRACE_MAX, allow_null=True, allow_blank=True, default=None)
 
 
+@extend_schema_field(
+    {
+        "type": "object",
+        "maxProperties": MAX_TASKS,
+        "additionalProperties": {
+            "type": "object",
+            "properties": {
+                "state": {"type": "string", "enum": list(STATES)},
+                "trace": {"type": "string", "nullable": True, "maxLength": TRACE_MAX},
+            },
+            "required": ["state"],
+            "additionalProperties": False,
+        },
+    }
+)
 class _StatusMapField(serializers.Field):  # type: ignore[type-arg]
     """{name: {state, trace}} for connectors or tasks."""
 
@@ -145,5 +161,20 @@ class TargetStateSerializer(StrictSerializer):
     target = StrictCharField(max_length=NAME_MAX)
     state = serializers.ChoiceField(choices=("PAUSED", "STARTED"))
     connectors = serializers.ListField(
+        child=StrictCharField(max_length=NAME_MAX), max_length=10, required=False, default=list
+    )
+
+
+class FlowQuerySerializer(StrictSerializer):
+    """GET /api/v1/mirror/flows' filters: a cluster alias each."""
+
+    source = StrictCharField(max_length=NAME_MAX, required=False, default=None)  # type: ignore[assignment]
+    target = StrictCharField(max_length=NAME_MAX, required=False, default=None)
+
+
+class TargetStateQuerySerializer(StrictSerializer):
+    """PUT .../pause and .../resume: the connectors named (none: every one of the flow)."""
+
+    connector = serializers.ListField(
         child=StrictCharField(max_length=NAME_MAX), max_length=10, required=False, default=list
     )

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import APIException
 from rest_framework.request import Request
@@ -17,11 +17,13 @@ from rest_framework.views import APIView
 
 from controlplane.api.context import client_host, principal_of
 from controlplane.api.permissions import ClusterDescribePermission, IsPrincipal
+from controlplane.api.responses import obj, ok
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.http_errors import error_body
 from controlplane.rpc import ApiSpec, Caller, RpcAnswer, error_answer, execute
 from mirror import rpcs, selectors, services
 from mirror.api import serializers as s
+from mirror.api.responses import FLOW, FLOWS, GROUP_ANSWER
 
 TEXT = "text/plain"
 CONFIG_OFFSET_HEADER = "X-Mirror-Config-Offset"
@@ -51,12 +53,12 @@ class MirrorConfigView(APIView):
     """GET: the stored MirrorMaker 2 configuration, as it was sent (text/plain; DESCRIBE on
     CLUSTER). PUT: store a new one after validation (text/plain body; ALTER on CLUSTER)."""
 
-    permission_classes = [IsPrincipal]
+    permission_classes = [ClusterDescribePermission]  # the read; PUT: `execute` authorizes
 
     def get_permissions(self) -> Sequence[Any]:
         if self.request.method == "GET":
-            return [ClusterDescribePermission()]
-        return super().get_permissions()
+            return super().get_permissions()
+        return [IsPrincipal()]
 
     @extend_schema(responses={(200, TEXT): str})
     def get(self, request: Request) -> HttpResponse:
@@ -71,7 +73,7 @@ class MirrorConfigView(APIView):
         response[CONFIG_OFFSET_HEADER] = str(offset)
         return response
 
-    @extend_schema(request={TEXT: str})
+    @extend_schema(request={TEXT: str}, responses=ok(GROUP_ANSWER))
     def put(self, request: Request) -> Response:
         refusal: RpcAnswer | None = None
         body: Any = None
@@ -95,15 +97,13 @@ class MirrorFlowListView(generics.ListAPIView):  # type: ignore[type-arg]
 
     permission_classes = [ClusterDescribePermission]
 
-    @extend_schema(
-        parameters=[OpenApiParameter("source", str), OpenApiParameter("target", str)],
-        responses=dict,
-    )
+    @extend_schema(parameters=[s.FlowQuerySerializer], responses=ok(FLOWS))
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        flows = selectors.mirror_flow_list(
-            source=request.query_params.get("source") or None,
-            target=request.query_params.get("target") or None,
+        paging = {"page", "page_size"}  # the paginator's own
+        query = s.FlowQuerySerializer.validated(
+            {k: v for k, v in request.query_params.items() if k not in paging}
         )
+        flows = selectors.mirror_flow_list(source=query["source"], target=query["target"])
         page = self.paginate_queryset(flows)  # type: ignore[arg-type]
         return self.get_paginated_response(page)
 
@@ -111,7 +111,7 @@ class MirrorFlowListView(generics.ListAPIView):  # type: ignore[type-arg]
 class MirrorFlowDetailView(APIView):
     permission_classes = [ClusterDescribePermission]
 
-    @extend_schema(responses=dict)
+    @extend_schema(responses=ok(FLOW))
     def get(self, request: Request, source: str, target: str) -> Response:
         flow = selectors.mirror_flow_detail(source=source, target=target)
         if flow is None:
@@ -128,13 +128,18 @@ class MirrorFlowTargetStateView(APIView):
     permission_classes = [IsPrincipal]
     state = "PAUSED"
 
-    @extend_schema(request=None, parameters=[OpenApiParameter("connector", str, many=True)])
+    @extend_schema(
+        request=None, parameters=[s.TargetStateQuerySerializer], responses=ok(GROUP_ANSWER)
+    )
     def put(self, request: Request, source: str, target: str) -> Response:
+        query = s.TargetStateQuerySerializer.validated(
+            {"connector": request.query_params.getlist("connector")}
+        )
         body = {
             "source": source,
             "target": target,
             "state": self.state,
-            "connectors": request.query_params.getlist("connector"),
+            "connectors": query["connector"],
         }
         return _run(request, rpcs.ALTER_TARGET_STATE, body)
 
@@ -153,6 +158,7 @@ class MirrorGroupRpcView(APIView):
 
     permission_classes = [IsPrincipal]
 
+    @extend_schema(request={"application/json": obj()}, responses=ok(GROUP_ANSWER))
     def post(self, request: Request, source: str, target: str, rpc: str) -> Response:
         spec = rpcs.GROUP_SPECS.get(rpc)
         if spec is None:
@@ -176,7 +182,7 @@ class MirrorGroupHeartbeatView(APIView):
 
     permission_classes = [IsPrincipal]
 
-    @extend_schema(request=s.HeartbeatSerializer, responses=dict)
+    @extend_schema(request=s.HeartbeatSerializer, responses=ok(obj()))
     def post(self, request: Request, source: str, target: str) -> Response:
         caller = caller_of(request)
         if not rpcs.group_read_allowed(caller, source=source, target=target):
