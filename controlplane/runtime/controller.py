@@ -25,7 +25,14 @@ from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.models import Cluster
-from controlplane.runtime.lease import Lease, lease_acquire, lease_renew, lease_resign, now_ms
+from controlplane.runtime.lease import (
+    Lease,
+    lease_acquire,
+    lease_reclaim,
+    lease_renew,
+    lease_resign,
+    now_ms,
+)
 from controlplane.runtime.metadata_log import (
     COMMIT_AUDIT,
     AppliedWrite,
@@ -103,8 +110,7 @@ class ControllerRuntime:
             )
             if acquired is None:
                 raise ApiError(Errors.NOT_CONTROLLER, "This node is not the active controller.")
-            self._activate(acquired)
-            return acquired
+            return self._activate(acquired)
 
     def resign(self) -> None:
         with self._lock:
@@ -112,9 +118,17 @@ class ControllerRuntime:
                 lease_resign(lease=self.lease)
                 self._deactivate("resigned")
 
-    def _activate(self, lease: Lease) -> None:
+    def _activate(self, acquired: Lease) -> Lease:
         cluster = Cluster.objects.get(pk=1)
-        self.image = load_image(cluster.cluster_id, cluster.last_offset)
+        image = load_image(cluster.cluster_id, cluster.last_offset)
+        # Loading a large cluster's image may outlast the lease: hold on to it, unless another
+        # controller took it over meanwhile (then this one stays standby).
+        lease = lease_reclaim(lease=acquired, lease_ms=self.lease_ms)
+        if lease is None:
+            raise ApiError(
+                Errors.NOT_CONTROLLER, "Another controller took over while this one loaded."
+            )
+        self.image = image
         _freeze_long_lived()
         self.sessions.replace_mirror(b.status for b in self.image.all_brokers())
         self.lease = lease
@@ -127,6 +141,7 @@ class ControllerRuntime:
         )
         if self.on_activate is not None:
             self.on_activate(lease)
+        return lease
 
     def _deactivate(self, why: str) -> None:
         lease, self.lease, self.image = self.lease, None, None

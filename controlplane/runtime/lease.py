@@ -75,6 +75,20 @@ def lease_acquire(*, node_id: str, controller_id: int, lease_ms: int) -> Lease |
         return Lease(node_id, controller_id, cluster.controller_epoch, cluster.lease_expires_ms)
 
 
+def lease_reclaim(*, lease: Lease, lease_ms: int) -> Lease | None:
+    """Extend our lease even if it lapsed meanwhile, as long as nobody took it over (the holder
+    and the epoch are still ours): what a controller does once it has loaded its image, which
+    may take longer than a lease on a large cluster. It wrote nothing while it loaded, so no
+    write of the epoch can be stale. None when another controller holds it now."""
+    expires = now_ms() + lease_ms
+    updated = Cluster.objects.filter(
+        pk=1, lease_holder=lease.node_id, controller_epoch=lease.epoch
+    ).update(lease_expires_ms=expires)
+    if updated != 1:
+        return None
+    return dataclasses.replace(lease, expires_ms=expires)
+
+
 def lease_renew(*, lease: Lease, lease_ms: int) -> Lease | None:
     """Extend our lease; None when it lapsed or another controller holds it now."""
     now = now_ms()

@@ -139,3 +139,47 @@ def test_a_failed_batch_fails_its_callers_and_the_next_batch_still_runs() -> Non
     with pytest.raises(RuntimeError):
         runtime.submit(registration_event(1))
     assert runtime.submit(registration_event(1))["error_code"] == 0
+
+
+def test_a_controller_whose_image_loads_longer_than_its_lease_still_takes_over(monkeypatch):
+    """A large cluster's image may take longer to load than a lease lasts: the controller keeps
+    the lease it took (nobody took it over meanwhile) and commits, instead of losing it before
+    its first commit and loading again forever."""
+    from controlplane.runtime import controller as runtime_module
+
+    runtime = get_runtime()
+    runtime.handle(registration_event(1))
+    runtime.resign()
+    real_load = runtime_module.load_image
+
+    def slow_load(cluster_id: str, last_offset: int):  # type: ignore[no-untyped-def]
+        image = real_load(cluster_id, last_offset)
+        time.sleep((runtime.lease_ms + 300) / 1000)  # the lease lapses while it loads
+        return image
+
+    monkeypatch.setattr(runtime, "lease_ms", 400)
+    monkeypatch.setattr(runtime_module, "load_image", slow_load)
+    answer = runtime.handle(registration_event(2))
+    assert answer["error_code"] == 0, answer
+    assert Broker.objects.filter(pk=2).exists()
+
+
+def test_a_controller_that_was_taken_over_while_loading_stays_standby(monkeypatch):
+    from controlplane.runtime import controller as runtime_module
+
+    runtime = get_runtime()
+    runtime.handle(registration_event(1))
+    runtime.resign()
+    real_load = runtime_module.load_image
+
+    def load_then_lose_it(cluster_id: str, last_offset: int):  # type: ignore[no-untyped-def]
+        image = real_load(cluster_id, last_offset)
+        Cluster.objects.filter(pk=1).update(
+            lease_holder="another", controller_epoch=99, lease_expires_ms=now_ms() + 60_000
+        )
+        return image
+
+    monkeypatch.setattr(runtime_module, "load_image", load_then_lose_it)
+    answer = runtime.handle(registration_event(2))
+    assert answer["error"] == "NOT_CONTROLLER" and "took over" in answer["error_message"]
+    assert runtime.lease is None and not Broker.objects.filter(pk=2).exists()
