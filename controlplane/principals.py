@@ -48,13 +48,23 @@ def token_hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def new_token() -> str:
+    """32 random bytes, URL-safe; never starting with "-", which every command line (argparse's
+    `--token T`, the simulator's, the mirror node's, `kafka-*` tools) would take for an option:
+    one token in 64 did, and a broker given it could not start."""
+    while True:
+        token = secrets.token_urlsafe(32)
+        if not token.startswith("-"):
+            return token
+
+
 def principal_create(*, name: str, super_user: bool = False, broker: bool = False) -> str:
     """Create (or re-key) a principal; returns its new token, which is never stored."""
     if not NAME_PATTERN.match(name):
         raise ValueError(
             f"Invalid principal name {name!r}: use 1-200 of letters, digits and . _ @ -"
         )
-    token = secrets.token_urlsafe(32)
+    token = new_token()
     token_cache.clear()  # a re-keyed principal's old token stops working here at once
     forwarded_cache.clear()
     Principal.objects.update_or_create(

@@ -462,3 +462,21 @@ def test_create_principal_prints_the_token_last(db):
     token = out.getvalue().strip().splitlines()[-1]
     principal = principal_by_token(token)
     assert principal is not None and principal.principal == "User:carol" and principal.is_broker
+
+
+def test_a_token_never_starts_with_a_dash_which_a_command_line_would_take_for_an_option(
+    db, monkeypatch
+):
+    """One token_urlsafe in 64 starts with "-": `simulate_brokers --token -x...` then failed
+    ("expected one argument") and a CI stack's brokers never came up."""
+    import secrets
+
+    from controlplane.principals import principal_by_token, principal_create
+
+    drawn = iter(["-dash-first", "_underscore-first"])
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda _n: next(drawn))
+    token = principal_create(name="dave", broker=True)
+    assert token == "_underscore-first"
+    assert principal_by_token(token) is not None
+    monkeypatch.undo()
+    assert not any(principal_create(name="erin").startswith("-") for _ in range(200))
