@@ -208,12 +208,19 @@ class ApiErrorMiddleware:
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
-        if not is_api_request(request):
-            return None
+        api = is_api_request(request)
         if is_unavailable(exception):
+            # /metrics and the UI too: a scrape or a page during a PostgreSQL or Redis restart is
+            # "try again", never a 500 (the fault campaign caught /metrics answering one).
             logger.warning("metadata or session store unreachable: %s", exception)
-            response = json_error(Errors.NOT_CONTROLLER, UNAVAILABLE_MESSAGE, 503)
+            response = (
+                json_error(Errors.NOT_CONTROLLER, UNAVAILABLE_MESSAGE, 503)
+                if api
+                else HttpResponse(UNAVAILABLE_MESSAGE, status=503, content_type="text/plain")
+            )
             response["Retry-After"] = "1"
             return response
+        if not api:
+            return None
         logger.exception("unhandled error on %s", request.path)
         return json_error(Errors.UNKNOWN_SERVER_ERROR, "Unexpected server error.", 500)

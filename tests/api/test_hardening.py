@@ -200,6 +200,32 @@ def test_unknown_methods_do_not_grow_the_metrics(client):
     assert 'method="OTHER"' in text
 
 
+# --- a store that is down is 503, on every path --------------------------------------------
+@pytest.mark.parametrize("path", ["/metrics", "/api/v1/brokers", "/ui/", "/ui/topics/"])
+def test_a_store_that_is_down_is_503_on_every_path_metrics_and_pages_too(
+    client, tokens, monkeypatch, path
+):
+    """The fault campaign's PostgreSQL restart caught /metrics answering 500 (its collectors'
+    query met a connection the server had terminated): outside the API's prefixes, the store
+    being down went to Django's 500."""
+    from django.db import OperationalError
+    from django.db.backends.utils import CursorWrapper
+
+    if path.startswith("/ui/"):
+        ui_login(client, "admin", tokens["admin"])
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {tokens['admin']}"}
+
+    def terminated(*_args: Any, **_kwargs: Any) -> None:
+        raise OperationalError("terminating connection due to administrator command")
+
+    monkeypatch.setattr(CursorWrapper, "execute", terminated)
+    response = client.get(path, **headers)
+    monkeypatch.undo()
+    assert response.status_code == 503, response.content[:300]
+    assert response["Retry-After"] == "1"
+    assert b"retry" in response.content
+
+
 # --- 7. huge IN lists ------------------------------------------------------------------------
 def test_describe_configs_of_two_thousand_resources(api, tokens):
     resources = [
