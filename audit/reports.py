@@ -22,16 +22,8 @@ from typing import Any
 from django.conf import settings
 
 from audit.spark import storage as store
+from audit.spark.catalog import REPORT_NAMES
 
-REPORT_NAMES = (
-    "admin-activity",
-    "denied-requests",
-    "forwarding",
-    "replica-health",
-    "broker-lifecycle",
-    "canary",
-    "state-at",
-)
 FORMATS = {"json": "json", "html": "html", "csv": "csv"}
 RUN_TIMEOUT_S = 600
 _building: dict[str, threading.Lock] = {}

@@ -18,6 +18,7 @@ from audit.api.serializers import (
 from audit.filtersets import AuditEventFilterSet
 from audit.models import AuditExport
 from audit.selectors import audit_event_list, audit_export_list
+from audit.spark.catalog import REPORT_NAMES
 from audit.spark.times import BadTime, parse_time
 from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterAlterPermission, ClusterDescribePermission
@@ -95,13 +96,13 @@ class AuditReportView(APIView):
 
     @extend_schema(parameters=TIME_PARAMETERS, responses=ok(REPORT_ROWS))
     def get(self, request: Request, name: str) -> Response:
-        if name not in reports.REPORT_NAMES:
+        if name not in REPORT_NAMES:
             return Response(
                 {
                     "error_code": int(Errors.INVALID_REQUEST),
                     "error": Errors.INVALID_REQUEST.name,
                     "error_message": f"No report named {name!r}; reports: "
-                    f"{', '.join(reports.REPORT_NAMES)}.",
+                    f"{', '.join(REPORT_NAMES)}.",
                 },
                 status=status.HTTP_404_NOT_FOUND,
             )

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from audit.resources import AUTHORIZATION_CODES
+from audit.spark.catalog import CATALOG, ReportInfo
 from audit.spark.frames import COLUMNS, REPLICA_REPORT, in_period, resources, sorted_rows
 from audit.spark.incidents import broker_lifecycle, canary, replica_health
 from audit.spark.params import Params, ReportError
@@ -139,42 +140,36 @@ def forwarding(export: Export, params: Params) -> DataFrame:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Report:
-    name: str
-    title: str
+    info: ReportInfo
     build: Callable[[Export, Params], DataFrame]
-    at_moment: bool = False  # takes --at (a moment) instead of --from/--to (a period)
+
+    @property
+    def name(self) -> str:
+        return self.info.name
+
+    @property
+    def title(self) -> str:
+        return self.info.heading
+
+    @property
+    def at_moment(self) -> bool:
+        return self.info.at_moment
 
     @property
     def columns(self) -> tuple[str, ...]:
         return COLUMNS[self.name]
 
 
-REPORTS: dict[str, Report] = {
-    r.name: r
-    for r in (
-        Report(
-            "admin-activity",
-            "Admin activity: requests by day, principal, API and outcome",
-            admin_activity,
-        ),
-        Report("denied-requests", "Requests denied by authorization", denied_requests),
-        Report("forwarding", "Admin writes by forwarding broker (Envelope, KIP-590)", forwarding),
-        Report(
-            "replica-health",
-            "Replica health: offline-replica reports by broker and log dir (KIP-589)",
-            replica_health,
-        ),
-        Report(
-            "broker-lifecycle",
-            "Broker lifecycle: registrations, fencings, session expiries, controlled shutdowns",
-            broker_lifecycle,
-        ),
-        Report("canary", "Incidents on canary and other brokers (KIP-1095)", canary),
-        Report(
-            "state-at", "Configs, ACLs and client quotas as they were", state_at, at_moment=True
-        ),
-    )
+BUILDERS: dict[str, Callable[[Export, Params], DataFrame]] = {
+    "admin-activity": admin_activity,
+    "denied-requests": denied_requests,
+    "forwarding": forwarding,
+    "replica-health": replica_health,
+    "broker-lifecycle": broker_lifecycle,
+    "canary": canary,
+    "state-at": state_at,
 }
+REPORTS: dict[str, Report] = {name: Report(info, BUILDERS[name]) for name, info in CATALOG.items()}
 
 
 def report_build(name: str, export: Export, params: Params) -> DataFrame:

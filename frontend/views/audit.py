@@ -11,8 +11,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from audit.filtersets import AuditEventFilterSet
-from audit.reports import REPORT_NAMES, ReportError, ReportRequest, audit_report, latest_export
+from audit.reports import ReportError, ReportRequest, audit_report, latest_export
 from audit.selectors import audit_event_list, audit_export_list
+from audit.spark.catalog import REPORT_NAMES
 from audit.spark.times import BadTime, parse_time
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import ApiError
