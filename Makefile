@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -55,7 +55,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui
+bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -83,6 +83,10 @@ bench-mirror: install-test services
 ## bench-ui: the console's pages on a 10,000-partition cluster (goal: under 200 ms)
 bench-ui: install-test services
 	$(PY) -m bench.ui_pages $(BENCH_ARGS)
+
+## bench-linearizability: the linearizability checker on simulated histories (ops/s)
+bench-linearizability: install-test
+	$(PY) -m bench.linearizability $(BENCH_ARGS)
 
 clean:
 	rm -rf var/*.sqlite3* var/audit var/audit-reports bench/results/*.json .mypy_cache .ruff_cache

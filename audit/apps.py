@@ -10,10 +10,12 @@ class AuditConfig(AppConfig):
     def ready(self) -> None:
         from audit import timer  # noqa: F401  (the embedded periodic export)
         from audit.controller_events import audit_fencing_hold_off
+        from audit.request_ids import audit_request_id_collisions
         from audit.services import CommitAudit, audit_executed
         from controlplane.rpc import AUDITORS
         from controlplane.runtime.controller import FENCING_LISTENERS
         from controlplane.runtime.metadata_log import COMMIT_AUDIT
+        from controlplane.runtime.request_ids import COLLISION_LISTENERS
 
         if audit_executed not in AUDITORS:
             AUDITORS.append(audit_executed)
@@ -21,3 +23,5 @@ class AuditConfig(AppConfig):
             COMMIT_AUDIT.append(CommitAudit())
         if audit_fencing_hold_off not in FENCING_LISTENERS:
             FENCING_LISTENERS.append(audit_fencing_hold_off)
+        if audit_request_id_collisions not in COLLISION_LISTENERS:
+            COLLISION_LISTENERS.append(audit_request_id_collisions)

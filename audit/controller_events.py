@@ -1,9 +1,11 @@
-"""Audit events of the controller's own decisions (not admin requests): holding off fencing.
+"""Audit events of the controller's own decisions (not admin requests): fencing lapsed brokers.
 
-When most brokers lapse at once the controller suspects its own ingress and does not fence
-them (controlplane.runtime.controller.FencingHoldOffWatch); the trail keeps one event when it
-begins (`FencingHeldOff`) and one when heartbeats flow again (`FencingResumed`), naming the
-brokers, as `User:controller`.
+The fencing rule (controlplane.runtime.controller.FencingHoldOffWatch) leaves one event per
+decision, as `User:controller`, naming the brokers, each with the reason as its
+`error_message`: `FencingHeldOff` when the controller holds off fencing (a full disruption or
+its own ingress measured overloaded), `FencingResumed` when it hears again, `FencingHoldOffExpired`
+when a hold-off lasted its longest and the silent brokers were fenced anyway, and
+`StaleBrokersFenced` for a fencing of lapsed brokers while others are heard.
 """
 
 from __future__ import annotations
@@ -19,9 +21,15 @@ logger = logging.getLogger("controlplane.audit")
 CONTROLLER = "User:controller"
 
 
-def audit_fencing_hold_off(what: str, brokers: list[int], unfenced: int) -> None:
+def audit_fencing_hold_off(what: str, brokers: list[int], unfenced: int, reason: str) -> None:
     resources = [
-        {"resource_type": "BROKER", "resource_name": str(b), "error_code": 0} for b in brokers
+        {
+            "resource_type": "BROKER",
+            "resource_name": str(b),
+            "error_code": 0,
+            "error_message": reason or None,
+        }
+        for b in brokers
     ]
     try:
         AuditEvent.objects.create(
@@ -36,4 +44,4 @@ def audit_fencing_hold_off(what: str, brokers: list[int], unfenced: int) -> None
     except DatabaseError:
         logger.exception("could not audit %s", what)
         return
-    logger.warning("%s: brokers %s (%d unfenced)", what, brokers, unfenced)
+    logger.warning("%s: brokers %s (%d unfenced): %s", what, brokers, unfenced, reason)

@@ -42,11 +42,12 @@ class AuditEvent(models.Model):
             models.Index(fields=["time_ms"], name="cp_audit_time"),
         ]
         constraints = [
-            # One row per applied write: copies of a request id that answered the same write
-            # (a concurrent retry, a resend) are audited once. Refusals wrote nothing and keep
-            # a row per attempt.
+            # One row per applied write: copies of a principal's request id that answered the
+            # same write (a concurrent retry, a resend) are audited once. Request ids belong to
+            # their principal: another principal's write with the same id has a row of its own.
+            # Refusals wrote nothing and keep a row per attempt.
             models.UniqueConstraint(
-                fields=["request_id"],
+                fields=["principal", "request_id"],
                 condition=models.Q(first_offset__isnull=False) & ~models.Q(request_id=""),
                 name="cp_audit_one_row_per_write",
             )

@@ -37,8 +37,9 @@ class ClusterCollector(Collector):
         held_off, since_ms = session_store().fencing_hold_off()
         yield gauge(
             "kafka_controller_fencing_held_off_brokers",
-            "Brokers whose session lapsed but whom the controller does not fence, suspecting its "
-            "own ingress (most brokers lapsed at once); 0 when fencing as usual",
+            "Brokers whose session lapsed but whom the controller does not fence yet: it heard no "
+            "broker at all (full disruption) or measured its own ingress overloaded; 0 when "
+            "fencing as usual",
             len(held_off),
         )
         yield gauge(

@@ -1,5 +1,5 @@
 """The control plane's own state: the cluster row (lease, epoch, log end), the metadata log,
-applied request ids, principals and the ACL projection."""
+the writes applied by (principal, request id), principals and the ACL projection."""
 
 from __future__ import annotations
 
@@ -52,9 +52,15 @@ class MetadataRecord(models.Model):
 
 
 class AppliedRequest(models.Model):
-    """A write the controller applied, by request id: a retry answers this instead of reapplying."""
+    """A write the controller applied, by principal and request id: that principal's retry
+    answers this instead of reapplying. Request ids belong to their principal (for an Envelope,
+    the original client's): another principal's request with the same id is one of its own."""
 
-    request_id = models.CharField(max_length=128, primary_key=True)
+    # request_id first: the controller looks a batch's ids up for every principal at once (a
+    # reuse by another principal is audited), and that lookup is on this key's leading column.
+    pk = models.CompositePrimaryKey("request_id", "principal")
+    request_id = models.CharField(max_length=128)
+    principal = models.CharField(max_length=255)
     api = models.CharField(max_length=64)
     response = models.JSONField()
     first_offset = models.BigIntegerField()

@@ -176,8 +176,12 @@ CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)
 # More than this share of the unfenced brokers (in a cluster of at least the minimum) lapsing at
 # once makes the controller suspect its own ingress and hold off fencing them.
-CP_FENCING_HOLD_OFF_RATIO = float(os.environ.get("CP_FENCING_HOLD_OFF_RATIO", "0.5"))
+# The fencing hold-off (controlplane.controller.brokers.control.fence_stale_brokers): a full
+# disruption in a cluster of at least this many unfenced brokers, or an ingress lag over the
+# bound within the last session, holds fencing off, for this long at the most.
 CP_FENCING_HOLD_OFF_MIN_BROKERS = env_int("CP_FENCING_HOLD_OFF_MIN_BROKERS", 3)
+CP_FENCING_HOLD_OFF_MAX_MS = env_int("CP_FENCING_HOLD_OFF_MAX_MS", 30_000)
+CP_FENCING_OVERLOAD_LAG_MS = env_int("CP_FENCING_OVERLOAD_LAG_MS", 2000)
 # Static broker configs (Kafka's server.properties): the fallback below dynamic configs.
 CP_NUM_PARTITIONS = env_int("CP_NUM_PARTITIONS", 1)
 CP_DEFAULT_REPLICATION_FACTOR = env_int("CP_DEFAULT_REPLICATION_FACTOR", 1)

@@ -10,10 +10,18 @@ of its own, retried on the other node with the same id until acknowledged or giv
 
 Faults, in order: kill -9 the active controller; SIGSTOP it past its lease, then SIGCONT (it must
 not write again); restart Redis; restart PostgreSQL; kill -9 web node A (and start it again);
-hold 50 slow connections on both public listeners for 30 s. After each: every acknowledged write
+hold 50 slow connections on both public listeners for 30 s; lose two of the three racks' brokers
+at once (their heartbeats stop): after the session timeout every partition with a surviving ISR
+member must have a live leader, and when the racks come back their brokers rejoin the ISR and
+the preferred leaders return (Celery beat's rebalance). After each: every acknowledged write
 is in the metadata log exactly once, `verify_metadata` is clean, and the time until writes were
 acknowledged again is measured (and, for the controller faults, until a new controller held the
-lease). The report (`FaultCampaign.report`) is JSON; README's table is made from it.
+lease). Through it all, history clients (`devtools.history`) on both web nodes write and read the
+same keys (topic configs as registers, ACLs and quotas as sets), recording every operation's
+invocation, completion and outcome; at the end the checker (`devtools.linearizability`, Wing &
+Gong's search with Lowe's memoization, as Porcupine) proves the whole history linearizable, or
+names the smallest window that is not. The report (`FaultCampaign.report`) is JSON; README's
+table is made from it.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from devtools.history import HistoryClients
 from devtools.slow_clients import SlowClients, probe
 from devtools.stack import PYTHON, ROOT, Http, Stack, free_port, running_stack, wait_for
 
@@ -45,6 +54,10 @@ TOPIC = "campaign"
 BROKERS = 6
 LEASE_MS = 2000
 SESSION_TIMEOUT_MS = 6000
+RACKS = 3  # the simulator puts broker i on rack-{i % RACKS}
+LOG_DIRS = 2  # per broker; a replica lives in one of them
+HISTORY_CLIENTS = 4  # threads recording the history the linearizability checker proves
+LEADER_IMBALANCE_CHECK_S = 3  # Celery beat's preferred-leader rebalance, often for the campaign
 # A service restarting is answered 503 (NOT_CONTROLLER, Retry-After) or 504: never a 500.
 UNAVAILABLE = frozenset({"503", "504"})
 
@@ -338,9 +351,11 @@ class FaultCampaign:
         self.controllers = 0
         self.results: list[FaultResult] = []
         self.writers: AdminWriters | None = None
+        self.history: HistoryClients | None = None
         self.started = 0.0
         self.broker_token = stack.tokens["broker"]
         self.server_5xx_of_dead_nodes: Counter[str] = Counter()
+        self.simulator: subprocess.Popen[bytes] | None = None
 
     # --- the stack and its load ---------------------------------------------------------
     def start(self) -> None:
@@ -364,9 +379,11 @@ class FaultCampaign:
             "--brokers",
             str(BROKERS),
             "--racks",
-            "3",
+            str(RACKS),
+            "--log-dirs",
+            str(LOG_DIRS),
             "--control",
-            "none",
+            "stdin",
             "--topic",
             TOPIC,
             "--partitions",
@@ -376,7 +393,9 @@ class FaultCampaign:
             "--admin-token",
             self.stack.tokens["admin"],
         ]
-        self.stack.spawn("simulator", argv)
+        self.simulator = self.stack.spawn("simulator", argv, stdin=subprocess.PIPE)
+        self.stack.start_worker()
+        self.stack.start_beat()
         wait_for(lambda: self.unfenced() == BROKERS, 90, "every broker unfenced")
         wait_for(
             lambda: web_b.get(f"/api/v1/topics/{TOPIC}", self.stack.tokens["admin"])[0] == 200,
@@ -387,6 +406,15 @@ class FaultCampaign:
         self.writers = writers
         writers.start()
         wait_for(lambda: len(writers.acknowledged()) >= 20, 60, "writes flowing")
+        history = HistoryClients(
+            lambda: list(self.web.values()),
+            self.stack.tokens["admin"],
+            threads=HISTORY_CLIENTS,
+            replication_factor=3,
+        )
+        self.history = history
+        history.start()
+        wait_for(lambda: len(history.history()) >= 20, 60, "history operations flowing")
 
     def start_controller(self) -> None:
         self.controllers += 1
@@ -422,6 +450,8 @@ class FaultCampaign:
         wait_for(lambda: self.unfenced() == BROKERS, 90, f"every broker unfenced after {name}")
         ended = time.monotonic()
         writers.pause()
+        if self.history is not None:
+            self.history.pause()
         verified, problems = self.verify_metadata()
         if problems:
             extra["verify_metadata_problems"] = problems
@@ -436,6 +466,8 @@ class FaultCampaign:
             extra=extra,
         )
         writers.resume()
+        if self.history is not None:
+            self.history.resume()
         self.results.append(result)
         return result
 
@@ -516,6 +548,66 @@ class FaultCampaign:
             "other_requests": others,
         }
 
+    def lose_two_racks(self) -> dict[str, Any]:
+        """The brokers of two of the three racks stop heartbeating at once; the other rack's
+        keep on. Measured: until every partition with a surviving ISR member has a live leader
+        (Kafka: after the session timeout, elected from the ISR), then, once the racks are back,
+        until their brokers are unfenced, back in every ISR (their leaders' AlterPartition, the
+        simulator's repair-dir) and leading their preferred partitions again (the rebalance)."""
+        lost = [b for b in range(BROKERS) if b % RACKS != 0]
+        survivors = {b for b in range(BROKERS) if b % RACKS == 0}
+        before = self.partitions()
+        with_a_survivor = [p for p in before if set(p["isr_nodes"]) & survivors]
+        began = time.monotonic()
+        for broker in lost:
+            self.simulator_command(f"stop {broker}")
+
+        def survivors_lead() -> bool:
+            now = {p["partition_index"]: p for p in self.partitions()}
+            return all(now[p["partition_index"]]["leader_id"] in survivors for p in with_a_survivor)
+
+        wait_for(survivors_lead, 60, "a live leader for every partition with a live ISR member")
+        available_s = round(time.monotonic() - began, 2)
+        still_unfenced = self.unfenced()
+        back = time.monotonic()
+        for broker in lost:
+            self.simulator_command(f"resume {broker}")
+        wait_for(lambda: self.unfenced() == BROKERS, 60, "the lost racks' brokers unfenced")
+        unfenced_s = round(time.monotonic() - back, 2)
+        for broker in lost:  # the followers caught up: their leaders take them back
+            for log_dir in range(LOG_DIRS):
+                self.simulator_command(f"repair-dir {broker} {log_dir}")
+
+        def isr_full() -> bool:
+            return all(set(p["isr_nodes"]) == set(p["replica_nodes"]) for p in self.partitions())
+
+        wait_for(isr_full, 60, "every replica back in its ISR")
+        in_isr_s = round(time.monotonic() - back, 2)
+
+        def preferred_lead() -> bool:
+            return all(p["leader_id"] == p["replica_nodes"][0] for p in self.partitions())
+
+        wait_for(preferred_lead, 60, "the preferred leaders back (the rebalance)")
+        return {
+            "lost_brokers": lost,
+            "partitions_with_a_surviving_isr_member": len(with_a_survivor),
+            "partitions": len(before),
+            "every_such_partition_led_by_a_survivor_after_s": available_s,
+            "unfenced_brokers_then": still_unfenced,
+            "racks_back_brokers_unfenced_after_s": unfenced_s,
+            "racks_back_every_replica_in_isr_after_s": in_isr_s,
+            "racks_back_preferred_leaders_after_s": round(time.monotonic() - back, 2),
+        }
+
+    def partitions(self) -> list[dict[str, Any]]:
+        status, body = self.web["web-b"].get(f"/api/v1/topics/{TOPIC}", self.stack.tokens["admin"])
+        return list(body["partitions"]) if status == 200 else []
+
+    def simulator_command(self, line: str) -> None:
+        assert self.simulator is not None and self.simulator.stdin is not None
+        self.simulator.stdin.write(f"{line}\n".encode())
+        self.simulator.stdin.flush()
+
     def server_errors(self) -> Counter[str]:
         """5xx answers each web node counted (cp_http_requests_total), by status."""
         counted: Counter[str] = Counter()
@@ -585,6 +677,7 @@ class FaultCampaign:
             "server_5xx": dict(server_5xx),
             "server_500": sum(n for status, n in server_5xx.items() if status not in UNAVAILABLE),
             "verify_metadata_after_every_fault": all(r.verify_metadata for r in self.results),
+            "linearizability": None if self.history is None else self.history.report(),
         }
 
 
@@ -610,6 +703,7 @@ FAULTS: list[tuple[str, str]] = [
     ("restart PostgreSQL", "restart_postgres"),
     ("kill -9 a web node", "kill_web_node"),
     ("50 slow connections on the public listener for 30 s", "slow_clients"),
+    ("lose two of three racks' brokers at once, then bring them back", "lose_two_racks"),
 ]
 
 
@@ -626,6 +720,7 @@ def campaign_stack(directory: Path) -> Iterator[FaultCampaign]:
                 "CP_BROKER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
                 "CP_BROKER_HEARTBEAT_INTERVAL_MS": "1000",
                 "CP_REQUEST_TIMEOUT_MS": "30000",
+                "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": str(LEADER_IMBALANCE_CHECK_S),
             }
             with running_stack(directory / "logs", settings=settings) as stack:
                 campaign = FaultCampaign(stack, postgres, redis_server)
@@ -635,6 +730,8 @@ def campaign_stack(directory: Path) -> Iterator[FaultCampaign]:
                 finally:
                     if campaign.writers is not None:
                         campaign.writers.stop()
+                    if campaign.history is not None:
+                        campaign.history.stop()
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -651,8 +748,9 @@ def run(directory: Path | None = None) -> dict[str, Any]:
         campaign = stack.enter_context(campaign_stack(directory))
         for name, method in FAULTS:
             campaign.run_fault(name, getattr(campaign, method))
-        assert campaign.writers is not None
+        assert campaign.writers is not None and campaign.history is not None
         campaign.writers.stop()
+        campaign.history.stop()
         return campaign.report()
 
 

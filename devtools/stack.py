@@ -207,13 +207,20 @@ class Stack:
         return result
 
     def spawn(
-        self, name: str, argv: list[str], extra_env: dict[str, str] | None = None
+        self,
+        name: str,
+        argv: list[str],
+        extra_env: dict[str, str] | None = None,
+        *,
+        stdin: int | None = None,
     ) -> subprocess.Popen[bytes]:
+        """`stdin=subprocess.PIPE` to send the process commands (the simulator's controls)."""
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 (kept open for the process)
         proc = subprocess.Popen(
             argv,
             cwd=ROOT,
             env={**self.env, **(extra_env or {})},
+            stdin=stdin,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -67,7 +67,7 @@ class PendingReplicaStateChange(models.Model):
     """An AlterReplicaState that passed validation and waits for the controller (KIP-589 applies
     it asynchronously). The controller takes every waiting one in one batch, in one commit."""
 
-    request_id = models.CharField(max_length=128, unique=True)
+    request_id = models.CharField(max_length=128)
     broker_id = models.IntegerField()
     broker_epoch = models.BigIntegerField()
     payload = models.JSONField()
@@ -79,6 +79,13 @@ class PendingReplicaStateChange(models.Model):
     class Meta:
         db_table = "cp_pending_replica_state"
         ordering = ["id"]
+        constraints = [
+            # A broker's retry of a report waits once; request ids belong to their principal,
+            # so another principal's report with the same id waits as a report of its own.
+            models.UniqueConstraint(
+                fields=["principal", "request_id"], name="cp_pending_replica_state_request"
+            )
+        ]
 
 
 # --- cluster health: projections of the controller's health index ---------------------------

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
-from django.db.models import Count, F, Q, QuerySet
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 
 from brokers.models import Broker
@@ -222,16 +222,20 @@ def replica_incidents(*, broker_id: int | None = None, limit: int = 200) -> list
     reports = AppliedRequest.objects.filter(api="AlterReplicaState")
     if broker_id is not None:
         reports = reports.filter(response__broker_id=broker_id)
+    # A report is known by its principal and request id: another principal's write may carry
+    # the same id (request ids belong to their principal).
+    reported = reports.filter(request_id=OuterRef("request_id"), principal=OuterRef("principal"))
     rows = list(
-        MetadataRecord.objects.filter(
-            record_type="PartitionChangeRecord", request_id__in=reports.values("request_id")
-        ).order_by("-offset")[:limit]
+        MetadataRecord.objects.filter(record_type="PartitionChangeRecord")
+        .filter(Exists(reported))
+        .order_by("-offset")[:limit]
     )
-    reporters = dict(
-        AppliedRequest.objects.filter(request_id__in={r.request_id for r in rows}).values_list(
-            "request_id", "response__broker_id"
-        )
-    )
+    reporters = {
+        (principal, request_id): reporter
+        for principal, request_id, reporter in AppliedRequest.objects.filter(
+            api="AlterReplicaState", request_id__in={r.request_id for r in rows}
+        ).values_list("principal", "request_id", "response__broker_id")
+    }
     topics = dict(
         Topic.objects.filter(topic_id__in={r.data["topic_id"] for r in rows}).values_list(
             "topic_id", "name"
@@ -243,7 +247,7 @@ def replica_incidents(*, broker_id: int | None = None, limit: int = 200) -> list
             "timestamp_ms": record.timestamp_ms,
             "principal": record.principal,
             "request_id": record.request_id,
-            "broker_id": reporters.get(record.request_id),
+            "broker_id": reporters.get((record.principal, record.request_id)),
             "topic": topics.get(record.data["topic_id"], record.data["topic_id"]),
             "partition_index": record.data["partition_id"],
             "offline_replicas": record.data.get("offline_replicas") or [],

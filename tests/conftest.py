@@ -61,11 +61,13 @@ def controller_state_reset() -> None:
     from controlplane.authz import acl_cache
     from controlplane.principals import forwarded_cache, token_cache
     from controlplane.runtime.controller import reset_runtime
+    from controlplane.runtime.ingress import local_listener_lags
     from controlplane.runtime.sessions import local_sessions
     from controlplane.throttling import MUTATION_QUOTAS, REQUEST_RATE
 
     reset_runtime()
     local_sessions().clear()
+    local_listener_lags().clear()
     MUTATION_QUOTAS.clear()
     REQUEST_RATE.clear()
     quota_cache.clear()

@@ -19,8 +19,8 @@ from controlplane.controller.image import MetadataDelta
 from controlplane.controller.result import ControllerResult
 
 DEFAULT_SESSION_TIMEOUT_MS = 9000  # Kafka's broker.session.timeout.ms
-DEFAULT_FENCING_HOLD_OFF_RATIO = 0.5
 DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS = 3
+DEFAULT_FENCING_HOLD_OFF_MAX_MS = 30_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -39,9 +39,13 @@ class ControllerEnv:
     activated_ms: int
     sessions: Mapping[int, BrokerSession]
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
-    # When more than this share of the unfenced brokers (and at least `hold_off_min_brokers`)
-    # lapse together, the controller suspects its own ingress and holds off fencing them.
-    fencing_hold_off_ratio: float = DEFAULT_FENCING_HOLD_OFF_RATIO
+    # The fencing hold-off (control.fence_stale_brokers): what the runtime measured of its own
+    # ingress (a sentence naming the overload, None when it keeps up), when the current hold-off
+    # began (0: none), how long one may last, and the smallest cluster in which nobody heard
+    # means the controller is deaf rather than every broker dead.
+    ingress_overload: str | None = None
+    fencing_hold_off_since_ms: int = 0
+    fencing_hold_off_max_ms: int = DEFAULT_FENCING_HOLD_OFF_MAX_MS
     fencing_hold_off_min_brokers: int = DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS
     # Static broker configs (num.partitions, default.replication.factor, ...) from settings.
     static_configs: Mapping[str, str] = dataclasses.field(default_factory=dict)

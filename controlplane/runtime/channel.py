@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -64,7 +65,9 @@ class ControllerChannel:
 
     def request(self, event: Event, timeout_ms: int) -> Response | None:
         reply_key = self.reply_prefix + uuid.uuid4().hex
-        self.redis.rpush(self.requests_key, _encode({**event, "reply_to": reply_key}))
+        # `queued_ms`: the controller measures how long events wait for it (its ingress lag).
+        queued = {**event, "reply_to": reply_key, "queued_ms": int(time.time() * 1000)}
+        self.redis.rpush(self.requests_key, _encode(queued))
         answered = self.redis.blpop([reply_key], timeout=max(timeout_ms, 1) / 1000)
         if answered is None:
             return None

@@ -20,11 +20,17 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
-from controlplane.controller.dispatch import STATE_IDEMPOTENT_APIS, ReplayFailed, run_event
+from controlplane.controller.dispatch import ReplayFailed, run_event
 from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.models import Cluster
+from controlplane.runtime.ingress import (
+    LagWindow,
+    ingress_overload,
+    listener_lags,
+    stale_reports,
+)
 from controlplane.runtime.lease import (
     Lease,
     lease_acquire,
@@ -38,11 +44,17 @@ from controlplane.runtime.metadata_log import (
     AppliedWrite,
     DuplicateWrite,
     RequestContext,
+    RequestKey,
     applied_responses,
     commit_started,
     log_commit,
 )
 from controlplane.runtime.projections import load_image
+from controlplane.runtime.request_ids import (
+    collisions_announce,
+    is_remembered,
+    request_id_collisions,
+)
 from controlplane.runtime.sessions import SessionStore, session_store
 
 logger = logging.getLogger("controlplane.controller")
@@ -88,6 +100,13 @@ class ControllerRuntime:
         self._lock = threading.RLock()
         self._batcher: EventBatcher | None = None
         self.fencing_watch = FencingHoldOffWatch(sessions)
+        # The controller's own ingress (queue delay, timer lateness), and what the timer last
+        # measured of every ingress for the fencing rule (controlplane.runtime.ingress).
+        self.ingress_lag = LagWindow(window_ms=session_timeout_ms)
+        self.ingress_overload: str | None = None
+        # When the session store was last found to have lost its sessions (Redis restarted):
+        # a broker not heard since gets a full session from then, as from an activation.
+        self.sessions_lost_ms = 0
 
     # --- the lease ----------------------------------------------------------------------
     def is_active(self) -> bool:
@@ -171,7 +190,9 @@ class ControllerRuntime:
     ) -> list[Response]:
         started = time.perf_counter()
         now = now_ms()
-        prior = _applied_responses(events)
+        self._note_queue_delay(events, now)
+        prior = _applied_responses(events)  # every principal's writes of the batch's ids
+        collisions = request_id_collisions(events, prior)
         failed: dict[int, Response] = {}
         while True:
             delta, contacts, responses, writes = self._run(image, events, now, prior, failed)
@@ -195,6 +216,7 @@ class ControllerRuntime:
                 logger.exception("commit failed; reloading the image on the next event")
                 self._deactivate("commit failed")
                 return [error_response(_unavailable()) for _ in events]
+        collisions_announce(collisions)  # committed: the senders' retries will not collide again
         responses = [{**response, HANDLED_NOTE: now} for response in responses]
         committed = time.perf_counter()
         image.apply(delta)
@@ -226,18 +248,20 @@ class ControllerRuntime:
         image: MetadataImage,
         events: Sequence[Event],
         now: int,
-        prior: dict[str, Response],
+        prior: dict[RequestKey, Response],
         failed: dict[int, Response],
     ) -> tuple[MetadataDelta, list[int], list[Response], list[AppliedWrite]]:
         """The batch's records and answers, leaving out the events in `failed`."""
         while True:
             env = ControllerEnv(
                 now_ms=now,
-                activated_ms=self.activated_ms,
+                activated_ms=max(self.activated_ms, self.sessions_lost_ms),
                 sessions=self.sessions.snapshot(),
                 session_timeout_ms=self.session_timeout_ms,
                 static_configs=settings.CP_STATIC_BROKER_CONFIGS,
-                fencing_hold_off_ratio=settings.CP_FENCING_HOLD_OFF_RATIO,
+                ingress_overload=self.ingress_overload,
+                fencing_hold_off_since_ms=self.fencing_watch.since_ms,
+                fencing_hold_off_max_ms=settings.CP_FENCING_HOLD_OFF_MAX_MS,
                 fencing_hold_off_min_brokers=settings.CP_FENCING_HOLD_OFF_MIN_BROKERS,
             )
             try:
@@ -251,6 +275,13 @@ class ControllerRuntime:
                         "The controller could not apply this request; nothing of it was written.",
                     )
                 )
+
+    def _note_queue_delay(self, events: Sequence[Event], now: int) -> None:
+        """How long the oldest of these events waited for the controller since it was queued
+        (the channel's or the batcher's `queued_ms`; the timer's own events carry none)."""
+        queued = [e["queued_ms"] for e in events if isinstance(e.get("queued_ms"), int)]
+        if queued:
+            self.ingress_lag.record("the controller's queue", now - min(queued), now)
 
     def _mirror(self, changed: dict[int, BrokerStatus | None]) -> None:
         try:
@@ -297,8 +328,17 @@ class ControllerRuntime:
 
     # --- the timer ----------------------------------------------------------------------
     def run_forever(self, stop: threading.Event, interval_s: float = 0.5) -> None:
-        """Renew or take the lease, then fence brokers whose session lapsed; repeat."""
+        """Renew or take the lease, then fence brokers whose session lapsed; repeat.
+
+        How late each round starts is measured: a starved or paused controller's lateness is
+        its own, never the brokers' (controlplane.runtime.ingress)."""
+        previous: float | None = None
         while not stop.is_set():
+            began = time.monotonic()
+            if previous is not None:
+                late_ms = (began - previous - interval_s) * 1000
+                self.ingress_lag.record("the controller's timer", late_ms, now_ms())
+            previous = began
             try:
                 close_old_connections()
                 self.tick()
@@ -308,22 +348,49 @@ class ControllerRuntime:
 
     def tick(self) -> None:
         """One round of the timer: fence the stale brokers (or hold off), then the apps' jobs."""
+        self.measure_ingress(now_ms())
         response = self.handle({"api": "FenceStaleBrokers", "principal": "User:controller"})
         if response.get("fenced_brokers"):
             logger.info("fenced brokers whose session lapsed: %s", response["fenced_brokers"])
         if "held_off" in response:
-            self.fencing_watch.observe(
-                response["held_off"], int(response.get("unfenced", 0)), now_ms()
-            )
+            self.fencing_watch.observe(response, now_ms())
         if self.is_active():
             for job in TIMER_JOBS:
                 job(self)
 
+    def measure_ingress(self, now: int) -> None:
+        """What the fencing rule needs to know of the controller's own hearing: a store that
+        lost its sessions (the brokers were not silent: they get a full session from now), and
+        the worst ingress lag within the last session, over its bound."""
+        if self.sessions.mark_sessions():
+            self.sessions_lost_ms = now
+            if self.activated_ms:
+                logger.warning(
+                    "the session store lost its sessions (restarted?): every broker not heard "
+                    "since gets a full session from now"
+                )
+        reports = listener_lags()
+        listeners = reports.all()
+        reports.forget(stale_reports(listeners, now_ms=now))
+        self.ingress_overload = ingress_overload(
+            own=self.ingress_lag.worst(now),
+            listeners=listeners,
+            now_ms=now,
+            window_ms=self.session_timeout_ms,
+            bound_ms=settings.CP_FENCING_OVERLOAD_LAG_MS,
+        )
+
 
 class FencingHoldOffWatch:
-    """Makes the controller's suspicion of its own ingress loud: a warning, the session store's
-    record of it (the web nodes' `kafka_controller_fencing_held_off_brokers` gauge reads it) and
-    one audit event when it begins and one when heartbeats flow again (`FENCING_LISTENERS`)."""
+    """Makes the fencing rule's decisions loud: a warning, the session store's record of a
+    hold-off (the web nodes' `kafka_controller_fencing_held_off_brokers` gauge reads it) and an
+    audit event each (`FENCING_LISTENERS`): `FencingHeldOff` when a hold-off begins (and why),
+    `FencingResumed` when the controller hears again and fences who is still silent,
+    `FencingHoldOffExpired` when a hold-off lasted `CP_FENCING_HOLD_OFF_MAX_MS` and the silent
+    are fenced anyway, and `StaleBrokersFenced` for every other fencing of lapsed brokers.
+
+    `since_ms` (when the hold-off under way began, 0 when none) is what the rule's bound counts
+    from; the controller passes it to the core with every FenceStaleBrokers."""
 
     REPEAT_WARNING_MS = 10_000
 
@@ -333,43 +400,59 @@ class FencingHoldOffWatch:
         self.since_ms = 0
         self._warned_ms = 0
 
-    def observe(self, held_off: list[int], unfenced: int, now: int) -> None:
-        if held_off and not self.held_off:
+    def observe(self, response: Response, now: int) -> None:
+        held_off = [int(b) for b in response.get("held_off") or []]
+        fenced = [int(b) for b in response.get("fenced_brokers") or []]
+        unfenced = int(response.get("unfenced", 0))
+        reason = str(response.get("hold_off_reason") or "")
+        if held_off and not self.since_ms:
             self.since_ms = self._warned_ms = now
             logger.warning(
-                "%d of %d unfenced brokers lapsed at once: suspecting this controller's own "
-                "ingress, not fencing them (brokers %s) until heartbeats flow again",
+                "not fencing %d of %d unfenced brokers whose session lapsed (brokers %s): %s",
                 len(held_off),
                 unfenced,
                 held_off,
+                reason,
             )
-            self._announce("FencingHeldOff", held_off, unfenced)
+            self._announce("FencingHeldOff", held_off, unfenced, reason)
         elif held_off and now - self._warned_ms >= self.REPEAT_WARNING_MS:
             self._warned_ms = now
             logger.warning(
-                "still holding off fencing %d of %d brokers after %d ms",
+                "still holding off fencing %d of %d brokers after %d ms: %s",
                 len(held_off),
                 unfenced,
                 now - self.since_ms,
+                reason,
             )
-        elif not held_off and self.held_off:
+        elif not held_off and self.since_ms:
+            expired = bool(response.get("hold_off_expired"))
+            what = "FencingHoldOffExpired" if expired else "FencingResumed"
             logger.warning(
-                "heartbeats flow again after %d ms: fencing as usual", now - self.since_ms
+                "%s after %d ms: fenced brokers %s (%s)",
+                "hold-off expired" if expired else "fencing as usual again",
+                now - self.since_ms,
+                fenced,
+                reason or "the controller hears brokers again",
             )
-            self._announce("FencingResumed", self.held_off, unfenced)
+            self._announce(what, fenced or self.held_off, unfenced, reason)
+            self.since_ms = 0
+        elif fenced:
+            self._announce(
+                "StaleBrokersFenced", fenced, unfenced, "session lapsed; other brokers are heard"
+            )
         if held_off != self.held_off:
-            self.held_off = list(held_off)
+            self.held_off = held_off
             try:
                 self.sessions.set_fencing_hold_off(self.held_off, self.since_ms)
             except Exception:  # the gauge only: the decision was the controller's alone
                 logger.warning("could not record the fencing hold-off", exc_info=True)
 
-    def _announce(self, what: str, brokers: list[int], unfenced: int) -> None:
+    def _announce(self, what: str, brokers: list[int], unfenced: int, reason: str) -> None:
         for listener in FENCING_LISTENERS:
             try:
-                listener(what, list(brokers), unfenced)
+                listener(what, list(brokers), unfenced, reason)
             except Exception:
-                logger.exception("fencing hold-off listener failed")
+                logger.exception("fencing listener failed")
 
 
 class EventBatcher:
@@ -390,7 +473,7 @@ class EventBatcher:
 
     def submit(self, event: Event) -> Response:
         answer: Future[Response] = Future()
-        self._waiting.put((event, answer))
+        self._waiting.put(({**event, "queued_ms": now_ms()}, answer))
         return answer.result()
 
     def stop(self) -> None:
@@ -442,24 +525,26 @@ def _run_events(
     env: ControllerEnv,
     *,
     now: int,
-    prior: dict[str, Response],
+    prior: dict[RequestKey, Response],
     failed: dict[int, Response],
 ) -> tuple[MetadataDelta, list[int], list[Response], list[AppliedWrite]]:
     delta = MetadataDelta(image)
     contacts: list[int] = []
     responses: list[Response] = []
     writes: list[AppliedWrite] = []
-    answered_by: dict[str, int] = {}  # request id -> the event of the batch that ran it
+    # (principal, request id) -> the event of the batch that ran it. Request ids belong to their
+    # principal: another principal's event with the same id is a request of its own.
+    answered_by: dict[RequestKey, int] = {}
     for index, event in enumerate(events):
         context = RequestContext.from_event(event)
         if index in failed:
             responses.append(failed[index])
             continue
-        deduplicated = bool(context.request_id) and event["api"] not in STATE_IDEMPOTENT_APIS
-        if deduplicated and context.request_id in answered_by:
+        deduplicated = is_remembered(event)
+        if deduplicated and context.key in answered_by:
             # Another copy of a request earlier in this batch (a client's concurrent retry, a
             # resend): it answers what that one answered and writes nothing.
-            responses.append(responses[answered_by[context.request_id]])
+            responses.append(responses[answered_by[context.key]])
             continue
         if event.get("deadline_ms", now + 1) < now:
             responses.append(
@@ -470,8 +555,8 @@ def _run_events(
                 )
             )
             continue
-        if context.request_id in prior:
-            responses.append(prior[context.request_id])
+        if deduplicated and context.key in prior:
+            responses.append(prior[context.key])  # this principal's own earlier write
             continue
         first_offset = delta.next_offset
         try:
@@ -499,7 +584,7 @@ def _run_events(
                 )
             )
         if deduplicated:
-            answered_by[context.request_id] = index
+            answered_by[context.key] = index
         responses.append(response)
     return delta, contacts, responses, writes
 
@@ -507,16 +592,16 @@ def _run_events(
 def _second_writes(
     writes: Sequence[AppliedWrite], duplicate: DuplicateWrite
 ) -> dict[int, Response]:
-    """The batch's events to refuse for `duplicate`: every write of an id the log holds already,
-    else every write of the id but its first."""
+    """The batch's events to refuse for `duplicate`: every write of a (principal, id) the log
+    holds already, else every write of it but its first."""
     refused: dict[int, Response] = {}
-    kept: set[str] = set()
+    kept: set[RequestKey] = set()
     for write in writes:
-        request_id = write.context.request_id
-        if request_id not in duplicate.request_ids:
+        key = write.context.key
+        if key not in duplicate.keys:
             continue
-        if not duplicate.in_log and request_id not in kept:
-            kept.add(request_id)
+        if not duplicate.in_log and key not in kept:
+            kept.add(key)
             continue
         refused[write.event_index] = error_response(duplicate)
     return refused
@@ -550,13 +635,9 @@ class _StatementCounter:
             self.timings.append(f"{sql.split(' (')[0][:40]}={elapsed:.0f}ms")
 
 
-def _applied_responses(events: Sequence[Event]) -> dict[str, Response]:
-    ids = [
-        e["request_id"]
-        for e in events
-        if e.get("request_id") and e.get("api") not in STATE_IDEMPOTENT_APIS
-    ]
-    return applied_responses(ids)
+def _applied_responses(events: Sequence[Event]) -> dict[RequestKey, Response]:
+    """The stored answers of the batch's request ids, every principal's (one query)."""
+    return applied_responses([e["request_id"] for e in events if is_remembered(e)])
 
 
 def _unavailable() -> ApiError:
@@ -565,9 +646,10 @@ def _unavailable() -> ApiError:
 
 # Work the active controller's timer does besides fencing (apps register theirs in ready()).
 TIMER_JOBS: list[Callable[[ControllerRuntime], None]] = []
-# Told when the controller begins ("FencingHeldOff") and ends ("FencingResumed") holding off
-# fencing, with the brokers and the unfenced count (the audit trail registers itself).
-FENCING_LISTENERS: list[Callable[[str, list[int], int], None]] = []
+# Told of the fencing rule's decisions (FencingHoldOffWatch: "FencingHeldOff", "FencingResumed",
+# "FencingHoldOffExpired", "StaleBrokersFenced") with the brokers, the unfenced count and why
+# (the audit trail registers itself).
+FENCING_LISTENERS: list[Callable[[str, list[int], int, str], None]] = []
 
 _runtime: ControllerRuntime | None = None
 _runtime_lock = threading.Lock()

@@ -12,7 +12,7 @@ import contextvars
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from django.db import IntegrityError, connection, transaction
@@ -27,6 +27,10 @@ from controlplane.runtime.projections import prepare_delta
 from controlplane.runtime.single_writer import commit_scope
 
 CONTROLLER_PRINCIPAL = "User:controller"
+# What the controller remembers a write by: request ids belong to their principal, so another
+# principal's request with the same id is a request of its own (see controlplane.runtime.
+# request_ids). For an Envelope the principal is the original client's, not the broker's.
+RequestKey = tuple[str, str]  # (principal, request id)
 # When the last commit's transaction began (after its records were encoded), for the timings
 # the controller logs of large commits.
 commit_started: contextvars.ContextVar[float] = contextvars.ContextVar(
@@ -44,13 +48,17 @@ class RequestContext:
     request_id: str = ""
 
     @classmethod
-    def from_event(cls, event: dict[str, Any]) -> RequestContext:
+    def from_event(cls, event: Mapping[str, Any]) -> RequestContext:
         return cls(
             principal=event.get("principal", CONTROLLER_PRINCIPAL),
             client_id=event.get("client_id", ""),
             client_host=event.get("client_host", ""),
             request_id=event.get("request_id", ""),
         )
+
+    @property
+    def key(self) -> RequestKey:
+        return (self.principal, self.request_id)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -62,8 +70,8 @@ class AppliedWrite:
     first_offset: int
     last_offset: int
     response: dict[str, Any]
-    # Kept by request id so that a retry answers it instead of applying again; not for events
-    # that are evaluated afresh each time (heartbeats, the controller's timer).
+    # Kept by (principal, request id) so that a retry answers it instead of applying again; not
+    # for events that are evaluated afresh each time (heartbeats, the controller's timer).
     remembered: bool = True
     event_index: int = -1  # its place in the controller's batch
     # What the sending node told the controller to audit it with (the RPC, when it started,
@@ -85,15 +93,19 @@ COMMIT_AUDIT: list[CommitAuditTrail] = []
 
 
 class DuplicateWrite(ApiError):
-    """A commit would apply a second write of a request id: refused whole, nothing written.
+    """A commit would apply a second write of a principal's request id: refused whole, nothing
+    written.
 
-    The controller answers a retried request id from its first write (`applied_responses`) and
-    lets only the first copy of an id in a batch run; this is the last line behind those checks,
-    so that a duplicate is never written silently (the applied-request insert ignores no key
-    conflict)."""
+    The controller answers a principal's retried request id from its first write
+    (`applied_responses`) and lets only the first copy of a (principal, id) in a batch run; this
+    is the last line behind those checks, so that a duplicate is never written silently (the
+    applied-request insert ignores no key conflict)."""
 
-    def __init__(self, request_ids: Sequence[str], *, in_log: bool) -> None:
-        self.request_ids = sorted(set(request_ids))
+    def __init__(self, keys: Sequence[RequestKey], *, in_log: bool) -> None:
+        self.keys = sorted(set(keys))
+        # Ids only in the message: it is answered to each refused client, and the principal of
+        # another's write is not theirs to learn.
+        self.request_ids = sorted({request_id for _, request_id in self.keys})
         self.in_log = in_log  # applied by an earlier commit, else twice in this one
         super().__init__(
             Errors.UNKNOWN_SERVER_ERROR,
@@ -126,6 +138,7 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
         rows=[
             (
                 w.context.request_id,
+                w.context.principal,
                 w.api,
                 json.dumps(_storable(w.response), separators=(",", ":")),
                 w.first_offset,
@@ -141,15 +154,16 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
         _commit(lease, delta, timestamp, (append, *project, remember, *audit))
     except IntegrityError:
         already = applied_responses([w.context.request_id for w in remembered])
-        if not already:
+        again = [w.context.key for w in remembered if w.context.key in already]
+        if not again:
             raise
-        raise DuplicateWrite(list(already), in_log=True) from None
+        raise DuplicateWrite(again, in_log=True) from None
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
 
 
 def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
-    counts = collections.Counter(w.context.request_id for w in writes)
-    repeated = [request_id for request_id, count in counts.items() if count > 1]
+    counts = collections.Counter(w.context.key for w in writes)
+    repeated = [key for key, count in counts.items() if count > 1]
     if repeated:
         raise DuplicateWrite(repeated, in_log=False)
 
@@ -184,6 +198,7 @@ class ClusterFence(NamedTuple):
 
 APPLIED_COLUMNS = [
     Column("request_id", "text"),
+    Column("principal", "text"),
     Column("api", "text"),
     Column("response", "text", json=True),
     Column("first_offset", "bigint"),
@@ -192,27 +207,33 @@ APPLIED_COLUMNS = [
 ]
 
 
-def applied_responses(request_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """The stored answers of requests already applied, by request id (one query)."""
+def applied_responses(request_ids: Sequence[str]) -> dict[RequestKey, dict[str, Any]]:
+    """The stored answers of the writes already applied with these request ids, whoever sent
+    them, by (principal, request id) (one query). A retry answers only its own principal's;
+    the others tell the controller who used the id before (a collision, to audit)."""
     if not request_ids:
         return {}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                "SELECT request_id, response FROM cp_applied_request WHERE request_id = ANY(%s)",
-                [list(request_ids)],
+                "SELECT principal, request_id, response FROM cp_applied_request"
+                " WHERE request_id = ANY(%s)",
+                [list(set(request_ids))],
             )
         else:
-            marks = ", ".join("%s" for _ in request_ids)
+            unique = list(set(request_ids))
+            marks = ", ".join("%s" for _ in unique)
             cursor.execute(
-                "SELECT request_id, response FROM cp_applied_request"
+                "SELECT principal, request_id, response FROM cp_applied_request"
                 f" WHERE request_id IN ({marks})",
-                list(request_ids),
+                unique,
             )
         rows = cursor.fetchall()
     return {
-        request_id: json.loads(response) if isinstance(response, str | bytes) else response
-        for request_id, response in rows
+        (principal, request_id): (
+            json.loads(response) if isinstance(response, str | bytes) else response
+        )
+        for principal, request_id, response in rows
     }
 
 

@@ -40,23 +40,26 @@ def metadata_verify() -> list[str]:
 
 
 def duplicate_writes() -> list[str]:
-    """Request ids applied more than once: records of the id outside the one write the controller
-    remembered for it (a log written before copies of a request id were deduplicated)."""
+    """Request ids a principal had applied more than once: records of the principal's id outside
+    the one write the controller remembered for it (a log written before copies of a request id
+    were deduplicated). Request ids belong to their principal: another principal's write with
+    the same id is a write of its own, never a second one."""
     with connection.cursor() as cursor:
         cursor.execute(
-            'SELECT r.request_id, a.first_offset, a.last_offset, r."offset"'
-            " FROM cp_metadata_record r JOIN cp_applied_request a ON a.request_id = r.request_id"
+            'SELECT r.principal, r.request_id, a.first_offset, a.last_offset, r."offset"'
+            " FROM cp_metadata_record r JOIN cp_applied_request a"
+            " ON a.request_id = r.request_id AND a.principal = r.principal"
             ' WHERE r."offset" < a.first_offset OR r."offset" > a.last_offset'
-            ' ORDER BY r.request_id, r."offset"'
+            ' ORDER BY r.principal, r.request_id, r."offset"'
         )
         rows = cursor.fetchall()
-    again: dict[tuple[str, int, int], list[int]] = {}
-    for request_id, first, last, offset in rows:
-        again.setdefault((request_id, first, last), []).append(offset)
+    again: dict[tuple[str, str, int, int], list[int]] = {}
+    for principal, request_id, first, last, offset in rows:
+        again.setdefault((principal, request_id, first, last), []).append(offset)
     return [
-        f"request id {request_id!r} was applied more than once: its write at offsets "
-        f"{first}-{last}, and again at offset(s) {', '.join(map(str, offsets))}"
-        for (request_id, first, last), offsets in again.items()
+        f"request id {request_id!r} of {principal} was applied more than once: its write at "
+        f"offsets {first}-{last}, and again at offset(s) {', '.join(map(str, offsets))}"
+        for (principal, request_id, first, last), offsets in again.items()
     ]
 
 

@@ -26,6 +26,9 @@ from controlplane.redis_client import key_prefix, redis_client
 SESSIONS = "broker-sessions"
 STATUS = "broker-status"
 HOLD_OFF = "fencing-held-off"  # the brokers whose fencing the controller holds off, and since
+# Present while the sessions hash is the one the controller has been reading: Redis restarted
+# without it means every session was lost with it (the brokers were not silent).
+SESSIONS_MARK = "broker-sessions-mark"
 
 # KEYS: status hash, sessions hash. ARGV: broker id, epoch, "now:offset".
 # Touches the session only when the mirrored epoch matches; returns the mirrored status or nil.
@@ -59,12 +62,15 @@ class SessionStore(Protocol):
 
     def fencing_hold_off(self) -> tuple[list[int], int]: ...
 
+    def mark_sessions(self) -> bool: ...
+
 
 class LocalSessionStore:
     def __init__(self) -> None:
         self._sessions: dict[int, BrokerSession] = {}
         self._status: dict[int, BrokerStatus] = {}
         self._hold_off: tuple[list[int], int] = ([], 0)
+        self._marked = False
         self._lock = threading.Lock()
 
     def touch(self, broker_id: int, *, now_ms: int, metadata_offset: int) -> None:
@@ -113,11 +119,19 @@ class LocalSessionStore:
         with self._lock:
             return list(self._hold_off[0]), self._hold_off[1]
 
+    def mark_sessions(self) -> bool:
+        """Mark the sessions as known to the controller; True when the mark was missing (the
+        store is new or lost what it held)."""
+        with self._lock:
+            missing, self._marked = not self._marked, True
+            return missing
+
     def clear(self) -> None:
         with self._lock:
             self._sessions.clear()
             self._status.clear()
             self._hold_off = ([], 0)
+            self._marked = False
 
 
 class RedisSessionStore:
@@ -126,6 +140,7 @@ class RedisSessionStore:
         self.sessions_key = key_prefix + SESSIONS
         self.status_key = key_prefix + STATUS
         self.hold_off_key = key_prefix + HOLD_OFF
+        self.sessions_mark_key = key_prefix + SESSIONS_MARK
         self._touch_if_current = client.register_script(TOUCH_IF_CURRENT)
         self._thread = threading.local()
 
@@ -205,6 +220,9 @@ class RedisSessionStore:
             return [], 0
         brokers, since_ms = json.loads(value)
         return [int(b) for b in brokers], int(since_ms)
+
+    def mark_sessions(self) -> bool:
+        return bool(self._redis.set(self.sessions_mark_key, "1", nx=True))
 
 
 def _decode(value: bytes) -> BrokerSession:

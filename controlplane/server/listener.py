@@ -12,6 +12,7 @@ import io
 import json
 import logging
 import sys
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -65,6 +66,9 @@ class ListenerApp:
         self.executor = ThreadPoolExecutor(
             max_workers=max(1, threads), thread_name_prefix=f"{name}-listener"
         )
+        # How long requests wait for a thread: part of the internal listener's lag that the
+        # controller's fencing rule reads (controlplane.runtime.ingress).
+        self.longest_wait_s = 0.0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -82,7 +86,9 @@ class ListenerApp:
         loop = asyncio.get_running_loop()
         long_poll = LongPoll()
         environ = wsgi_environ(scope, body, long_poll)
-        status, headers, payload = await loop.run_in_executor(self.executor, self._answer, environ)
+        status, headers, payload = await loop.run_in_executor(
+            self.executor, self._answer, environ, time.perf_counter()
+        )
         if long_poll.deferred:
             payload = await self._finish_long_poll(long_poll, payload)
         await _send(send, status, _with_length(headers, len(payload)), payload)
@@ -119,8 +125,9 @@ class ListenerApp:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    def _answer(self, environ: dict[str, Any]) -> tuple[int, Headers, bytes]:
+    def _answer(self, environ: dict[str, Any], submitted: float) -> tuple[int, Headers, bytes]:
         """Django's answer, in a thread of this listener's pool."""
+        self._note_wait(time.perf_counter() - submitted)
         started: dict[str, Any] = {}
 
         def start_response(
@@ -156,6 +163,16 @@ class ListenerApp:
         except Exception:  # the empty answer still holds: the broker simply polls again
             logger.exception("metadata long-poll refetch failed")
             return empty
+
+    def _note_wait(self, waited_s: float) -> None:
+        # A lost race between two threads only loses a smaller wait: no lock on the hot path.
+        if waited_s > self.longest_wait_s:
+            self.longest_wait_s = waited_s
+
+    def take_longest_wait(self) -> float:
+        """The longest a request waited for a thread of the pool since the last call (s)."""
+        longest, self.longest_wait_s = self.longest_wait_s, 0.0
+        return longest
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)

@@ -15,6 +15,7 @@ listener's and get a server and a thread pool of their own; the rest are the pub
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from typing import Any
@@ -22,6 +23,46 @@ from typing import Any
 from gunicorn.workers import base
 
 HOUSEKEEPING_S = 1.0
+
+
+class IngressLagReporter:
+    """The internal listener's lag, for the controller's fencing rule (controlplane.runtime.
+    ingress): how late the event loop woke and how long requests waited for a thread, the worst
+    of the last session reported each second (`listener_lags`), from a thread (a store that is
+    down never blocks the loop)."""
+
+    def __init__(self, apps: list[Any]) -> None:
+        import socket
+
+        from django.conf import settings
+
+        from controlplane.runtime.ingress import LagWindow
+
+        self.apps = apps
+        self.node = f"{socket.gethostname()}:{os.getpid()}"
+        self.window = LagWindow(window_ms=settings.CP_BROKER_SESSION_TIMEOUT_MS)
+        self._reporting: asyncio.Future[None] | None = None
+
+    def measure(self, woke_late_s: float) -> None:
+        from controlplane.runtime.lease import now_ms
+
+        now = now_ms()
+        self.window.record("event loop", woke_late_s * 1000, now)
+        for app in self.apps:
+            self.window.record("thread pool", app.take_longest_wait() * 1000, now)
+        if self._reporting is None or self._reporting.done():
+            worst = self.window.worst(now)
+            lag_ms, at_ms = (worst[1], worst[2]) if worst is not None else (0, now)
+            self._reporting = asyncio.get_running_loop().run_in_executor(
+                None, self._report, lag_ms, at_ms
+            )
+
+    def _report(self, lag_ms: int, at_ms: int) -> None:
+        from controlplane.runtime.ingress import listener_lags
+
+        # A store that is down: the controller hears nobody through it anyway.
+        with contextlib.suppress(Exception):
+            listener_lags().report(self.node, lag_ms=lag_ms, at_ms=at_ms)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -114,13 +155,19 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
             "serving %s",
             ", ".join(f"{name} on {len(bound)} socket(s)" for name, bound in sockets.items()),
         )
+        internal = [app for app in apps if app.name == "internal"]
+        lag = IngressLagReporter(internal) if internal else None
         try:
             while self.alive:
                 self.notify()
                 if self.ppid != os.getppid():
                     self.log.info("parent changed, shutting down: %s", self)
                     break
+                slept = asyncio.get_running_loop().time()
                 await asyncio.sleep(HOUSEKEEPING_S)
+                if lag is not None:
+                    woke_late_s = asyncio.get_running_loop().time() - slept - HOUSEKEEPING_S
+                    lag.measure(woke_late_s)
         finally:
             for server in servers:
                 server.should_exit = True

@@ -52,6 +52,11 @@ def envelope(
 
 @pytest.fixture
 def topic(api: Any, tokens: dict[str, str], register: Any) -> str:
+    return orders_topic(api, tokens, register)
+
+
+def orders_topic(api: Any, tokens: dict[str, str], register: Any) -> str:
+    """A broker and topic `orders` (one partition on it)."""
     register(1, unfence=True)
     status, answer = api.post(
         "/api/v1/create-topics",
@@ -62,7 +67,8 @@ def topic(api: Any, tokens: dict[str, str], register: Any) -> str:
     return "orders"
 
 
-def grant_alter_configs(api: Any, tokens: dict[str, str], principal: str = "User:alice") -> None:
+def grant_alter_configs(api: Any, tokens: dict[str, str], *principals: str) -> None:
+    """ALTER_CONFIGS on topic `orders` for each principal (User:alice when none is named)."""
     status, answer = api.post(
         "/api/v1/create-acls",
         {
@@ -76,11 +82,12 @@ def grant_alter_configs(api: Any, tokens: dict[str, str], principal: str = "User
                     "operation": "ALTER_CONFIGS",
                     "permission_type": "ALLOW",
                 }
+                for principal in principals or ("User:alice",)
             ]
         },
         token=tokens["admin"],
     )
-    assert status == 200 and answer["results"][0]["error_code"] == 0, answer
+    assert status == 200 and all(r["error_code"] == 0 for r in answer["results"]), answer
 
 
 def test_a_broker_redirects_a_write_that_is_applied_and_audited_as_the_original_principal(

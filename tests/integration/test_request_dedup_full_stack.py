@@ -199,3 +199,64 @@ def test_a_controller_paused_past_its_lease_leaves_no_request_id_applied_twice(
         assert all(len(rows) == 1 for rows in audited.values())
         assert set(acked) <= set(audited)
         verify(st)  # the log replays to the tables, and no request id was applied twice
+
+
+def test_one_request_id_from_two_principals_at_once_is_two_writes(tmp_path: Path) -> None:
+    """Request ids belong to their principal (issue 20): the same ids sent at once by two
+    principals are two writes each, every principal answered with its own, and each reuse is
+    audited once, by the controller process, as a RequestIdCollision."""
+    with stack_with(tmp_path, CP_CONTROLLER_LEASE_MS="6000") as stack:
+        stack.start_controller("controller-a", 3000)
+        stack.wait_active("controller-a")
+        http = stack.start_web(workers=2, threads=8)
+        ops = stack.manage("create_principal", "ops", "--super-user").stdout.split()[-1]
+        senders = {"User:admin": stack.tokens["admin"], "User:ops": ops}
+        prefix = f"shared-{uuid.uuid4().hex[:8]}-"
+
+        def both_principals(n: int) -> tuple[str, dict[str, tuple[int, Any]]]:
+            request_id, start = f"{prefix}{n}", threading.Barrier(2)
+
+            def one(token: str) -> tuple[int, Any]:
+                start.wait(timeout=30)
+                return send(http, token, request_id, next(VALUES))
+
+            with concurrent.futures.ThreadPoolExecutor(2) as pair:
+                answers = dict(zip(senders, pair.map(one, senders.values()), strict=True))
+            return request_id, answers
+
+        with concurrent.futures.ThreadPoolExecutor(8) as clients:
+            sent = dict(clients.map(both_principals, range(60)))
+
+        rows = stack.sql(
+            'SELECT request_id, principal, "offset" FROM cp_metadata_record'
+            ' WHERE request_id LIKE %s ORDER BY "offset"',
+            prefix + "%",
+        )
+        written: dict[str, dict[str, list[int]]] = {}
+        for request_id, principal, offset in rows:
+            written.setdefault(request_id, {}).setdefault(principal, []).append(offset)
+        assert {r: {p: len(o) for p, o in w.items()} for r, w in written.items()} == {
+            r: dict.fromkeys(senders, 1) for r in sent
+        }
+        collided = stack.sql(
+            "SELECT request_id, principal, resources FROM cp_audit_event"
+            " WHERE api = 'RequestIdCollision' AND request_id LIKE %s",
+            prefix + "%",
+        )
+        assert sorted(r for r, _, _ in collided) == sorted(sent)
+        for _, principal, resources in collided:
+            (earlier,) = set(senders) - {principal}
+            assert [r["resource_name"] for r in resources] == ["IncrementalAlterConfigs", earlier]
+        audited = stack.sql(
+            "SELECT request_id, principal, first_offset FROM cp_audit_event"
+            " WHERE api = 'IncrementalAlterConfigs' AND request_id LIKE %s",
+            prefix + "%",
+        )
+        assert sorted((r, p) for r, p, _ in audited) == sorted(
+            (r, p) for r in sent for p in senders
+        )
+        assert all(acknowledged(*a) for answers in sent.values() for a in answers.values())
+        # Each principal's audit row names its own write.
+        for request_id, principal, offset in audited:
+            assert written[request_id][principal] == [offset]
+        verify(stack)

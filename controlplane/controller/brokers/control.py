@@ -21,8 +21,8 @@ from controlplane.controller.canary.rules import (
 )
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.env import (
+    DEFAULT_FENCING_HOLD_OFF_MAX_MS,
     DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS,
-    DEFAULT_FENCING_HOLD_OFF_RATIO,
     DEFAULT_SESSION_TIMEOUT_MS,
     BrokerSession,
 )
@@ -389,6 +389,26 @@ def heartbeat_response(
     }
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class FencingHoldOff:
+    """What decides whether a lapse is the controller's blindness rather than the brokers'.
+
+    `ingress_overload`: the runtime's measurement of its own ingress within the last session
+    (controller queue delay, listener lag, timer lateness over their bound), None when it kept
+    up. `since_ms`: when the current hold-off began (0: none). `max_ms`: how long one may last.
+    `min_brokers`: the smallest cluster (unfenced brokers) in which hearing nobody means the
+    controller is deaf rather than every broker dead.
+    """
+
+    ingress_overload: str | None = None
+    since_ms: int = 0
+    max_ms: int = DEFAULT_FENCING_HOLD_OFF_MAX_MS
+    min_brokers: int = DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS
+
+
+FULL_DISRUPTION = "full disruption: no broker was heard within the session timeout"
+
+
 def fence_stale_brokers(
     view: MetadataDelta,
     *,
@@ -397,19 +417,20 @@ def fence_stale_brokers(
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
     activated_ms: int,
     configs: ConfigView | None = None,
-    hold_off_ratio: float = DEFAULT_FENCING_HOLD_OFF_RATIO,
-    hold_off_min_brokers: int = DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS,
+    hold_off: FencingHoldOff = FencingHoldOff(),
 ) -> ControllerResult:
-    """Fence every unfenced broker whose session lapsed; no records when none did.
+    """Fence every unfenced broker whose session lapsed, in one step; no records when none did.
 
     A broker the tracker has never heard from since this controller became active gets a full
     session from the activation (as Kafka's new controller does on failover).
 
-    Beyond Kafka: when most brokers lapse at once (`fencing_suspects_ingress`), the controller
-    suspects its own ingress (its listener starved, its network cut, its process paused) before
-    the brokers, as Kubernetes' node lifecycle controller stops evicting in a full disruption: it
-    fences none of them and answers them as `held_off`. Once heartbeats flow again the share
-    falls and whoever is still silent is fenced as usual.
+    The controller holds off only what is its own blindness (`fencing_blindness`): a full
+    disruption (nobody heard, as Kubernetes' node lifecycle controller stops evicting only when
+    every zone is down) or a measured overload of its own ingress (as Kafka's KAFKA-15019 does
+    not blame a broker for a heartbeat stuck in the controller's queue). A hold-off ends when
+    the blindness does, or after `max_ms` at the latest: whoever is still silent is fenced then.
+    Every stale broker is fenced in the same commit, so leadership moves once, to live replicas
+    only, instead of hopping onto a broker that is fenced a moment later.
     """
     stale = stale_brokers(
         view,
@@ -419,12 +440,28 @@ def fence_stale_brokers(
         activated_ms=activated_ms,
     )
     unfenced = sum(1 for broker in view.all_brokers() if not broker.fenced)
-    if fencing_suspects_ingress(
-        len(stale), unfenced, ratio=hold_off_ratio, min_brokers=hold_off_min_brokers
-    ):
-        return ControllerResult(
-            [], {"error_code": 0, "fenced_brokers": [], "held_off": stale, "unfenced": unfenced}
+    reason = (
+        fencing_blindness(
+            view,
+            sessions=sessions,
+            now_ms=now_ms,
+            session_timeout_ms=session_timeout_ms,
+            ingress_overload=hold_off.ingress_overload,
+            unfenced=unfenced,
+            min_brokers=hold_off.min_brokers,
         )
+        if stale
+        else None
+    )
+    expired = reason is not None and hold_off_expired(hold_off, now_ms=now_ms)
+    answer: dict[str, object] = {
+        "error_code": 0,
+        "unfenced": unfenced,
+        "hold_off_reason": reason,
+        "hold_off_expired": expired,
+    }
+    if reason is not None and not expired:
+        return ControllerResult([], {**answer, "fenced_brokers": [], "held_off": stale})
     records: list[Record] = []
     for broker_id in stale:
         broker = view.broker(broker_id)
@@ -432,7 +469,7 @@ def fence_stale_brokers(
         records.extend(transition_records(broker, S.FENCED))
     if stale:
         records += _moved_off(view, stale, configs)
-    return ControllerResult(records, {"error_code": 0, "fenced_brokers": stale, "held_off": []})
+    return ControllerResult(records, {**answer, "fenced_brokers": stale, "held_off": []})
 
 
 def stale_brokers(
@@ -454,11 +491,39 @@ def stale_brokers(
     return stale
 
 
-def fencing_suspects_ingress(stale: int, unfenced: int, *, ratio: float, min_brokers: int) -> bool:
-    """Whether `stale` of `unfenced` brokers lapsing together points at the controller's own
-    ingress: more than `ratio` of them, in a cluster of at least `min_brokers` unfenced brokers
-    (a lone broker's silence is its own)."""
-    return unfenced >= max(1, min_brokers) and stale > ratio * unfenced
+def fencing_blindness(
+    view: MetadataDelta,
+    *,
+    sessions: Mapping[int, BrokerSession],
+    now_ms: int,
+    session_timeout_ms: int,
+    ingress_overload: str | None,
+    unfenced: int,
+    min_brokers: int,
+) -> str | None:
+    """Why the brokers' silence may be the controller's own deafness, or None when it is not.
+
+    A measured overload of the controller's ingress always is. Otherwise only a full disruption
+    is: not one registered broker (fenced ones too) heard within the session timeout, in a
+    cluster of at least `min_brokers` unfenced brokers (a lone broker's silence is its own).
+    A partial disruption, even of most brokers, is the brokers': the controller hears others.
+    """
+    if ingress_overload:
+        return ingress_overload
+    if unfenced < max(1, min_brokers):
+        return None
+    heard = any(
+        has_valid_session(
+            sessions.get(broker.broker_id), now_ms=now_ms, session_timeout_ms=session_timeout_ms
+        )
+        for broker in view.all_brokers()
+    )
+    return None if heard else FULL_DISRUPTION
+
+
+def hold_off_expired(hold_off: FencingHoldOff, *, now_ms: int) -> bool:
+    """Whether the hold-off under way has lasted its longest (a new one has not begun yet)."""
+    return hold_off.since_ms > 0 and now_ms - hold_off.since_ms >= hold_off.max_ms
 
 
 def unregister_broker(

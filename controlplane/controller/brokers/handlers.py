@@ -65,8 +65,12 @@ def _fence_stale_brokers(
         session_timeout_ms=env.session_timeout_ms,
         activated_ms=env.activated_ms,
         configs=env.configs(view),
-        hold_off_ratio=env.fencing_hold_off_ratio,
-        hold_off_min_brokers=env.fencing_hold_off_min_brokers,
+        hold_off=control.FencingHoldOff(
+            ingress_overload=env.ingress_overload,
+            since_ms=env.fencing_hold_off_since_ms,
+            max_ms=env.fencing_hold_off_max_ms,
+            min_brokers=env.fencing_hold_off_min_brokers,
+        ),
     )
 
 
