@@ -552,8 +552,9 @@ class FaultCampaign:
         """The brokers of two of the three racks stop heartbeating at once; the other rack's
         keep on. Measured: until every partition with a surviving ISR member has a live leader
         (Kafka: after the session timeout, elected from the ISR), then, once the racks are back,
-        until their brokers are unfenced, back in every ISR (their leaders' AlterPartition, the
-        simulator's repair-dir) and leading their preferred partitions again (the rebalance)."""
+        until their brokers are unfenced, back in every ISR (by themselves: a resumed simulated
+        broker's leaders take it back with AlterPartition once it is unfenced) and leading their
+        preferred partitions again (the rebalance)."""
         lost = [b for b in range(BROKERS) if b % RACKS != 0]
         survivors = {b for b in range(BROKERS) if b % RACKS == 0}
         before = self.partitions()
@@ -574,10 +575,6 @@ class FaultCampaign:
             self.simulator_command(f"resume {broker}")
         wait_for(lambda: self.unfenced() == BROKERS, 60, "the lost racks' brokers unfenced")
         unfenced_s = round(time.monotonic() - back, 2)
-        for broker in lost:  # the followers caught up: their leaders take them back
-            for log_dir in range(LOG_DIRS):
-                self.simulator_command(f"repair-dir {broker} {log_dir}")
-
         def isr_full() -> bool:
             return all(set(p["isr_nodes"]) == set(p["replica_nodes"]) for p in self.partitions())
 

@@ -18,6 +18,7 @@ together and fronts:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
@@ -43,9 +44,13 @@ from brokers.simulator.state import (
     LiveBroker,
     SimulatorCounters,
     SimulatorStatus,
+    logger,
 )
 from brokers.simulator.topics import create_topic
 from controlplane.controller.brokers.control import DEFAULT_HEARTBEAT_INTERVAL_MS
+
+# How long a resumed broker may take to be unfenced, then each log dir to rejoin its ISRs.
+REJOIN_TIMEOUT_S = 60.0
 
 
 class BrokerSimulator:
@@ -152,6 +157,8 @@ class BrokerSimulator:
             self._lifecycle, self._client, self._follower, self.counters, per_broker=log_dirs
         )
         self._forwarder = Forwarder(self._lifecycle, self._client, self.counters)
+        self._rejoining: set[asyncio.Task[bool]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the one the simulator runs on
 
     # --- what the follower learnt -----------------------------------------------------------
     @property
@@ -204,6 +211,7 @@ class BrokerSimulator:
         """Reach the server (retrying for `connect_timeout_s`), learn the cluster id, then start
         the metadata follower and every broker. Raises SimulatorError when the server never
         answered or refused the token."""
+        self._loop = asyncio.get_running_loop()
         self._client.open()
         try:
             await self._follower.first_contact(self.connect_timeout_s)
@@ -217,7 +225,7 @@ class BrokerSimulator:
         """Stop everything at once (no controlled shutdown: call shutdown_all() first for that).
         Brokers still running are marked `clean_shutdown=False`."""
         self._follower.closing = True
-        tasks = self._lifecycle.tasks()
+        tasks = [*self._lifecycle.tasks(), *self._rejoining]
         if self._follower.task is not None:
             tasks.append(self._follower.task)
         await cancel_until_done(tasks)
@@ -234,8 +242,32 @@ class BrokerSimulator:
     def resume(self, broker_id: int) -> None:
         """Heartbeat again. A silent broker keeps its registration and epoch, and asks to be
         unfenced again; a broker that was shut down starts again as a new incarnation (a
-        restarted broker process), registering afresh."""
+        restarted broker process), registering afresh. Once unfenced, its replicas in working
+        log dirs rejoin their ISRs (`rejoin_isr`), as a Kafka follower that caught up is taken
+        back by its leader."""
         self._lifecycle.resume(broker_id)
+        if self._loop is not None:  # from the loop or another thread alike
+            self._loop.call_soon_threadsafe(self._start_rejoin, broker_id)
+
+    def _start_rejoin(self, broker_id: int) -> None:
+        task = asyncio.get_running_loop().create_task(self.rejoin_isr(broker_id))
+        self._rejoining.add(task)
+        task.add_done_callback(self._rejoining.discard)
+
+    async def rejoin_isr(self, broker_id: int, timeout_s: float = REJOIN_TIMEOUT_S) -> bool:
+        """When broker `broker_id` is unfenced (within `timeout_s`), its leaders' AlterPartition
+        takes its replicas in working log dirs back into the ISR (what the fencing took out).
+        True when every such replica is back."""
+        if not await wait_until(lambda: self.broker(broker_id).unfenced, timeout_s):
+            logger.warning("broker %d: still fenced after %.0f s; no rejoin", broker_id, timeout_s)
+            return False
+        state = self.broker(broker_id)
+        working = [d for d in range(len(state.log_dirs)) if d not in state.failed_log_dirs]
+        results = [
+            await self._log_dirs.repair(broker_id, d, timeout_s=timeout_s, progress=None)
+            for d in working
+        ]
+        return all(result.error is None for result in results)
 
     async def shutdown(self, broker_id: int, timeout_s: float | None = 30.0) -> bool:
         """Controlled shutdown: heartbeat with want_shut_down until the controller answers

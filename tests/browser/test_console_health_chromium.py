@@ -296,8 +296,7 @@ def test_health_after_a_failed_log_dir_and_a_fenced_broker_is_the_apis(
         page.goto(f"{cluster.server.url}/ui/")
         for key, value in healed.items():
             expect(page.get_by_test_id(f"health-{key}")).to_have_text(str(value))
-        # The dir is back; the returned broker's replicas stay out of their ISRs until their
-        # leaders take them back (the simulator's leaders only do that for a repaired dir).
+        # The dir is back, and the returned broker rejoined its ISRs once unfenced.
         assert healed["offline_log_dirs"] == 0 and healed["leaderless_partitions"] == 0
 
 

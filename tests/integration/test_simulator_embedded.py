@@ -258,6 +258,25 @@ def test_simulated_brokers_fence_unfence_and_shut_down(server: EmbeddedServer) -
             assert await sim.wait_for(lambda s: s.status().unfenced == 4, WAIT_S), sim.status()
             assert all(b.phase is BrokerPhase.RUNNING for b in sim.brokers())
 
+            # A partition with a replica on each regular broker: the one broker 1 leaves and
+            # rejoins.
+            created = await admin.post(
+                "/api/v1/create-topics",
+                json={
+                    "topics": [
+                        {
+                            "name": "rejoin",
+                            "assignments": [{"partition_index": 0, "broker_ids": [0, 1, 2]}],
+                        }
+                    ]
+                },
+            )
+            assert created.json()["topics"][0]["error_code"] == 0, created.text
+
+            async def isr() -> list[int]:
+                answer = await admin.get("/api/v1/topics/rejoin")
+                return list(answer.json()["partitions"][0]["isr_nodes"])
+
             # A silent broker is fenced once its session lapses; the others stay unfenced.
             epoch_1 = sim.broker(1).epoch
             assert view[1]["broker_epoch"] == epoch_1
@@ -266,6 +285,7 @@ def test_simulated_brokers_fence_unfence_and_shut_down(server: EmbeddedServer) -
                 states_are(admin, {0: "UNFENCED", 1: "FENCED", 2: "UNFENCED", 3: "UNFENCED"}),
                 "broker 1 FENCED after its session lapsed",
             )
+            assert 1 not in await isr()
 
             # Resumed, it is still registered with the same epoch and unfences again.
             sim.resume(1)
@@ -273,6 +293,13 @@ def test_simulated_brokers_fence_unfence_and_shut_down(server: EmbeddedServer) -
             assert view[1]["broker_epoch"] == epoch_1
             assert sim.broker(1).epoch == epoch_1 and sim.broker(1).registrations == 1
             assert await sim.wait_for(lambda s: s.broker(1).unfenced, WAIT_S), sim.broker(1)
+
+            # Unfenced, it rejoins the ISR the fencing took it out of (its leader's AlterPartition).
+            async def rejoined() -> tuple[bool, Any]:
+                current = await isr()
+                return sorted(current) == [0, 1, 2], current
+
+            await eventually(rejoined, "broker 1 back in the ISR")
 
             # Unregistered behind its back, a broker gets STALE_BROKER_EPOCH and registers again
             # as a new incarnation with a new epoch.

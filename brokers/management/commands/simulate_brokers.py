@@ -47,7 +47,8 @@ from brokers.simulator import (
 from controlplane.controller.errors import Errors
 
 HELP_TEXT = (
-    "commands: stop ID (heartbeats stop; fenced when its session lapses) | resume ID | "
+    "commands: stop ID (heartbeats stop; fenced when its session lapses) | resume ID "
+    "(unfenced again, its replicas rejoin the ISR) | "
     "shutdown ID (controlled shutdown) | deploy ID VERSION (controlled shutdown, then restart "
     "reporting VERSION) | fail-dir ID [DIR] (a log dir fails: its replicas are "
     "reported offline) | repair-dir ID [DIR] (the leaders take them back into the ISR) | "
