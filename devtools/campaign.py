@@ -575,6 +575,7 @@ class FaultCampaign:
             self.simulator_command(f"resume {broker}")
         wait_for(lambda: self.unfenced() == BROKERS, 60, "the lost racks' brokers unfenced")
         unfenced_s = round(time.monotonic() - back, 2)
+
         def isr_full() -> bool:
             return all(set(p["isr_nodes"]) == set(p["replica_nodes"]) for p in self.partitions())
 
