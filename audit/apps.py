@@ -13,7 +13,7 @@ class AuditConfig(AppConfig):
         from audit.request_ids import audit_request_id_collisions
         from audit.services import CommitAudit, audit_executed
         from controlplane.rpc import AUDITORS
-        from controlplane.runtime.controller import FENCING_LISTENERS
+        from controlplane.runtime.fencing import FENCING_LISTENERS
         from controlplane.runtime.metadata_log import COMMIT_AUDIT
         from controlplane.runtime.request_ids import COLLISION_LISTENERS
 

@@ -25,6 +25,7 @@ from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.models import Cluster
+from controlplane.runtime.fencing import FencingHoldOffWatch
 from controlplane.runtime.ingress import (
     LagWindow,
     ingress_overload,
@@ -381,80 +382,6 @@ class ControllerRuntime:
         )
 
 
-class FencingHoldOffWatch:
-    """Makes the fencing rule's decisions loud: a warning, the session store's record of a
-    hold-off (the web nodes' `kafka_controller_fencing_held_off_brokers` gauge reads it) and an
-    audit event each (`FENCING_LISTENERS`): `FencingHeldOff` when a hold-off begins (and why),
-    `FencingResumed` when the controller hears again and fences who is still silent,
-    `FencingHoldOffExpired` when a hold-off lasted `CP_FENCING_HOLD_OFF_MAX_MS` and the silent
-    are fenced anyway, and `StaleBrokersFenced` for every other fencing of lapsed brokers.
-
-    `since_ms` (when the hold-off under way began, 0 when none) is what the rule's bound counts
-    from; the controller passes it to the core with every FenceStaleBrokers."""
-
-    REPEAT_WARNING_MS = 10_000
-
-    def __init__(self, sessions: SessionStore) -> None:
-        self.sessions = sessions
-        self.held_off: list[int] = []
-        self.since_ms = 0
-        self._warned_ms = 0
-
-    def observe(self, response: Response, now: int) -> None:
-        held_off = [int(b) for b in response.get("held_off") or []]
-        fenced = [int(b) for b in response.get("fenced_brokers") or []]
-        unfenced = int(response.get("unfenced", 0))
-        reason = str(response.get("hold_off_reason") or "")
-        if held_off and not self.since_ms:
-            self.since_ms = self._warned_ms = now
-            logger.warning(
-                "not fencing %d of %d unfenced brokers whose session lapsed (brokers %s): %s",
-                len(held_off),
-                unfenced,
-                held_off,
-                reason,
-            )
-            self._announce("FencingHeldOff", held_off, unfenced, reason)
-        elif held_off and now - self._warned_ms >= self.REPEAT_WARNING_MS:
-            self._warned_ms = now
-            logger.warning(
-                "still holding off fencing %d of %d brokers after %d ms: %s",
-                len(held_off),
-                unfenced,
-                now - self.since_ms,
-                reason,
-            )
-        elif not held_off and self.since_ms:
-            expired = bool(response.get("hold_off_expired"))
-            what = "FencingHoldOffExpired" if expired else "FencingResumed"
-            logger.warning(
-                "%s after %d ms: fenced brokers %s (%s)",
-                "hold-off expired" if expired else "fencing as usual again",
-                now - self.since_ms,
-                fenced,
-                reason or "the controller hears brokers again",
-            )
-            self._announce(what, fenced or self.held_off, unfenced, reason)
-            self.since_ms = 0
-        elif fenced:
-            self._announce(
-                "StaleBrokersFenced", fenced, unfenced, "session lapsed; other brokers are heard"
-            )
-        if held_off != self.held_off:
-            self.held_off = held_off
-            try:
-                self.sessions.set_fencing_hold_off(self.held_off, self.since_ms)
-            except Exception:  # the gauge only: the decision was the controller's alone
-                logger.warning("could not record the fencing hold-off", exc_info=True)
-
-    def _announce(self, what: str, brokers: list[int], unfenced: int, reason: str) -> None:
-        for listener in FENCING_LISTENERS:
-            try:
-                listener(what, list(brokers), unfenced, reason)
-            except Exception:
-                logger.exception("fencing listener failed")
-
-
 class EventBatcher:
     """One thread drains the waiting events into batches for the controller: group commit.
 
@@ -646,10 +573,6 @@ def _unavailable() -> ApiError:
 
 # Work the active controller's timer does besides fencing (apps register theirs in ready()).
 TIMER_JOBS: list[Callable[[ControllerRuntime], None]] = []
-# Told of the fencing rule's decisions (FencingHoldOffWatch: "FencingHeldOff", "FencingResumed",
-# "FencingHoldOffExpired", "StaleBrokersFenced") with the brokers, the unfenced count and why
-# (the audit trail registers itself).
-FENCING_LISTENERS: list[Callable[[str, list[int], int, str], None]] = []
 
 _runtime: ControllerRuntime | None = None
 _runtime_lock = threading.Lock()

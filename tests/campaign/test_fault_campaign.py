@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools import campaign
+from devtools import campaign, private_services
 from tests.conftest import REQUIRE_SERVICES
 
 pytestmark = [pytest.mark.campaign, pytest.mark.integration]
@@ -32,8 +32,8 @@ def test_fault_campaign(tmp_path: Path) -> None:
     missing = [
         what
         for what, there in (
-            ("redis-server", campaign.REDIS_SERVER),
-            ("initdb", (campaign.PG_BIN / "initdb").exists()),
+            ("redis-server", private_services.REDIS_SERVER),
+            ("initdb", (private_services.PG_BIN / "initdb").exists()),
             ("runuser", shutil.which("runuser")),
         )
         if not there

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from controlplane.controller.brokers import control as core
 from controlplane.controller.dispatch import run_event
 from controlplane.controller.env import BrokerSession, ControllerEnv
-from controlplane.runtime.controller import FENCING_LISTENERS, FencingHoldOffWatch
+from controlplane.runtime.fencing import FENCING_LISTENERS, FencingHoldOffWatch
 from controlplane.runtime.ingress import LagWindow, ingress_overload, stale_reports
 from controlplane.runtime.sessions import LocalSessionStore
 from tests.unit.test_broker_core import _beat, registered_delta
