@@ -8,20 +8,18 @@ class AuditConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from audit import timer  # noqa: F401  (the embedded periodic export)
         from audit.controller_events import audit_fencing_hold_off
         from audit.request_ids import audit_request_id_collisions
         from audit.services import CommitAudit, audit_executed
-        from controlplane.rpc import AUDITORS
-        from controlplane.runtime.fencing import FENCING_LISTENERS
-        from controlplane.runtime.metadata_log import COMMIT_AUDIT
-        from controlplane.runtime.request_ids import COLLISION_LISTENERS
+        from audit.timer import export_when_due
+        from controlplane.rpc import register_auditor
+        from controlplane.runtime.controller import register_timer_job
+        from controlplane.runtime.fencing import register_fencing_listener
+        from controlplane.runtime.metadata_log import register_commit_audit
+        from controlplane.runtime.request_ids import register_collision_listener
 
-        if audit_executed not in AUDITORS:
-            AUDITORS.append(audit_executed)
-        if not any(isinstance(trail, CommitAudit) for trail in COMMIT_AUDIT):
-            COMMIT_AUDIT.append(CommitAudit())
-        if audit_fencing_hold_off not in FENCING_LISTENERS:
-            FENCING_LISTENERS.append(audit_fencing_hold_off)
-        if audit_request_id_collisions not in COLLISION_LISTENERS:
-            COLLISION_LISTENERS.append(audit_request_id_collisions)
+        register_auditor(audit_executed)
+        register_commit_audit(CommitAudit())
+        register_fencing_listener(audit_fencing_hold_off)
+        register_collision_listener(audit_request_id_collisions)
+        register_timer_job(export_when_due)  # the embedded periodic export

@@ -52,16 +52,15 @@ def audit_request_id_collisions(collisions: Sequence[RequestIdCollision]) -> Non
 
 
 def _row(collision: RequestIdCollision, time_ms: int) -> dict[str, Any]:
-    context, forwarding = collision.context, collision.forwarding or {}
-    broker_id = forwarding.get("broker_id")
+    context, forwarding = collision.context, collision.forwarding
     return {
         "time_ms": time_ms,
         "principal": context.principal[:255],
         "client_id": context.client_id[:255],
         "client_host": context.client_host[:64],
-        "forwarding_principal": str(forwarding.get("principal") or "")[:255],
-        "forwarding_host": str(forwarding.get("host") or "")[:64],
-        "forwarding_broker_id": broker_id if isinstance(broker_id, int) else None,
+        "forwarding_principal": "" if forwarding is None else forwarding.principal[:255],
+        "forwarding_host": "" if forwarding is None else forwarding.host[:64],
+        "forwarding_broker_id": None if forwarding is None else forwarding.broker_id,
         "api": REQUEST_ID_COLLISION,
         "resources": [
             {"resource_type": "API", "resource_name": collision.api, "error_code": 0},

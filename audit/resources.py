@@ -149,7 +149,7 @@ def token_of_hmac(
     body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
 ) -> Iterable[Resource]:
     """Renew and expire name the token by its HMAC: the controller notes its id privately."""
-    return [_named(("DELEGATION_TOKEN", _text(notes.get("_token_id")) or "(unknown)"), top)]
+    return [_named(("DELEGATION_TOKEN", _text(notes.get("token_id")) or "(unknown)"), top)]
 
 
 def token_owners(

@@ -12,9 +12,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -25,10 +24,11 @@ from audit.models import AuditEvent, AuditExport, ExportState
 from audit.resources import Namers, replica_state_report, request_outcome, request_resources
 from audit.spark.session import SparkUnavailable, spark_session
 from audit.spark.storage import ExportError, is_uri
-from controlplane.rpc import HOUSE_RPCS, REGISTRY, Executed, Forwarding
+from controlplane.rpc import REGISTRY, Executed
 from controlplane.runtime.bulk import Column, Write, prepared_upsert
+from controlplane.runtime.conversation import AppliedWrite, Forwarding
+from controlplane.runtime.executor import executor
 from controlplane.runtime.lease import now_ms
-from controlplane.runtime.metadata_log import AppliedWrite
 
 logger = logging.getLogger("controlplane.audit")
 
@@ -132,8 +132,8 @@ def audit_event_record(*, time_ms: int | None = None, **fields: Any) -> None:
 def audit_executed(executed: Executed) -> None:
     """The audit trail's part of `controlplane.rpc.execute`: every executed admin request the
     controller did not audit in its commit."""
-    caller, answer, notes = executed.caller, executed.answer, executed.notes
-    if notes.audited:
+    caller, answer, trail = executed.caller, executed.answer, executed.trail
+    if trail.audited:
         return  # written in the commit of the request's records
     try:
         audit_event_record(
@@ -146,9 +146,9 @@ def audit_executed(executed: Executed) -> None:
             http_status=answer.status,
             body=executed.body,
             answer=answer.data,
-            notes=notes.private,
-            first_offset=notes.first_offset,
-            last_offset=notes.last_offset,
+            notes=trail.notes,
+            first_offset=trail.first_offset,
+            last_offset=trail.last_offset,
             forwarding=caller.forwarding,
             duration_ms=executed.duration_ms,
         )
@@ -179,27 +179,24 @@ class CommitAudit:
 
 
 def _commit_row(write: AppliedWrite, timestamp: int) -> dict[str, Any]:
-    audit = write.audit or {}
-    api = str(audit.get("rpc") or write.api)
-    namers = _namers_of(api, write.api)
-    forwarding = audit.get("forwarding")
-    context = write.context
+    audit, context = write.audit, write.context
+    assert audit is not None  # only the writes that carry an audit envelope are rowed
     return _row(
         time_ms=timestamp,
-        api=api,
-        namers=namers,
+        api=audit.rpc,
+        namers=_namers_of(audit.rpc, write.api),
         principal=context.principal,
         client_id=context.client_id,
         client_host=context.client_host,
         request_id=context.request_id,
         http_status=200,  # a request that committed was processed: per-item errors only
-        body=write.payload,
-        answer=_with_refused(write.response, audit.get("refused") or {}),
-        notes={k: v for k, v in write.response.items() if k.startswith("_")},
+        body=dict(write.payload),
+        answer=_with_refused(write.answer.response, audit.refused),
+        notes=dict(write.answer.notes),
         first_offset=write.first_offset,
         last_offset=write.last_offset,
-        forwarding=Forwarding(**forwarding) if isinstance(forwarding, dict) else None,
-        duration_ms=float(max(0, timestamp - int(audit.get("started_ms") or timestamp))),
+        forwarding=audit.forwarding,
+        duration_ms=float(max(0, timestamp - audit.started_ms)),
     )
 
 
@@ -207,7 +204,7 @@ def _namers_of(rpc: str, controller_api: str) -> Namers:
     """How the audit trail names a request's resources: its RPC's (the registry's, or the
     house's own RPCs such as the mirror's), else the controller write's. Never a reason for a
     commit to fail: an RPC nobody taught it names no resources (and says so in the log)."""
-    spec = REGISTRY.get(rpc) or HOUSE_RPCS.get(rpc)
+    spec = REGISTRY.get(rpc)
     if spec is not None:
         return spec.resources
     if controller_api in CONTROLLER_WRITE_NAMERS:
@@ -216,7 +213,9 @@ def _namers_of(rpc: str, controller_api: str) -> Namers:
     return lambda body, answer, top, notes: []
 
 
-def _with_refused(response: dict[str, Any], refused: dict[str, Any]) -> dict[str, Any]:
+def _with_refused(
+    response: dict[str, Any], refused: Mapping[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
     """The controller's answer with the items the sending node refused before the call: the
     whole answer the client gets, as far as the audit trail names it."""
     answer = dict(response)
@@ -243,6 +242,7 @@ PROGRESS_EVERY_S = 0.5  # a running export writes its progress at most this ofte
 STALLED_MS = 300_000  # a RUNNING export whose progress stood still this long has died
 
 
+EXPORT_TASK = "audit.tasks.export_audit_trail"
 PERIODIC_EXPORTER = "User:controller"  # who the periodic export runs as, in the UI's list
 
 
@@ -251,7 +251,7 @@ def audit_export_start(*, requested_by: str, path: str | None = None) -> AuditEx
     (Celery; a thread embedded); the one already under way to that path when there is one."""
     export, created = audit_export_create(requested_by=requested_by, path=path)
     if created:
-        transaction.on_commit(lambda: _dispatch(export.pk))
+        executor().send_task(EXPORT_TASK, export.pk, long_running=True)
     return export
 
 
@@ -286,24 +286,6 @@ def audit_export_running(*, path: str) -> AuditExport | None:
         )
         return None
     return export
-
-
-def _dispatch(export_id: int) -> None:
-    if settings.CELERY_TASK_ALWAYS_EAGER:  # embedded: a thread of this process does it
-        threading.Thread(
-            target=_in_thread, args=(export_id,), name=f"audit-export-{export_id}", daemon=True
-        ).start()
-        return
-    from audit.tasks import export_audit_trail
-
-    export_audit_trail.delay(export_id)
-
-
-def _in_thread(export_id: int) -> None:
-    try:
-        audit_export_execute(export_id=export_id)
-    finally:
-        connection.close()
 
 
 def audit_export_execute(*, export_id: int) -> AuditExport:

@@ -26,11 +26,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from controlplane.runtime.conversation import ControllerEvent
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 500  # events per controller batch (the controller's MAX_BATCH_EVENTS)
-NOT_CONTROLLER = 41
 
 
 def log(message: str) -> None:
@@ -61,72 +63,61 @@ class Cluster:
         self.cluster_id = cluster_get_or_create().cluster_id
         self.writes = 0
 
-    def handle(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        responses = self.runtime.handle_batch(events)
-        if any(r.get("error_code") == NOT_CONTROLLER for r in responses):
+    def handle(self, events: list[ControllerEvent]) -> list[dict[str, Any]]:
+        answers = self.runtime.handle_batch(events)
+        if any(answer.not_controller for answer in answers):
             # No timer renews this process's lease while it exports: take it again (the same
             # request ids, so nothing applies twice).
-            responses = self.runtime.handle_batch(events)
-        failed = [r for r in responses if r.get("error_code") not in (0, None)]
+            answers = self.runtime.handle_batch(events)
+        failed = [a.response for a in answers if a.response.get("error_code") not in (0, None)]
         if failed:
             raise SystemExit(f"the controller refused a benchmark event: {failed[0]}")
-        return responses
+        return [answer.response for answer in answers]
 
     def brokers(self, count: int) -> None:
+        from controlplane.runtime.conversation import ControllerEvent, RequestContext
         from controlplane.runtime.lease import now_ms
 
+        broker = RequestContext(principal="User:broker")
         for broker_id in range(count):
-            [answer] = self.handle(
-                [
-                    {
-                        "api": "BrokerRegistration",
-                        "principal": "User:broker",
-                        "payload": {
-                            "broker_id": broker_id,
-                            "cluster_id": self.cluster_id,
-                            "incarnation_id": str(uuid.uuid4()),
-                            "listeners": [],
-                            "rack": f"rack-{broker_id % 3}",
-                            "pod": "canary-broker" if broker_id == count - 1 else "broker",
-                            "log_dirs": [str(uuid.uuid4())],
-                        },
-                    }
-                ]
-            )
+            registration = {
+                "broker_id": broker_id,
+                "cluster_id": self.cluster_id,
+                "incarnation_id": str(uuid.uuid4()),
+                "listeners": [],
+                "rack": f"rack-{broker_id % 3}",
+                "pod": "canary-broker" if broker_id == count - 1 else "broker",
+                "log_dirs": [str(uuid.uuid4())],
+            }
+            [answer] = self.handle([ControllerEvent("BrokerRegistration", registration, broker)])
             epoch = answer["broker_epoch"]
             self.runtime.sessions.touch(broker_id, now_ms=now_ms(), metadata_offset=epoch)
-            self.handle(
-                [
-                    {
-                        "api": "BrokerHeartbeat",
-                        "principal": "User:broker",
-                        "payload": {
-                            "broker_id": broker_id,
-                            "broker_epoch": epoch,
-                            "current_metadata_offset": epoch,
-                        },
-                    }
-                ]
-            )
+            heartbeat = {
+                "broker_id": broker_id,
+                "broker_epoch": epoch,
+                "current_metadata_offset": epoch,
+            }
+            self.handle([ControllerEvent("BrokerHeartbeat", heartbeat, broker)])
 
-    def event(self, rpc: str, payload: dict[str, Any], **forwarding: Any) -> dict[str, Any]:
+    def event(self, rpc: str, payload: dict[str, Any], **forwarding: Any) -> ControllerEvent:
+        """An audited admin write (its audit row in the commit), maybe forwarded by a broker."""
+        from controlplane.runtime.conversation import (
+            AuditEnvelope,
+            ControllerEvent,
+            Forwarding,
+            RequestContext,
+        )
         from controlplane.runtime.lease import now_ms
 
         self.writes += 1
-        return {
-            "api": rpc,
-            "payload": payload,
-            "principal": "User:admin",
-            "client_id": "bench",
-            "client_host": "127.0.0.1",
-            "request_id": f"bench-{uuid.uuid4().hex}",
-            "audit": {
-                "rpc": rpc,
-                "started_ms": now_ms(),
-                "forwarding": forwarding or None,
-                "refused": {},
-            },
-        }
+        context = RequestContext(
+            principal="User:admin",
+            client_id="bench",
+            client_host="127.0.0.1",
+            request_id=f"bench-{uuid.uuid4().hex}",
+        )
+        forwarded = Forwarding(**forwarding) if forwarding else None
+        return ControllerEvent(rpc, payload, context, audit=AuditEnvelope(rpc, now_ms(), forwarded))
 
     def topic(self, name: str, partitions: int) -> None:
         from controlplane.rpc import REGISTRY

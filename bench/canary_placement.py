@@ -98,7 +98,7 @@ def core_times(brokers: int, canary: int, partitions: int, runs: int) -> dict[st
             "BrokerHeartbeat",
             {
                 "broker_id": broker_id,
-                "broker_epoch": image.broker(broker_id).epoch,  # type: ignore[union-attr]
+                "broker_epoch": image.broker(broker_id).epoch,
                 "current_metadata_offset": 10**12,
             },
             env,

@@ -6,8 +6,10 @@ class BrokersConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from brokers import projection  # noqa: F401  (registers the brokers projection)
         from brokers.metrics import ClusterCollector
+        from brokers.projection import BrokerProjection
         from controlplane.metrics import register_scrape_collector
+        from controlplane.runtime.projections import register_projection
 
+        register_projection(BrokerProjection())
         register_scrape_collector(ClusterCollector())

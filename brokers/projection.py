@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from brokers.models import Broker
 from controlplane.controller.image import BrokerRegistration, MetadataDelta, MetadataImage
 from controlplane.controller.records import Listener
-from controlplane.runtime.projections import register_projection
+from controlplane.runtime.projections import AppliedWrites, Write
 
 UPDATE_FIELDS = [
     "incarnation_id",
@@ -62,24 +63,27 @@ class BrokerProjection:
     name = "brokers"
     tables: tuple[str, ...] = ("cp_broker",)
 
-    def persist(self, delta: MetadataDelta) -> None:
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
         if not delta.changed_brokers:
-            return
+            return []
         upserts = [broker_row(b) for b in delta.changed_brokers.values() if b is not None]
         removed = [broker_id for broker_id, b in delta.changed_brokers.items() if b is None]
-        if upserts:
-            Broker.objects.bulk_create(
-                upserts,
-                update_conflicts=True,
-                unique_fields=["broker_id"],
-                update_fields=UPDATE_FIELDS,
-            )
-        if removed:
-            Broker.objects.filter(broker_id__in=removed).delete()
+        return [functools.partial(_write_brokers, upserts, removed)]
 
     def load(self, image: MetadataImage) -> None:
         for row in Broker.objects.all().iterator(chunk_size=2000):
             image.brokers[row.broker_id] = registration_from_row(row)
 
 
-register_projection(BrokerProjection())
+def _write_brokers(upserts: list[Broker], removed: list[int]) -> None:
+    if upserts:
+        Broker.objects.bulk_create(
+            upserts,
+            update_conflicts=True,
+            unique_fields=["broker_id"],
+            update_fields=UPDATE_FIELDS,
+        )
+    if removed:
+        Broker.objects.filter(broker_id__in=removed).delete()

@@ -8,6 +8,7 @@ from typing import Any
 from audit import resources as named
 from brokers import selectors, services
 from brokers.api.serializers import DescribeClusterSerializer, UnregisterBrokerSerializer
+from controlplane.api.responses import INT, NSTR, STR, arr, kafka, nullable, obj
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.rpc import Caller, any_principal, cluster, register
 
@@ -59,6 +60,7 @@ register(
     authorize=cluster(AclOperation.ALTER, write=True),
     handler=unregister_broker,
     resources=named.broker,
+    response=kafka(throttle_time_ms=INT),
 )
 register(
     "DescribeCluster",
@@ -66,4 +68,14 @@ register(
     authorize=any_principal,
     handler=describe_cluster,
     resources=named.constant("CLUSTER", CLUSTER_NAME),
+    response=kafka(
+        throttle_time_ms=INT,
+        endpoint_type=INT,
+        cluster_id=STR,
+        controller_id=nullable(INT),
+        brokers=arr(
+            obj(broker_id=INT, host=STR, port=INT, rack=NSTR, pod=STR, software_version=NSTR)
+        ),
+        cluster_authorized_operations=INT,
+    ),
 )

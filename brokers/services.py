@@ -12,10 +12,10 @@ from typing import Any
 from brokers.models import Broker
 from brokers.projection import registration_from_row
 from controlplane.controller.brokers import control as core
-from controlplane.controller.errors import ApiError, Errors
-from controlplane.controller.image import BrokerControlState, BrokerStatus
+from controlplane.controller.errors import Errors
+from controlplane.controller.image import BrokerStatus
+from controlplane.runtime.conversation import RequestContext
 from controlplane.runtime.lease import now_ms
-from controlplane.runtime.metadata_log import RequestContext
 from controlplane.runtime.sessions import session_store
 from controlplane.services import controller_call
 
@@ -26,25 +26,14 @@ def broker_register(*, payload: dict[str, Any], context: RequestContext) -> dict
 
 
 def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-    request = core.BrokerHeartbeatRequest(
-        broker_id=payload["broker_id"],
-        broker_epoch=payload["broker_epoch"],
-        current_metadata_offset=payload["current_metadata_offset"],
-        want_fence=payload.get("want_fence", False),
-        want_shut_down=payload.get("want_shut_down", False),
-        offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
-    )
+    request = core.heartbeat_request(payload)
     status = _current_status(request)
     if status is None:
         return _stale_epoch(request)
-    if status.control_state is not BrokerControlState.CONTROLLED_SHUTDOWN:
-        target = core.next_broker_state(
-            status, request, has_leaderships=True, lowest_active_offset=-1
-        )
-        if not core.transition_records(status, target) and (
-            core.offline_log_dirs_change(status, request) is None
-        ):
-            return core.heartbeat_response(status, request, target)
+    # The core's own rule: answered here only what the controller would answer with no records.
+    answer = core.heartbeat_fast_answer(status, request)
+    if answer is not None:
+        return answer
     return controller_call(api="BrokerHeartbeat", payload=payload, context=context)
 
 
@@ -79,12 +68,7 @@ def broker_unregister(*, broker_id: int, context: RequestContext) -> dict[str, A
 
 def _stale_epoch(request: core.BrokerHeartbeatRequest) -> dict[str, Any]:
     epoch = Broker.objects.filter(pk=request.broker_id).values_list("epoch", flat=True).first()
-    error = ApiError(
-        Errors.STALE_BROKER_EPOCH,
-        f"No broker registration found for broker {request.broker_id}"
-        if epoch is None
-        else f"Expected broker epoch {epoch}, but got broker epoch {request.broker_epoch}",
-    )
+    error = core.stale_broker_epoch(request.broker_id, epoch, request.broker_epoch)
     return {
         **error.as_fields(),
         "is_caught_up": False,

@@ -9,7 +9,7 @@ from configs.models import ClientQuota
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import QuotaEntity
 from controlplane.runtime.bulk import Column, prepared_delete, prepared_upsert
-from controlplane.runtime.projections import Write, register_projection
+from controlplane.runtime.projections import AppliedWrites, Write
 
 
 def quota_entity_key(entity: QuotaEntity) -> str:
@@ -27,12 +27,9 @@ class QuotaProjection:
     name = "client_quotas"
     tables: tuple[str, ...] = ("cp_client_quota",)
 
-    def persist(self, delta: MetadataDelta) -> None:
-        for write in self.prepare(delta):
-            write()
-
-    def prepare(self, delta: MetadataDelta) -> list[Write]:
-
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
         if not delta.changed_client_quotas:
             return []
         upserts = [
@@ -85,6 +82,3 @@ def client_quota_map() -> dict[QuotaEntity, dict[str, float]]:
     for entity, key, value in client_quota_rows():
         quotas.setdefault(entity, {})[key] = value
     return quotas
-
-
-register_projection(QuotaProjection())

@@ -17,6 +17,17 @@ from configs import selectors
 from configs.api import config_serializers as config_s
 from configs.api import quota_serializers as quota_s
 from configs.projection import client_quota_map
+from controlplane.api.responses import (
+    CONFIG_ENTRY,
+    INT,
+    NUM,
+    QUOTA_ENTITY,
+    STR,
+    arr,
+    kafka,
+    nullable,
+    obj,
+)
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.config_schema import TOPIC
 from controlplane.controller.configs.resources import (
@@ -28,9 +39,10 @@ from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.quotas import describe as quotas
 from controlplane.rpc import Caller, any_principal, cluster, public_write, register
 from controlplane.selectors import configs_stored
-from controlplane.services import controller_call, controller_refused
+from controlplane.services import controller_call
 
 Body = dict[str, Any]
+RESOURCE_RESULT = kafka(resource_type=STR, resource_name=STR)  # an altered resource's answer
 
 
 def _ok() -> Body:
@@ -84,7 +96,7 @@ def _alter(api: str) -> Any:
                 refused[index] = error
         permitted = [r for i, r in enumerate(resources) if i not in refused]
         refusals = {index: _refusal(error, resources[index]) for index, error in refused.items()}
-        controller_refused(answer_key="responses", items=list(refusals.values()))
+        caller.trail.refuse(answer_key="responses", items=list(refusals.values()))
         answers: list[Body] = []
         if permitted:
             response = controller_call(
@@ -174,6 +186,13 @@ register(
     authorize=any_principal,
     handler=describe_configs_rpc,
     resources=named.listed("results", "resources", named.config_resource),
+    response=obj(
+        "results",
+        throttle_time_ms=INT,
+        results=arr(
+            kafka(resource_type=STR, resource_name=STR, configs=arr(CONFIG_ENTRY)),
+        ),
+    ),
 )
 register(
     "AlterConfigs",
@@ -181,6 +200,7 @@ register(
     authorize=public_write,
     handler=_alter("AlterConfigs"),
     resources=CONFIG_RESOURCES,
+    response=obj("responses", throttle_time_ms=INT, responses=arr(RESOURCE_RESULT)),
 )
 register(
     "IncrementalAlterConfigs",
@@ -188,6 +208,7 @@ register(
     authorize=public_write,
     handler=_alter("IncrementalAlterConfigs"),
     resources=CONFIG_RESOURCES,
+    response=obj("responses", throttle_time_ms=INT, responses=arr(RESOURCE_RESULT)),
 )
 register(
     "AlterClientQuotas",
@@ -195,6 +216,7 @@ register(
     authorize=cluster(AclOperation.ALTER_CONFIGS, write=True),
     handler=alter_client_quotas,
     resources=named.listed("entries", "entries", named.quota_entity),
+    response=obj("entries", throttle_time_ms=INT, entries=arr(kafka(entity=QUOTA_ENTITY))),
 )
 register(
     "DescribeClientQuotas",
@@ -202,4 +224,8 @@ register(
     authorize=cluster(AclOperation.DESCRIBE_CONFIGS),
     handler=describe_client_quotas,
     resources=named.whole_body(named.quota_entity),
+    response=kafka(
+        throttle_time_ms=INT,
+        entries=nullable(arr(obj(entity=QUOTA_ENTITY, values=arr(obj(key=STR, value=NUM))))),
+    ),
 )

@@ -10,8 +10,10 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from django.conf import settings
+from django.http import HttpRequest
 
 from controlplane.controller.acls.authorizer import (
     AclIndex,
@@ -35,6 +37,9 @@ from controlplane.controller.records import AccessControlEntryRecord
 from controlplane.models import Acl
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.runtime.notifier import notifier
+
+if TYPE_CHECKING:
+    from rest_framework.request import Request
 
 CACHE_TTL_S = 5.0
 
@@ -89,6 +94,11 @@ class _AclCache:
 
 
 acl_cache = _AclCache()
+
+
+def client_host(request: HttpRequest | Request) -> str:
+    """The client's address: the host its principal's ACLs are matched against."""
+    return str(request.META.get("REMOTE_ADDR") or "")
 
 
 def is_authorized(

@@ -16,6 +16,8 @@ from prometheus_client import (
 from prometheus_client.core import REGISTRY, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from controlplane.runtime.plugins import add_once
+
 REQUESTS = Counter("cp_http_requests_total", "HTTP requests served", ["method", "route", "status"])
 LATENCY = Histogram(
     "cp_http_request_duration_seconds",
@@ -138,9 +140,8 @@ SCRAPE_COLLECTORS: list[Collector] = []
 
 
 def register_scrape_collector(collector: Collector) -> None:
-    if collector in SCRAPE_COLLECTORS:
-        return
-    SCRAPE_COLLECTORS.append(collector)
+    if not add_once(SCRAPE_COLLECTORS, collector):
+        return  # prometheus refuses a second collector of the same series
     if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
         REGISTRY.register(collector)
 

@@ -62,10 +62,14 @@ class AppliedRequest(models.Model):
     request_id = models.CharField(max_length=128)
     principal = models.CharField(max_length=255)
     api = models.CharField(max_length=64)
-    response = models.JSONField()
+    response = models.JSONField()  # what the client got (a secret withheld)
     first_offset = models.BigIntegerField()
     last_offset = models.BigIntegerField()
     created_ms = models.BigIntegerField()
+    # For a retry's audit trail: whether the write was audited in its commit, and the core's
+    # notes of it (a renewed token's id), never answered.
+    audited = models.BooleanField(default=False)
+    notes = models.JSONField(default=dict)
 
     class Meta:
         db_table = "cp_applied_request"

@@ -124,11 +124,6 @@ def principal_by_token(token: str) -> AuthenticatedPrincipal | None:
     return principal
 
 
-def principal_by_id(principal_id: int) -> AuthenticatedPrincipal | None:
-    row = Principal.objects.filter(pk=principal_id).first()
-    return None if row is None else AuthenticatedPrincipal.of(row)
-
-
 # --- UI sessions: tied to the principal's key --------------------------------------------------
 # A session names its principal and a fingerprint of the key it logged in with: re-keying the
 # principal (`create_principal` again) or deleting it ends every session it had, at the next

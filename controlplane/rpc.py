@@ -1,8 +1,10 @@
 """One registry of admin RPCs and one way to run them, as Kafka's `ApiKeys` + `KafkaApis`.
 
-Every admin RPC is an `ApiSpec`: its Kafka name and apiKey (`controller.api_keys`), its request
-serializer, its whole-request authorization, its handler and how its resources are named for
-the audit trail. Apps declare theirs in an `rpcs.py` module (found when Django starts).
+Every admin RPC is an `ApiSpec`: its name (and Kafka's apiKey, `controller.api_keys`, unless it
+is the house's own), its request serializer, its whole-request authorization, its handler, how
+its resources are named for the audit trail and its answer's schema. Apps declare theirs in an
+`rpcs.py` module (found when Django starts); the router, the OpenAPI schema, the Envelope, the
+UI and the audit trail all read them from `REGISTRY`.
 
 `execute(spec, body, caller)` is the one path: authorize, validate, run the handler (which
 authorizes per item, as Kafka does, and calls the controller through a service), answer Kafka's
@@ -25,23 +27,15 @@ from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS, ApiKey
 from controlplane.http_errors import exception_handler
 from controlplane.principals import AuthenticatedPrincipal
+from controlplane.runtime.conversation import Forwarding, RequestContext, RequestTrail
 from controlplane.runtime.lease import now_ms
-from controlplane.runtime.metadata_log import RequestContext
-from controlplane.services import ControllerNotes, controller_notes
+from controlplane.runtime.plugins import add_once
 
 logger = logging.getLogger(__name__)
 
 Body = dict[str, Any]
 Resource = dict[str, Any]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Forwarding:
-    """The broker that redirected a request in an Envelope."""
-
-    principal: str
-    host: str
-    broker_id: int | None = None
+Schema = dict[str, Any]  # an OpenAPI schema
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -53,6 +47,9 @@ class Caller:
     client_id: str = ""
     request_id: str = ""
     forwarding: Forwarding | None = None  # the broker that redirected it in an Envelope
+    # The request's audit facts, out to the controller and back (`execute` gives each request
+    # a trail of its own; the handler's service calls carry it in `context`).
+    trail: RequestTrail = dataclasses.field(default_factory=RequestTrail, compare=False)
 
     @property
     def name(self) -> str:
@@ -65,6 +62,7 @@ class Caller:
             client_id=self.client_id[:255],
             client_host=self.host,
             request_id=self.request_id,
+            trail=self.trail,
         )
 
     def allowed(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
@@ -113,23 +111,26 @@ def cluster(operation: AclOperation, *, write: bool = False) -> Authorize:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ApiSpec:
-    key: ApiKey
+    """One admin RPC: everything the house needs to route, document, authorize, run and audit
+    it. `register` makes it; nothing else names it."""
+
+    name: str
     request: type[serializers.Serializer]  # type: ignore[type-arg]
-    authorize: Authorize
+    authorize: Authorize  # the whole request's (the handler authorizes each item)
     handler: Handler
-    resources: Resources
+    resources: Resources  # how the audit trail names what it touched
+    response: Schema  # its answer's body, for the OpenAPI schema
+    kafka: ApiKey | None  # Kafka's apiKey, path and forwardability; None: the house's own
+    path: str | None  # POST /api/v1/<path> by the one router; None: its app's views run it
 
     @property
-    def name(self) -> str:
-        return self.key.name
-
-    @property
-    def path(self) -> str:
-        return self.key.path
+    def api_key(self) -> int | None:
+        return None if self.kafka is None else self.kafka.api_key
 
     @property
     def forwardable(self) -> bool:
-        return self.key.forwardable
+        """May travel in an Envelope (KIP-590): only Kafka's RPCs that Kafka forwards."""
+        return self.kafka is not None and self.kafka.forwardable
 
     def validated(self, body: Any) -> Body:
         fast = getattr(self.request, "validated", None)
@@ -140,11 +141,8 @@ class ApiSpec:
         return dict(serializer.validated_data)
 
 
+# Every admin RPC by name, Kafka's and the house's own alike (apps register theirs in rpcs.py).
 REGISTRY: dict[str, ApiSpec] = {}
-# The house's own RPCs, which Kafka never numbered (MirrorMaker's): run by `execute` like every
-# admin RPC, routed by their app at the contract's paths, never carried in an Envelope. Apps add
-# theirs in their rpcs.py.
-HOUSE_RPCS: dict[str, ApiSpec] = {}
 
 
 def register(
@@ -154,17 +152,25 @@ def register(
     authorize: Authorize,
     handler: Handler,
     resources: Resources,
+    response: Schema,
+    path: str | None = None,
 ) -> ApiSpec:
-    """Bind Kafka's RPC `name` (a key of `ADMIN_APIS`) to its handler."""
-    spec = ApiSpec(ADMIN_APIS[name], request, authorize, handler, resources)
+    """Register the admin RPC `name`: routed, documented, authorized and audited from here on.
+
+    Kafka's own (a name of `ADMIN_APIS`) takes its apiKey, path and forwardability from Kafka's
+    table. Any other name is the house's own RPC (MirrorMaker's): Kafka never numbered it, so it
+    never travels in an Envelope; the one router serves it at POST /api/v1/`path`, or without a
+    path its app's views run it (the mirror's contract paths carry URL parts and text bodies).
+    """
+    kafka = ADMIN_APIS.get(name)
+    if kafka is not None and path is not None:
+        raise ValueError(f"{name} is Kafka's RPC: its path is {kafka.path!r} (api_keys.py)")
     if name in REGISTRY:
         raise ValueError(f"{name} is registered twice")
+    path = kafka.path if kafka is not None else path
+    spec = ApiSpec(name, request, authorize, handler, resources, response, kafka, path)
     REGISTRY[name] = spec
     return spec
-
-
-def spec_by_key(api_key: int) -> ApiSpec | None:
-    return next((s for s in REGISTRY.values() if s.key.api_key == api_key), None)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -182,12 +188,19 @@ class Executed:
     caller: Caller
     body: Any  # as sent (None when it could not be parsed)
     answer: RpcAnswer
-    notes: ControllerNotes
     duration_ms: float
+
+    @property
+    def trail(self) -> RequestTrail:
+        return self.caller.trail
 
 
 # The audit trail registers its recorder here (audit.apps): the runtime does not import apps.
 AUDITORS: list[Callable[[Executed], None]] = []
+
+
+def register_auditor(auditor: Callable[[Executed], None]) -> None:
+    add_once(AUDITORS, auditor)
 
 
 def execute(
@@ -195,20 +208,12 @@ def execute(
 ) -> RpcAnswer:
     """Run one admin RPC as `caller`: the one path of every front door. `refusal` is the
     answer to a body that could not even be read; authorization is still checked first."""
-    notes = ControllerNotes(audit=_audit_envelope(spec, caller))
-    token = controller_notes.set(notes)
+    trail = RequestTrail(rpc=spec.name, started_ms=now_ms(), forwarding=caller.forwarding)
+    caller = dataclasses.replace(caller, trail=trail)
     started = time.perf_counter()
-    try:
-        answer = _answer(spec, body, caller, refusal)
-    finally:
-        controller_notes.reset(token)
+    answer = _answer(spec, body, caller, refusal)
     executed = Executed(
-        spec,
-        caller,
-        None if refusal else body,
-        answer,
-        notes,
-        (time.perf_counter() - started) * 1000,
+        spec, caller, None if refusal else body, answer, (time.perf_counter() - started) * 1000
     )
     for auditor in AUDITORS:
         try:
@@ -216,23 +221,6 @@ def execute(
         except Exception:  # the answer stands: a trail that could not name it is logged, not a 500
             logger.exception("could not audit %s", spec.name)
     return answer
-
-
-def _audit_envelope(spec: ApiSpec, caller: Caller) -> dict[str, Any]:
-    """What the controller needs, beside the event's principal, client and request id, to
-    write the request's audit row in the commit of its records."""
-    forwarding = caller.forwarding
-    return {
-        "rpc": spec.name,
-        "started_ms": now_ms(),
-        "forwarding": None
-        if forwarding is None
-        else {
-            "principal": forwarding.principal,
-            "host": forwarding.host,
-            "broker_id": forwarding.broker_id,
-        },
-    }
 
 
 def _answer(spec: ApiSpec, body: Any, caller: Caller, refusal: RpcAnswer | None) -> RpcAnswer:

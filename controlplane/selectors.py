@@ -31,15 +31,9 @@ def metadata_head() -> dict[str, Any]:
     }
 
 
-def metadata_records_after(*, after_offset: int, max_records: int) -> list[MetadataRecord]:
-    return list(
-        MetadataRecord.objects.filter(offset__gt=after_offset).order_by("offset")[:max_records]
-    )
-
-
 def metadata_records_json_after(*, after_offset: int, max_records: int) -> list[str]:
-    """The same records, each already as its JSON text: the stored data is passed through
-    without being decoded and encoded again (brokers fetch thousands at a time)."""
+    """The records after `after_offset`, each already as its JSON text: the stored data is
+    passed through without being decoded and encoded again (brokers fetch thousands at a time)."""
     rows = (
         MetadataRecord.objects.filter(offset__gt=after_offset)
         .order_by("offset")
@@ -57,16 +51,6 @@ def metadata_records_json_after(*, after_offset: int, max_records: int) -> list[
 
 def metadata_log_queryset() -> QuerySet[MetadataRecord]:
     return MetadataRecord.objects.all().order_by("offset")
-
-
-def record_as_fetched(record: MetadataRecord) -> dict[str, Any]:
-    return {
-        "offset": record.offset,
-        "type": record.record_type,
-        "controller_epoch": record.controller_epoch,
-        "timestamp_ms": record.timestamp_ms,
-        "data": record.data,
-    }
 
 
 StoredConfigs = dict[tuple[str, str], dict[str, str]]

@@ -75,8 +75,8 @@ MIDDLEWARE = [
 # API and /metrics), like Kafka's client and inter-broker listeners: never the same port. A
 # process started as the internal listener (CP_LISTENER=internal) serves only the internal URL
 # conf; any process serves it on CP_INTERNAL_PORT, so one process may bind both (`make run`).
-CP_PUBLIC_URLCONF = "controlplane.urls"
-CP_INTERNAL_URLCONF = "controlplane.urls_internal"
+CP_PUBLIC_URLCONF = "shell.urls"
+CP_INTERNAL_URLCONF = "shell.urls_internal"
 CP_LISTENER = os.environ.get("CP_LISTENER", "public").strip().lower() or "public"
 if CP_LISTENER not in {"public", "internal"}:
     raise ImproperlyConfigured(f"CP_LISTENER={CP_LISTENER!r}: use public or internal")
@@ -263,11 +263,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
     # The documented API is the whole API, both listeners' paths (/api/schema/, `spectacular`).
-    "DEFAULT_GENERATOR_CLASS": "controlplane.api.schema.BothListenersSchemaGenerator",
+    "DEFAULT_GENERATOR_CLASS": "shell.api.schema.BothListenersSchemaGenerator",
     # Every operation's errors (Kafka's body, each status it may answer).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "controlplane.api.schema.document_errors",
+        "shell.api.schema.document_errors",
     ],
 }
 

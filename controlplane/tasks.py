@@ -1,3 +1,5 @@
+"""Thin Celery tasks of the controller."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -5,9 +7,11 @@ from typing import Any
 from celery import shared_task
 
 from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerEvent
 
 
 @shared_task(name="controlplane.tasks.controller_event")  # type: ignore[untyped-decorator]
 def controller_event(event: dict[str, Any]) -> dict[str, Any]:
-    """One controller event, on the active controller (the only consumer of this queue)."""
-    return get_runtime().submit(event)
+    """One controller event (`ControllerEvent.to_wire`), on the active controller (the only
+    consumer of this queue); its answer as `ControllerAnswer.to_wire`."""
+    return get_runtime().submit(ControllerEvent.from_wire(event)).to_wire()

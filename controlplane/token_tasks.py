@@ -6,7 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
-from controlplane.runtime.metadata_log import RequestContext
+from controlplane.runtime.conversation import RequestContext
 from controlplane.services import controller_call
 
 

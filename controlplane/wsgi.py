@@ -9,9 +9,9 @@ application = get_wsgi_application()
 def _start_embedded_controller() -> None:
     """Embedded, this process is the controller: its timer renews the lease and fences brokers
     whose session lapsed. With a Celery broker configured, controllers run `run_controller`."""
-    from django.conf import settings
+    from controlplane.runtime.executor import executor
 
-    if settings.EMBEDDED and os.environ.get("CP_EMBEDDED_CONTROLLER", "1") == "1":
+    if executor().in_process and os.environ.get("CP_EMBEDDED_CONTROLLER", "1") == "1":
         from controlplane.runtime.controller import get_runtime, start_timer_thread
 
         start_timer_thread(get_runtime())

@@ -35,7 +35,6 @@ import signal
 import statistics
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.request
 from collections import Counter
@@ -43,6 +42,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from devtools.admin_writers import AdminWriters
 from devtools.history import HistoryClients
 from devtools.private_services import (
     PrivatePostgres,
@@ -62,134 +62,6 @@ HISTORY_CLIENTS = 4  # threads recording the history the linearizability checker
 LEADER_IMBALANCE_CHECK_S = 3  # Celery beat's preferred-leader rebalance, often for the campaign
 # A service restarting is answered 503 (NOT_CONTROLLER, Retry-After) or 504: never a 500.
 UNAVAILABLE = frozenset({"503", "504"})
-
-
-@dataclasses.dataclass
-class Write:
-    request_id: str
-    acknowledged_at: float | None = None
-
-
-class AdminWriters:
-    """Threads sending IncrementalAlterConfigs, each write with a request id of its own, retried
-    with the same id (on the other web node) until acknowledged or `give_up_s` passed."""
-
-    def __init__(
-        self,
-        nodes: Callable[[], list[Http]],
-        token: str,
-        *,
-        threads: int = 3,
-        give_up_s: float = 60.0,
-    ) -> None:
-        self.nodes = nodes
-        self.token = token
-        self.threads = threads
-        self.give_up_s = give_up_s
-        self.writes: list[Write] = []
-        self.statuses: Counter[str] = Counter()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._go = threading.Event()
-        self._go.set()
-        self._idle = threading.Condition(self._lock)
-        self._in_flight = 0
-        self._workers: list[threading.Thread] = []
-
-    def start(self) -> None:
-        for index in range(self.threads):
-            worker = threading.Thread(target=self._run, args=(index,), daemon=True)
-            worker.start()
-            self._workers.append(worker)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._go.set()
-        for worker in self._workers:
-            worker.join(timeout=self.give_up_s + 30)
-
-    def pause(self) -> None:
-        """No new write starts; returns once the ones in flight are answered (or given up)."""
-        self._go.clear()
-        with self._idle:
-            self._idle.wait_for(lambda: self._in_flight == 0, timeout=self.give_up_s + 40)
-
-    def resume(self) -> None:
-        self._go.set()
-
-    def ack_times(self) -> list[float]:
-        return sorted(w.acknowledged_at or 0.0 for w in self.acknowledged())
-
-    def acknowledged(self) -> list[Write]:
-        with self._lock:
-            return [w for w in self.writes if w.acknowledged_at is not None]
-
-    def last_acknowledged_at(self) -> float:
-        return max((w.acknowledged_at or 0.0 for w in self.acknowledged()), default=0.0)
-
-    def first_acknowledged_after(self, moment: float) -> float | None:
-        times = [
-            w.acknowledged_at for w in self.acknowledged() if (w.acknowledged_at or 0) > moment
-        ]
-        return min(times, default=None)  # type: ignore[type-var]
-
-    def _run(self, index: int) -> None:
-        sequence = 0
-        while not self._stop.is_set():
-            self._go.wait()
-            sequence += 1
-            write = Write(f"campaign-{index}-{sequence}")
-            with self._lock:
-                self.writes.append(write)
-                self._in_flight += 1
-            try:
-                self._send(write, f"{index}{sequence:07d}", sequence)
-            finally:
-                with self._idle:
-                    self._in_flight -= 1
-                    self._idle.notify_all()
-            time.sleep(0.02)
-
-    def _send(self, write: Write, value: str, attempt_seed: int) -> None:
-        body = {
-            "resources": [
-                {
-                    "resource_type": "TOPIC",
-                    "resource_name": TOPIC,
-                    "configs": [
-                        {"name": "retention.ms", "config_operation": "SET", "value": value}
-                    ],
-                }
-            ]
-        }
-        deadline = time.monotonic() + self.give_up_s
-        attempt = attempt_seed
-        while time.monotonic() < deadline:
-            nodes = self.nodes()
-            node = nodes[attempt % len(nodes)]
-            attempt += 1
-            try:
-                status, answer = node.post(
-                    "/api/v1/incremental-alter-configs",
-                    body,
-                    self.token,
-                    headers={"X-Request-ID": write.request_id},
-                    timeout=35,
-                )
-            except (OSError, ValueError) as error:  # refused, reset, timed out, half an answer
-                self._count(f"connection: {type(error).__name__}")
-                time.sleep(0.2)
-                continue
-            self._count(str(status))
-            code = answer.get("responses", [{}])[0].get("error_code") if status == 200 else None
-            if status == 200 and code == 0:
-                write.acknowledged_at = time.monotonic()
-                return
-            time.sleep(0.2 if status in (429, 503, 504) else 0.5)
-
-    def _count(self, what: str) -> None:
-        with self._lock:
-            self.statuses[what] += 1
 
 
 @dataclasses.dataclass
@@ -264,7 +136,9 @@ class FaultCampaign:
             60,
             "the campaign's topic",
         )
-        writers = AdminWriters(lambda: list(self.web.values()), self.stack.tokens["admin"])
+        writers = AdminWriters(
+            lambda: list(self.web.values()), self.stack.tokens["admin"], topic=TOPIC
+        )
         self.writers = writers
         writers.start()
         wait_for(lambda: len(writers.acknowledged()) >= 20, 60, "writes flowing")

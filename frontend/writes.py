@@ -7,29 +7,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 from django.http import HttpRequest
 
 from audit import services as audit_services
 from audit.models import AuditExport
-from controlplane.authz import refuse_broker_on_public_write, require_cluster
+from controlplane.authz import client_host, refuse_broker_on_public_write, require_cluster
 from controlplane.controller.acls.bindings import AclOperation
 from controlplane.controller.errors import Errors
-from controlplane.rpc import HOUSE_RPCS, REGISTRY, Caller, execute
+from controlplane.rpc import REGISTRY, Caller, execute
+from controlplane.rpc import RpcAnswer as RpcAnswer  # the pages read answers through here
 from frontend.tables.common import KafkaProblem, error_code_of, error_name
-from frontend.views.base import client_host
 
 logger = logging.getLogger("controlplane.audit")
 
 UI_CLIENT_ID = "ui"  # the client id the audit trail shows for the UI's requests
-
-
-class RpcAnswer(NamedTuple):
-    """What the API answered a write: its HTTP status and its body."""
-
-    status: int
-    data: dict[str, Any]
 
 
 def rpc_call(request: HttpRequest, api_name: str, body: dict[str, Any]) -> RpcAnswer:
@@ -37,15 +30,14 @@ def rpc_call(request: HttpRequest, api_name: str, body: dict[str, Any]) -> RpcAn
     the API takes it, run as the logged-in principal from the browser's address, with the
     request's id. So a write view asks only for a login: refusing a principal here would keep
     the refusal out of the audit trail."""
-    spec = REGISTRY.get(api_name) or HOUSE_RPCS[api_name]
+    spec = REGISTRY[api_name]
     caller = Caller(
         request.principal,  # type: ignore[attr-defined]
         host=client_host(request),
         client_id=UI_CLIENT_ID,
         request_id=request.request_id,  # type: ignore[attr-defined]
     )
-    answer = execute(spec, body, caller)
-    return RpcAnswer(answer.status, answer.data)
+    return execute(spec, body, caller)
 
 
 # --- the errors of an answer --------------------------------------------------------------

@@ -8,9 +8,10 @@ class MirrorConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from controlplane.runtime.controller import TIMER_JOBS
-        from mirror import projection  # noqa: F401  (registers its projection)
+        from controlplane.runtime.controller import register_timer_job
+        from controlplane.runtime.projections import register_projection
+        from mirror.projection import MirrorProjection
         from mirror.timer import mirror_members_expire
 
-        if mirror_members_expire not in TIMER_JOBS:
-            TIMER_JOBS.append(mirror_members_expire)
+        register_projection(MirrorProjection())
+        register_timer_job(mirror_members_expire)

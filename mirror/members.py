@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable
 from typing import Any, Protocol
 
-from controlplane.redis_client import key_prefix, redis_client
+from controlplane.redis_client import SharedStore
 
 HASH = "mirror-members:"  # + "<source>-><target>", under the deployment's key prefix
 RETENTION_S = 24 * 3600  # a flow nobody heartbeats for a day forgets its reports
@@ -94,18 +94,12 @@ class RedisMemberStore:
 
 
 _local = LocalMemberStore()
-_redis_store: RedisMemberStore | None = None
 
 
 def local_members() -> LocalMemberStore:
     return _local
 
 
-def member_store() -> MemberStore:
-    global _redis_store
-    client = redis_client()
-    if client is None:
-        return _local
-    if _redis_store is None:
-        _redis_store = RedisMemberStore(client, prefix=key_prefix())
-    return _redis_store
+member_store = SharedStore[MemberStore](
+    _local, lambda client, prefix: RedisMemberStore(client, prefix=prefix)
+)

@@ -8,7 +8,7 @@ import json
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.image.mirror import FlowGroup, MirrorConfig
 from controlplane.runtime.bulk import Column, prepared_upsert
-from controlplane.runtime.projections import Write, register_projection
+from controlplane.runtime.projections import AppliedWrites, Write
 from mirror.models import MirrorFlowGroup, MirrorMakerConfig
 
 FLOW_COLUMNS = [
@@ -39,11 +39,9 @@ class MirrorProjection:
     name = "mirror"
     tables: tuple[str, ...] = ("cp_mirror_config", "cp_mirror_flow")
 
-    def persist(self, delta: MetadataDelta) -> None:
-        for write in self.prepare(delta):
-            write()
-
-    def prepare(self, delta: MetadataDelta) -> list[Write]:
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
         changes = delta.mirror_delta
         writes: list[Write] = []
         if changes.changed_config is not None:
@@ -92,6 +90,3 @@ class MirrorProjection:
         names = [c.name for c in FLOW_COLUMNS]
         for row in MirrorFlowGroup.objects.values(*names).iterator(chunk_size=500):
             image.mirror_image.flows[(str(row["source"]), str(row["target"]))] = flow_group_of(row)
-
-
-register_projection(MirrorProjection())

@@ -1,8 +1,9 @@
 """MirrorMaker 2's writes as RPC specs of the house registry's kind, run through
 `controlplane.rpc.execute` (authorize, validate, run, Kafka's errors, audit) like every admin
 request. Kafka numbers none of them (there is no MirrorMaker RPC in Kafka's protocol), so they
-are not Kafka RPCs of `ADMIN_APIS`: they are routed at the contract's own paths
-(`mirror/api/urls.py`) and never travel in an Envelope.
+are the house's own RPCs of the one registry, not Kafka's of `ADMIN_APIS`: registered without a
+path, they are routed by this app at the contract's own paths (`mirror/api/urls.py`, with the
+flow's aliases in the URL and a text body) and never travel in an Envelope.
 
 - AlterMirrorConfig (PUT /api/v1/mirror/config): ALTER on CLUSTER.
 - AlterMirrorTargetState (PUT /api/v1/mirror/flows/{source}/{target}/pause|resume): ALTER on
@@ -26,25 +27,15 @@ from rest_framework import serializers, status
 
 from controlplane.api.fields import StrictCharField, StrictSerializer
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
-from controlplane.controller.api_keys import ApiKey
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.mirror.config import MirrorConfigError, mirror_config_parse
 from controlplane.http_errors import error_body
-from controlplane.rpc import (
-    HOUSE_RPCS,
-    ApiSpec,
-    Authorize,
-    Caller,
-    Handler,
-    Reply,
-    cluster,
-    public_write,
-)
+from controlplane.rpc import ApiSpec, Caller, Handler, Reply, cluster, public_write, register
 from mirror import selectors, services
 from mirror.api import serializers as s
+from mirror.api.responses import GROUP_ANSWER
 
 Body = dict[str, Any]
-NOT_A_KAFKA_API = -1  # MirrorMaker's coordination has no apiKey in Kafka's protocol
 GROUP_ERRORS = frozenset(
     {
         Errors.UNKNOWN_MEMBER_ID,
@@ -75,19 +66,6 @@ def _flow_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable
 
 def _group_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable[Body]:
     return [_resource("GROUP", services.GROUP_PREFIX + _flow_name(body), top)]
-
-
-def _spec(
-    name: str,
-    path: str,
-    request: type[serializers.Serializer],  # type: ignore[type-arg]
-    authorize: Authorize,
-    handler: Handler,
-    resources: Callable[[Body, Body, int, Body], Iterable[Body]],
-) -> ApiSpec:
-    return ApiSpec(
-        ApiKey(name, NOT_A_KAFKA_API, path, False), request, authorize, handler, resources
-    )
 
 
 def _not_found(source: str, target: str) -> Reply:
@@ -173,59 +151,43 @@ def _on_flow(serializer: type[StrictSerializer]) -> type[StrictSerializer]:
     return cast(type[StrictSerializer], made)
 
 
-ALTER_CONFIG = _spec(
+ALTER_CONFIG = register(
     "AlterMirrorConfig",
-    "mirror/config",
-    s.ConfigTextSerializer,
-    cluster(AclOperation.ALTER, write=True),
-    alter_config,
-    _config_resources,
+    request=s.ConfigTextSerializer,
+    authorize=cluster(AclOperation.ALTER, write=True),
+    handler=alter_config,
+    resources=_config_resources,
+    response=GROUP_ANSWER,
 )
-ALTER_TARGET_STATE = _spec(
+ALTER_TARGET_STATE = register(
     "AlterMirrorTargetState",
-    "mirror/flows",
-    s.TargetStateSerializer,
-    cluster(AclOperation.ALTER, write=True),
-    alter_target_state,
-    _flow_resources,
+    request=s.TargetStateSerializer,
+    authorize=cluster(AclOperation.ALTER, write=True),
+    handler=alter_target_state,
+    resources=_flow_resources,
+    response=GROUP_ANSWER,
 )
-JOIN_GROUP = _spec(
-    "JoinMirrorGroup",
-    "mirror/groups/join",
-    _on_flow(s.JoinSerializer),
-    public_write,
-    _group_call(services.mirror_group_join),
-    _group_resources,
-)
-SYNC_GROUP = _spec(
-    "SyncMirrorGroup",
-    "mirror/groups/sync",
-    _on_flow(s.SyncSerializer),
-    public_write,
-    _group_call(services.mirror_group_sync),
-    _group_resources,
-)
-PUT_TASK_CONFIGS = _spec(
-    "PutMirrorTaskConfigs",
-    "mirror/groups/task-configs",
-    _on_flow(s.TaskConfigsSerializer),
-    public_write,
-    _group_call(services.mirror_task_configs_put),
-    _group_resources,
-)
-LEAVE_GROUP = _spec(
-    "LeaveMirrorGroup",
-    "mirror/groups/leave",
-    _on_flow(s.MemberSerializer),
-    public_write,
-    _group_call(services.mirror_group_leave),
-    _group_resources,
-)
+
+
+def _group_rpc(
+    name: str, serializer: type[StrictSerializer], service: Callable[..., Body]
+) -> ApiSpec:
+    """A group RPC of a mirror node, with the flow's aliases beside `serializer`'s fields."""
+    return register(
+        name,
+        request=_on_flow(serializer),
+        authorize=public_write,
+        handler=_group_call(service),
+        resources=_group_resources,
+        response=GROUP_ANSWER,
+    )
+
+
 GROUP_SPECS = {
-    "join": JOIN_GROUP,
-    "sync": SYNC_GROUP,
-    "task-configs": PUT_TASK_CONFIGS,
-    "leave": LEAVE_GROUP,
+    "join": _group_rpc("JoinMirrorGroup", s.JoinSerializer, services.mirror_group_join),
+    "sync": _group_rpc("SyncMirrorGroup", s.SyncSerializer, services.mirror_group_sync),
+    "task-configs": _group_rpc(
+        "PutMirrorTaskConfigs", s.TaskConfigsSerializer, services.mirror_task_configs_put
+    ),
+    "leave": _group_rpc("LeaveMirrorGroup", s.MemberSerializer, services.mirror_group_leave),
 }
-MIRROR_SPECS = (ALTER_CONFIG, ALTER_TARGET_STATE, *GROUP_SPECS.values())
-HOUSE_RPCS.update({spec.name: spec for spec in MIRROR_SPECS})

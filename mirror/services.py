@@ -23,8 +23,8 @@ from django.conf import settings
 from controlplane.controller.errors import Errors
 from controlplane.controller.image.mirror import FlowGroup
 from controlplane.controller.mirror.group import group_answer
+from controlplane.runtime.conversation import RequestContext
 from controlplane.runtime.lease import now_ms
-from controlplane.runtime.metadata_log import RequestContext
 from controlplane.runtime.notifier import notifier
 from controlplane.services import controller_call
 from mirror import selectors

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from controlplane.runtime.controller import ControllerRuntime
+from controlplane.runtime.conversation import ControllerEvent
 from controlplane.runtime.lease import now_ms
 from mirror.members import contacts_of, member_store
 from mirror.services import mirror_members_forget
@@ -30,12 +31,8 @@ def mirror_members_expire(runtime: ControllerRuntime) -> None:
     if not due:
         return
     response = runtime.handle(
-        {
-            "api": "ExpireMirrorMembers",
-            "payload": {"contacts": contacts},
-            "principal": "User:controller",
-        }
-    )
+        ControllerEvent("ExpireMirrorMembers", payload={"contacts": contacts})
+    ).response
     expired = response.get("expired_members") or {}
     if expired:
         logger.info("mirror members whose session lapsed left their groups: %s", expired)

@@ -7,7 +7,15 @@ class ReplicasConfig(AppConfig):
 
     def ready(self) -> None:
         from controlplane.metrics import register_scrape_collector
-        from replicas import health_projection, projection, timer  # noqa: F401  (projections, timer)
+        from controlplane.runtime.controller import register_timer_job
+        from controlplane.runtime.projections import register_projection
+        from replicas.health_projection import HealthProjection
         from replicas.metrics import ReplicationCollector
+        from replicas.projection import TopicProjection
+        from replicas.timer import apply_waiting_reports, rebalance_when_due
 
+        register_projection(TopicProjection())
+        register_projection(HealthProjection())
         register_scrape_collector(ReplicationCollector())
+        register_timer_job(apply_waiting_reports)
+        register_timer_job(rebalance_when_due)

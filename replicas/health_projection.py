@@ -27,7 +27,7 @@ from controlplane.controller.health import (
 )
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.runtime.bulk import Column, Write, prepared_delete, prepared_upsert
-from controlplane.runtime.projections import register_projection
+from controlplane.runtime.projections import AppliedWrites
 
 MINUTE_MS = 60_000
 SAMPLE_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -134,8 +134,8 @@ class HealthProjection:
         "cp_health_sample",
     )
 
-    def prepare_commit(
-        self, delta: MetadataDelta, writes: Sequence[Any], timestamp_ms: int
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
     ) -> list[Write]:
         index = _index_of(delta.base)
         changes = index.changes(delta)
@@ -177,12 +177,6 @@ class HealthProjection:
         )
         return [upsert, prune]
 
-    def persist(self, delta: MetadataDelta) -> None:
-        """The Projection protocol's: the commit calls prepare_commit instead (it needs the
-        commit's time)."""
-        for write in self.prepare_commit(delta, (), 0):
-            write()
-
     def load(self, image: MetadataImage) -> None:
         """Nothing to load: the index is counted from the image at the first commit."""
 
@@ -219,6 +213,3 @@ def _whole(index: HealthIndex, changes: HealthChanges, timestamp_ms: int) -> lis
         ),
         _cluster_write(changes.totals, timestamp_ms),
     ]
-
-
-register_projection(HealthProjection())

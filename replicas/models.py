@@ -58,10 +58,6 @@ class Partition(models.Model):
             )
         ]
 
-    @property
-    def is_leaderless(self) -> bool:
-        return self.leader == -1
-
 
 class PendingReplicaStateChange(models.Model):
     """An AlterReplicaState that passed validation and waits for the controller (KIP-589 applies

@@ -15,7 +15,7 @@ from controlplane.runtime.bulk import (
     prepared_update,
     prepared_upsert,
 )
-from controlplane.runtime.projections import register_projection
+from controlplane.runtime.projections import AppliedWrites
 from replicas.models import Partition, Topic
 
 PARTITION_COLUMNS = [
@@ -86,12 +86,9 @@ class TopicProjection:
     name = "topics"
     tables: tuple[str, ...] = ("cp_topic", "cp_partition")
 
-    def persist(self, delta: MetadataDelta) -> None:
-        for write in self.prepare(delta):
-            write()
-
-    def prepare(self, delta: MetadataDelta) -> list[Write]:
-        """The writes, built before the commit takes the cluster lock."""
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
         if not delta.changed_topics and not delta.changed_partitions:
             return []
         writes: list[Write] = []
@@ -185,6 +182,3 @@ class TopicProjection:
                     canary_isolated=iso,
                 ),
             )
-
-
-register_projection(TopicProjection())

@@ -11,10 +11,10 @@ from typing import Any
 from django.conf import settings
 
 from audit import resources as named
+from controlplane.api.responses import BOOL, CONFIG_ENTRY, INT, NSTR, STR, arr, kafka, obj
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import Errors
 from controlplane.rpc import Caller, cluster, public_write, register
-from controlplane.services import controller_refused
 from controlplane.throttling import (
     MUTATION_QUOTAS,
     THROTTLED,
@@ -61,7 +61,7 @@ def _per_topic(
             permitted.append(topic)
         else:
             refused[name] = {**denied(name), **THROTTLED}
-    controller_refused(answer_key=answer_key, items=list(refused.values()))
+    caller.trail.refuse(answer_key=answer_key, items=list(refused.values()))
     if permitted:
         answers = {a["name"]: a for a in send(permitted)}
     return [answers.get(t["name"]) or refused[t["name"]] for t in topics]
@@ -141,7 +141,7 @@ def delete_topics(body: Body, caller: Caller) -> Body:
             refused.append(
                 {"name": state.get("name"), "topic_id": state.get("topic_id"), **refusal}
             )
-    controller_refused(answer_key="responses", items=refused)
+    caller.trail.refuse(answer_key="responses", items=refused)
     responses: list[Body] = []
     if names or states:
         response = services.topics_delete(
@@ -179,6 +179,23 @@ register(
     authorize=public_write,
     handler=create_topics,
     resources=named.listed("topics", "topics", named.topic),
+    response=obj(
+        "throttle_time_ms",
+        "topics",
+        throttle_time_ms=INT,
+        topics=arr(
+            kafka(
+                "name",
+                name=STR,
+                topic_id=NSTR,
+                num_partitions=INT,
+                replication_factor=INT,
+                configs=arr(CONFIG_ENTRY),
+                canary_partitions=arr(INT),
+                canary_isolated=BOOL,
+            )
+        ),
+    ),
 )
 register(
     "DeleteTopics",
@@ -186,6 +203,12 @@ register(
     authorize=public_write,
     handler=delete_topics,
     resources=named.listed("responses", "topics", named.topic, also="topic_names"),
+    response=obj(
+        "throttle_time_ms",
+        "responses",
+        throttle_time_ms=INT,
+        responses=arr(kafka(name=NSTR, topic_id=NSTR)),
+    ),
 )
 register(
     "CreatePartitions",
@@ -193,6 +216,12 @@ register(
     authorize=public_write,
     handler=create_partitions,
     resources=named.listed("results", "topics", named.topic),
+    response=obj(
+        "throttle_time_ms",
+        "results",
+        throttle_time_ms=INT,
+        results=arr(kafka("name", name=STR)),
+    ),
 )
 register(
     "ElectLeaders",
@@ -200,4 +229,8 @@ register(
     authorize=cluster(AclOperation.ALTER, write=True),
     handler=elect_leaders,
     resources=named.elected_partitions,
+    response=kafka(
+        replica_election_results=arr(obj(topic=STR, partition_result=arr(kafka(partition_id=INT)))),
+        throttle_time_ms=INT,
+    ),
 )

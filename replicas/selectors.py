@@ -153,21 +153,6 @@ def broker_replica_counts(
     )
 
 
-def partition_as_dict(p: Partition) -> dict[str, Any]:
-    return {
-        "topic": p.topic.name,
-        "partition_index": p.partition_index,
-        "leader_id": p.leader,
-        "leader_epoch": p.leader_epoch,
-        "partition_epoch": p.partition_epoch,
-        "replica_nodes": p.replicas,
-        "isr_nodes": p.isr,
-        "offline_replicas": p.offline_replicas,
-        "is_canary": p.is_canary,
-        "canary_isolated": p.canary_isolated,
-    }
-
-
 def cluster_health() -> dict[str, Any]:
     """The cluster's health as the controller last counted it (one query): the contract's
     `health` object and the rest of the counts, with `updated_ms` (None: no controller has

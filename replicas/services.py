@@ -10,23 +10,22 @@ import logging
 import uuid
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.errors import ApiError
 from controlplane.controller.replication.alter_replica_state import validate_alter_replica_state
-from controlplane.models import Cluster
 from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import RequestContext, RequestTrail
+from controlplane.runtime.executor import CONTROLLER_QUEUE, executor
 from controlplane.runtime.lease import now_ms
-from controlplane.runtime.metadata_log import RequestContext
-from controlplane.selectors import controller_active
-from controlplane.services import controller_call
+from controlplane.services import controller_call, controller_event
 from replicas.models import PendingReplicaStateChange
 from replicas.selectors import replica_state_view
 
 logger = logging.getLogger(__name__)
 
 MAX_PENDING_BATCH = 500
+APPLY_TASK = "replicas.tasks.apply_replica_state_changes"
 
 
 def topics_create(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
@@ -62,7 +61,7 @@ def replica_state_alter(*, payload: dict[str, Any], context: RequestContext) -> 
         response = validate_alter_replica_state(view, payload)
     except ApiError as error:
         return {**error.as_fields(), "topics": []}
-    _require_active_controller()
+    executor().require_controller()
     accepted = _accepted_partitions(response)
     if accepted:
         request_id = context.request_id or str(uuid.uuid4())
@@ -93,22 +92,8 @@ def _accepted_partitions(response: dict[str, Any]) -> list[dict[str, Any]]:
     return accepted
 
 
-def _require_active_controller() -> None:
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        get_runtime().ensure_active()  # embedded: this process is the controller
-        return
-    cluster = Cluster.objects.filter(pk=1).first()
-    if cluster is None or not controller_active(cluster):
-        raise ApiError(Errors.NOT_CONTROLLER, "No controller is active.")
-
-
 def _schedule_apply() -> None:
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        replica_state_apply_pending()
-        return
-    from replicas.tasks import apply_replica_state_changes
-
-    transaction.on_commit(lambda: apply_replica_state_changes.apply_async(queue="controller"))
+    executor().send_task(APPLY_TASK, queue=CONTROLLER_QUEUE)
 
 
 def replica_state_apply_pending(*, limit: int = MAX_PENDING_BATCH) -> int:
@@ -118,23 +103,25 @@ def replica_state_apply_pending(*, limit: int = MAX_PENDING_BATCH) -> int:
     if not rows:
         return 0
     events = [
-        {
-            "api": "AlterReplicaState",
-            "payload": row.payload,
-            "principal": row.principal,
-            "client_id": row.client_id,
-            "client_host": row.client_host,
-            "request_id": row.request_id,
-            # Audited in the controller's commit, from when the report arrived.
-            "audit": {"rpc": "AlterReplicaState", "started_ms": row.received_ms},
-        }
+        controller_event(
+            api="AlterReplicaState",
+            payload=row.payload,
+            context=RequestContext(
+                principal=row.principal,
+                client_id=row.client_id,
+                client_host=row.client_host,
+                request_id=row.request_id,
+                # Audited in the controller's commit, from when the report arrived.
+                trail=RequestTrail(rpc="AlterReplicaState", started_ms=row.received_ms),
+            ),
+        )
         for row in rows
     ]
-    responses = get_runtime().handle_batch(events)
-    if any(r.get("error_code") == Errors.NOT_CONTROLLER for r in responses):
+    answers = get_runtime().handle_batch(events)  # this process is the controller
+    if any(answer.not_controller for answer in answers):
         return 0
     PendingReplicaStateChange.objects.filter(id__in=[row.id for row in rows]).delete()
-    applied = sum(int(r.get("offline_replicas", 0)) for r in responses)
+    applied = sum(int(answer.response.get("offline_replicas", 0)) for answer in answers)
     logger.info(
         "applied %d AlterReplicaState report(s): %d replica(s) now offline", len(rows), applied
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from controlplane.runtime.controller import TIMER_JOBS, ControllerRuntime
+from controlplane.runtime.controller import ControllerRuntime
+from controlplane.runtime.conversation import ControllerEvent
+from controlplane.runtime.executor import executor
 from controlplane.runtime.lease import now_ms
 
 _last_rebalance_ms: dict[str, int] = {}
@@ -20,14 +22,11 @@ def apply_waiting_reports(runtime: ControllerRuntime) -> None:
 
 
 def rebalance_when_due(runtime: ControllerRuntime) -> None:
-    if not settings.EMBEDDED:
+    if not executor().in_process:
         return  # Celery beat sends replicas.tasks.rebalance_leaders
     interval_ms = settings.CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS * 1000
     now = now_ms()
     last = _last_rebalance_ms.setdefault(runtime.node_id, now)
     if now - last >= interval_ms:
         _last_rebalance_ms[runtime.node_id] = now
-        runtime.handle({"api": "RebalanceLeaders", "principal": "User:controller"})
-
-
-TIMER_JOBS.extend([apply_waiting_reports, rebalance_when_due])
+        runtime.handle(ControllerEvent("RebalanceLeaders"))

@@ -8,4 +8,7 @@ class SecurityConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from security import projection  # noqa: F401  (registers its projection)
+        from controlplane.runtime.projections import register_projection
+        from security.projection import TokenProjection
+
+        register_projection(TokenProjection())

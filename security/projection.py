@@ -3,11 +3,12 @@ never stored."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import DelegationTokenRecord
-from controlplane.runtime.projections import register_projection
+from controlplane.runtime.projections import AppliedWrites, Write
 from security.models import DelegationToken
 
 TOKEN_FIELDS = [
@@ -27,12 +28,12 @@ class TokenProjection:
     name = "delegation_tokens"
     tables: tuple[str, ...] = ("cp_delegation_token",)
 
-    def persist(self, delta: MetadataDelta) -> None:
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
         if not delta.changed_delegation_tokens:
-            return
+            return []
         removed = [k for k, v in delta.changed_delegation_tokens.items() if v is None]
-        if removed:
-            DelegationToken.objects.filter(token_id__in=removed).delete()
         rows = [
             DelegationToken(
                 token_id=t.token_id,
@@ -46,17 +47,23 @@ class TokenProjection:
             for t in delta.changed_delegation_tokens.values()
             if t is not None
         ]
-        if rows:
-            DelegationToken.objects.bulk_create(
-                rows,
-                update_conflicts=True,
-                unique_fields=["token_id"],
-                update_fields=TOKEN_FIELDS[1:],
-            )
+        return [functools.partial(_write_tokens, rows, removed)]
 
     def load(self, image: MetadataImage) -> None:
         for token in delegation_token_rows():
             image.delegation_tokens[token.token_id] = token
+
+
+def _write_tokens(rows: list[DelegationToken], removed: list[str]) -> None:
+    if removed:
+        DelegationToken.objects.filter(token_id__in=removed).delete()
+    if rows:
+        DelegationToken.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["token_id"],
+            update_fields=TOKEN_FIELDS[1:],
+        )
 
 
 def delegation_token_rows() -> Iterator[DelegationTokenRecord]:
@@ -64,6 +71,3 @@ def delegation_token_rows() -> Iterator[DelegationTokenRecord]:
     for row in DelegationToken.objects.values(*TOKEN_FIELDS).iterator(chunk_size=2000):
         row["renewers"] = tuple(row["renewers"])
         yield DelegationTokenRecord(**row)
-
-
-register_projection(TokenProjection())

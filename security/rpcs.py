@@ -15,6 +15,7 @@ from typing import Any
 from rest_framework import status
 
 from audit import resources as named
+from controlplane.api.responses import INT, NSTR, STR, arr, kafka, obj
 from controlplane.controller.acls import control as acls
 from controlplane.controller.acls.bindings import AclBindingFilter, AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
@@ -26,6 +27,22 @@ from security.api import acl_serializers as acl_s
 from security.api import token_serializers as token_s
 
 Body = dict[str, Any]
+ACL = kafka(
+    resource_type=STR,
+    resource_name=STR,
+    pattern_type=STR,
+    principal=STR,
+    host=STR,
+    operation=STR,
+    permission_type=STR,
+)
+TOKEN_EXPIRY = kafka(expiry_timestamp_ms=INT, throttle_time_ms=INT)
+TOKEN_PRINCIPALS: dict[str, Any] = {
+    "principal_type": STR,
+    "principal_name": STR,
+    "token_requester_principal_type": STR,
+    "token_requester_principal_name": STR,
+}
 
 # --- ACLs ------------------------------------------------------------------------------------
 
@@ -154,6 +171,7 @@ register(
     authorize=cluster(AclOperation.ALTER, write=True),
     handler=create_acls,
     resources=named.positional("results", "creations", named.acl),
+    response=obj("results", throttle_time_ms=INT, results=arr(kafka())),
 )
 register(
     "DescribeAcls",
@@ -161,6 +179,17 @@ register(
     authorize=cluster(AclOperation.DESCRIBE),
     handler=describe_acls,
     resources=named.whole_body(named.acl),
+    response=kafka(
+        throttle_time_ms=INT,
+        resources=arr(
+            obj(
+                resource_type=STR,
+                resource_name=STR,
+                pattern_type=STR,
+                acls=arr(obj(principal=STR, host=STR, operation=STR, permission_type=STR)),
+            )
+        ),
+    ),
 )
 register(
     "DeleteAcls",
@@ -168,6 +197,11 @@ register(
     authorize=cluster(AclOperation.ALTER, write=True),
     handler=delete_acls,
     resources=named.positional("filter_results", "filters", named.acl),
+    response=obj(
+        "filter_results",
+        throttle_time_ms=INT,
+        filter_results=arr(kafka(matching_acls=arr(ACL))),
+    ),
 )
 register(
     "CreateDelegationToken",
@@ -175,6 +209,15 @@ register(
     authorize=public_write,
     handler=create_delegation_token,
     resources=named.created_token,
+    response=kafka(
+        **TOKEN_PRINCIPALS,
+        issue_timestamp_ms=INT,
+        expiry_timestamp_ms=INT,
+        max_timestamp_ms=INT,
+        token_id=STR,
+        hmac={**NSTR, "format": "byte", "description": "base64; shown once (null on error)"},
+        throttle_time_ms=INT,
+    ),
 )
 register(
     "RenewDelegationToken",
@@ -182,6 +225,7 @@ register(
     authorize=public_write,
     handler=renew_delegation_token,
     resources=named.token_of_hmac,
+    response=TOKEN_EXPIRY,
 )
 register(
     "ExpireDelegationToken",
@@ -189,6 +233,7 @@ register(
     authorize=public_write,
     handler=expire_delegation_token,
     resources=named.token_of_hmac,
+    response=TOKEN_EXPIRY,
 )
 register(
     "DescribeDelegationToken",
@@ -196,4 +241,18 @@ register(
     authorize=any_principal,
     handler=describe_delegation_token,
     resources=named.token_owners,
+    response=kafka(
+        throttle_time_ms=INT,
+        tokens=arr(
+            obj(
+                **TOKEN_PRINCIPALS,
+                issue_timestamp=INT,
+                expiry_timestamp=INT,
+                max_timestamp=INT,
+                token_id=STR,
+                hmac=NSTR,
+                renewers=arr(obj(principal_type=STR, principal_name=STR)),
+            )
+        ),
+    ),
 )

@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerEvent
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.sessions import session_store
 from replicas.services import replica_state_apply_pending
@@ -238,7 +239,9 @@ class Workload:
 
     def session_expires(self, broker_id: int) -> None:
         session_store().touch(broker_id, now_ms=now_ms() - 60_000, metadata_offset=log_end())
-        fenced = get_runtime().handle({"api": "FenceStaleBrokers"})["fenced_brokers"]
+        fenced = (
+            get_runtime().handle(ControllerEvent("FenceStaleBrokers")).response["fenced_brokers"]
+        )
         assert broker_id in fenced
 
     # --- what the describe RPCs answer now ----------------------------------------------------

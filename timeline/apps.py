@@ -8,4 +8,7 @@ class TimelineConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from timeline import projection  # noqa: F401  (register the projection)
+        from controlplane.runtime.projections import register_projection
+        from timeline.projection import TimelineProjection
+
+        register_projection(TimelineProjection())

@@ -17,8 +17,7 @@ from controlplane.controller.timeline import (
     describe_commit,
 )
 from controlplane.runtime.bulk import Column, Write, prepared_update, prepared_upsert
-from controlplane.runtime.metadata_log import AppliedWrite
-from controlplane.runtime.projections import register_projection
+from controlplane.runtime.conversation import AppliedWrite
 
 EVENT_COLUMNS = [
     Column("offset", "bigint"),
@@ -119,13 +118,13 @@ class TimelineProjection:
     name = "timeline"
     tables: tuple[str, ...] = ("cp_timeline_event", "cp_timeline_move")
 
-    def prepare_commit(
-        self, delta: MetadataDelta, writes: Sequence[AppliedWrite], timestamp_ms: int
+    def prepare(
+        self, delta: MetadataDelta, applied: Sequence[AppliedWrite], timestamp_ms: int
     ) -> list[Write]:
-        if not delta.replayed or not writes:
+        if not delta.replayed or not applied:
             return []
-        by_offset = {w.first_offset: w for w in writes}
-        summaries = [WriteSummary(w.api, w.first_offset, w.last_offset) for w in writes]
+        by_offset = {w.first_offset: w for w in applied}
+        summaries = [WriteSummary(w.api, w.first_offset, w.last_offset) for w in applied]
         entries = describe_commit(delta.base, delta.replayed, summaries)
         events = [_event_row(e, by_offset[e.offset], timestamp_ms) for e in entries]
         moves = [_move_row(e, seq, m) for e in entries for seq, m in enumerate(e.moves)]
@@ -142,9 +141,6 @@ class TimelineProjection:
                 where_null=["resolved_offset"],
             ),
         ]
-
-    def persist(self, delta: MetadataDelta) -> None:
-        """The Projection protocol's: the commit calls prepare_commit (it needs the writes)."""
 
     def load(self, image: MetadataImage) -> None:
         """Nothing to load: the timeline is not part of the controller's state."""
@@ -185,6 +181,3 @@ def _deleted_topics(
         for broker_id in before.offline_replicas:
             rows.append((topic_id, index, broker_id, offset, timestamp_ms, "topic deleted"))
     return rows
-
-
-register_projection(TimelineProjection())

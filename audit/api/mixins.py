@@ -14,29 +14,25 @@ from rest_framework.views import APIView
 
 from audit.resources import Namers
 from audit.services import audit_event_record
+from controlplane.authz import client_host
 from controlplane.principals import AuthenticatedPrincipal
-from controlplane.services import ControllerNotes, controller_notes
 
 logger = logging.getLogger("controlplane.audit")
 
 
 class AuditedRpcView(APIView):
     """A request whose principal is unknown (401) names nobody and is not audited; every other
-    one is, with what the controller wrote for it."""
+    one is. A request it audits never reached the controller (one that ran is audited as
+    itself), so it names no offsets."""
 
     audit_api: str
     audit_namers: Namers
 
     def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
-        notes = ControllerNotes()
-        token = controller_notes.set(notes)
         started = time.perf_counter()
-        try:
-            response = super().dispatch(request, *args, **kwargs)
-        finally:
-            controller_notes.reset(token)
+        response = super().dispatch(request, *args, **kwargs)
         if self.audited(response):
-            self._audit(response, notes, (time.perf_counter() - started) * 1000)
+            self._audit(response, (time.perf_counter() - started) * 1000)
         return response
 
     def audited(self, response: HttpResponseBase) -> bool:
@@ -45,7 +41,7 @@ class AuditedRpcView(APIView):
     def audit_notes(self) -> dict[str, Any]:
         return {}
 
-    def _audit(self, response: HttpResponseBase, notes: ControllerNotes, ms: float) -> None:
+    def _audit(self, response: HttpResponseBase, ms: float) -> None:
         request: Request = self.request
         principal = getattr(request, "_user", None)
         if not isinstance(principal, AuthenticatedPrincipal):
@@ -57,14 +53,14 @@ class AuditedRpcView(APIView):
                 namers=type(self).audit_namers,
                 principal=principal.principal,
                 client_id=django_request.headers.get("X-Client-ID", ""),
-                client_host=str(django_request.META.get("REMOTE_ADDR") or ""),
+                client_host=client_host(django_request),
                 request_id=getattr(django_request, "request_id", ""),
                 http_status=response.status_code,
                 body=_body_of(request),
                 answer=getattr(response, "data", None),
-                notes={**notes.private, **self.audit_notes()},
-                first_offset=notes.first_offset,
-                last_offset=notes.last_offset,
+                notes=self.audit_notes(),
+                first_offset=None,
+                last_offset=None,
                 forwarding=None,
                 duration_ms=ms,
             )

@@ -1,4 +1,4 @@
-"""What the report jobs share: each report's columns, the period filter, and reading a record's
+"""What the report jobs share: the period filter, and reading a record's
 JSON data and an audit event's resources as Spark columns.
 
 Records are read as the controller's image replays them (controlplane/controller/image/): a
@@ -15,68 +15,6 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from audit.spark.params import Params, day
-
-# Each report's columns, in order (CONTRACT.md fixes those of admin-activity, denied-requests,
-# forwarding and the first six of state-at).
-STATE_COLUMNS = (
-    "kind",
-    "resource_type",
-    "resource_name",
-    "key_or_principal",
-    "value_or_operation",
-    "permission_type",
-    "pattern_type",
-    "host",
-)
-COLUMNS: dict[str, tuple[str, ...]] = {
-    "admin-activity": ("day", "principal", "api", "outcome", "requests"),
-    "denied-requests": (
-        "time",
-        "principal",
-        "api",
-        "resource",
-        "error_code",
-        "client_id",
-        "client_address",
-    ),
-    "forwarding": (
-        "forwarding_broker_id",
-        "forwarding_principal",
-        "api",
-        "requests",
-        "share_of_writes",
-    ),
-    "replica-health": (
-        "broker_id",
-        "log_dir",
-        "reports",
-        "offline_replicas",
-        "leaders_moved",
-        "partitions_left_leaderless",
-        "seconds_to_new_leader_avg",
-        "seconds_to_new_leader_max",
-        "leaderless_partition_seconds",
-    ),
-    "broker-lifecycle": (
-        "broker_id",
-        "pod",
-        "registrations",
-        "fencings",
-        "session_expiries",
-        "controlled_shutdowns",
-        "unregistrations",
-    ),
-    "canary": (
-        "pod",
-        "brokers",
-        "fencings",
-        "session_expiries",
-        "offline_replicas",
-        "leaderless_partitions",
-        "incidents_per_broker",
-    ),
-    "state-at": STATE_COLUMNS,
-}
 
 REPLICA_REPORT = "AlterReplicaState"  # a broker's report, audited when the controller applies it
 CONTROLLER = "User:controller"  # the principal of the controller's own changes

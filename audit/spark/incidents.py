@@ -14,8 +14,9 @@ from collections.abc import Callable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from audit.spark.builders import builds
+from audit.spark.catalog import BROKER_LIFECYCLE, CANARY_INCIDENTS
 from audit.spark.frames import (
-    COLUMNS,
     CONTROLLER,
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -121,6 +122,7 @@ def _leaderless_periods(export: Export, starts: DataFrame, until_ms: int) -> Dat
     )
 
 
+@builds("replica-health")
 def replica_health(export: Export, params: Params) -> DataFrame:
     """Per broker and log dir: its reports, the replicas they took offline, the partitions whose
     leader moved to another broker (and how long that took: the report's duration) or that
@@ -256,6 +258,7 @@ def _broker_changes(export: Export, params: Params) -> DataFrame:
     )
 
 
+@builds("broker-lifecycle")
 def broker_lifecycle(export: Export, params: Params) -> DataFrame:
     """Per broker: registrations, fencings, session expiries, controlled shutdowns and
     unregistrations in the period, and its pod (its latest registration up to `--to`)."""
@@ -272,7 +275,7 @@ def broker_lifecycle(export: Export, params: Params) -> DataFrame:
     )
     pods = F.broadcast(_latest_pods(_registrations(export), params.until_ms))
     return sorted_rows(
-        counts.join(pods, "broker_id", "left").select(*COLUMNS["broker-lifecycle"]),
+        counts.join(pods, "broker_id", "left").select(*BROKER_LIFECYCLE.columns),
         "broker_id",
     )
 
@@ -326,13 +329,14 @@ def _became_leaderless(export: Export, params: Params) -> DataFrame:
     )
 
 
+@builds("canary")
 def canary(export: Export, params: Params) -> DataFrame:
     """Incidents by pod (`canary-broker` or `broker`): fencings and session expiries of its
     brokers, replicas its brokers reported offline, and partitions that became leaderless while
     one of its brokers led them; per broker, all three kinds of incident together. A broker's
     pod is its latest registration before the event."""
     registrations = _registrations(export)
-    kinds = COLUMNS["canary"][1:-1]  # brokers, then each kind of incident: summed by pod
+    kinds = ("brokers", *CANARY_INCIDENTS)  # summed by pod
 
     def counted(frame: DataFrame, **values: Column) -> DataFrame:
         return frame.select("pod", *(values.get(k, F.lit(0)).alias(k) for k in kinds))

@@ -36,10 +36,6 @@ class Export:
     files: dict[str, tuple[str, ...]]  # dataset -> the committed files' URIs
     rows: dict[str, int]
 
-    @property
-    def file_count(self) -> int:
-        return sum(len(f) for f in self.files.values())
-
 
 def export_check(location: str, *, spark: Any = None) -> dict[str, store.CommittedFiles]:
     """The committed files of each dataset of the export at `location`, each there whole, or a

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import dataclasses
 import html
 import json
 import os
@@ -22,15 +21,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from audit.spark import storage as store
-from audit.spark.frames import COLUMNS
+from audit.spark.charts import Chart, Row, cell_text
 from audit.spark.params import Params, ReportError, iso
 from audit.spark.reports import Report
 
 FORMATS = ("csv", "parquet", "html", "json")
 TERMINAL_ROWS = 50
 CHARTJS = Path(__file__).resolve().parents[2] / "frontend/static/vendor/chartjs/chart.umd.min.js"
-
-Row = dict[str, Any]
 
 
 class TextSink(Protocol):
@@ -70,7 +67,7 @@ def table_print(frame: Any, stream: TextSink, *, limit: int = TERMINAL_ROWS) -> 
     total = int(frame.count())
     rows = rows_collect(frame, limit)
     columns = list(frame.columns)
-    cells = [[_cell(row[c]) for c in columns] for row in rows]
+    cells = [[cell_text(row[c]) for c in columns] for row in rows]
     widths = [max([len(c), *(len(line[i]) for line in cells)]) for i, c in enumerate(columns)]
     lines = [
         "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip(),
@@ -85,14 +82,6 @@ def table_print(frame: Any, stream: TextSink, *, limit: int = TERMINAL_ROWS) -> 
     for line in lines:  # whole lines: Django's OutputWrapper ends each write with one
         stream.write(line + "\n")
     return total
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}" if abs(value) < 1e15 else repr(value)
-    return str(value)
 
 
 # --- files ------------------------------------------------------------------------------------
@@ -202,97 +191,6 @@ def _remove(path: Path) -> None:
 # --- HTML ---------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Chart:
-    """A chart of the rows: one bar (or slice) per label, one dataset per value column (or per
-    `series` of the rows); a value column None counts rows."""
-
-    title: str
-    label: Callable[[Row], str]
-    values: tuple[str | None, ...] = (None,)
-    kind: str = "bar"
-    series: Callable[[Row], str] | None = None
-    stacked: bool = False
-
-
-def _column(name: str) -> Callable[[Row], str]:
-    return lambda row: _cell(row.get(name))
-
-
-def _forwarded_by(row: Row) -> str:
-    if row.get("forwarding_broker_id") is None and not row.get("forwarding_principal"):
-        return "direct"
-    broker = row.get("forwarding_broker_id")
-    return f"broker {broker}" if broker is not None else str(row.get("forwarding_principal"))
-
-
-CHARTS: dict[str, tuple[Chart, ...]] = {
-    "admin-activity": (
-        Chart(
-            "Requests per day by outcome",
-            _column("day"),
-            ("requests",),
-            series=_column("outcome"),
-            stacked=True,
-        ),
-        Chart("Requests by principal", _column("principal"), ("requests",)),
-    ),
-    "denied-requests": (
-        Chart("Denials by principal", _column("principal")),
-        Chart("Denials by API", _column("api")),
-    ),
-    "forwarding": (
-        Chart(
-            "Admin writes: direct and forwarded (Envelope)",
-            _forwarded_by,
-            ("requests",),
-            kind="doughnut",
-        ),
-        Chart(
-            "Admin writes by API",
-            _column("api"),
-            ("requests",),
-            series=_forwarded_by,
-            stacked=True,
-        ),
-    ),
-    "replica-health": (
-        Chart(
-            "Offline replicas, leaders moved, partitions left leaderless",
-            lambda r: f"broker {r['broker_id']} · {str(r['log_dir'])[:8]}",
-            ("offline_replicas", "leaders_moved", "partitions_left_leaderless"),
-        ),
-        Chart(
-            "Partition-seconds without a leader",
-            lambda r: f"broker {r['broker_id']} · {str(r['log_dir'])[:8]}",
-            ("leaderless_partition_seconds",),
-        ),
-    ),
-    "broker-lifecycle": (
-        Chart(
-            "Broker lifecycle",
-            lambda r: f"broker {r['broker_id']}",
-            COLUMNS["broker-lifecycle"][2:],  # each count
-        ),
-    ),
-    "canary": (
-        Chart("Incidents per broker", _column("pod"), ("incidents_per_broker",)),
-        Chart(
-            "Incidents by pod",
-            _column("pod"),
-            ("fencings", "session_expiries", "offline_replicas", "leaderless_partitions"),
-        ),
-    ),
-    "state-at": (
-        Chart("Entries by kind", _column("kind")),
-        Chart(
-            "Entries by resource type",
-            _column("resource_type"),
-            series=_column("kind"),
-            stacked=True,
-        ),
-    ),
-}
 PALETTE = ("#2f6fb0", "#d9822b", "#3a9a5b", "#c23b3b", "#7c5cb8", "#8a6d3b", "#4aa3a3")
 
 
@@ -381,14 +279,14 @@ def html_page(
         "generated": iso(params.now_ms),
         "rows": str(len(rows)),
     }
-    charts = [chart_config(c, rows) for c in CHARTS.get(report.name, ())] if rows else []
+    charts = [chart_config(c, rows) for c in report.info.charts] if rows else []
     head = "".join(f"<th>{esc(c)}</th>" for c in columns)
     body = "\n".join(
         "<tr>"
         + "".join(
-            f'<td class="number">{esc(_cell(row[c]))}</td>'
+            f'<td class="number">{esc(cell_text(row[c]))}</td>'
             if isinstance(row[c], int | float) and not isinstance(row[c], bool)
-            else f"<td>{esc(_cell(row[c]))}</td>"
+            else f"<td>{esc(cell_text(row[c]))}</td>"
             for c in columns
         )
         + "</tr>"
@@ -397,7 +295,7 @@ def html_page(
     figures = "".join(
         f'<figure><canvas id="chart-{i}" role="img" aria-label="{esc(c.title)}"></canvas>'
         f"<figcaption>{esc(c.title)}</figcaption></figure>"
-        for i, c in enumerate(CHARTS.get(report.name, ()))
+        for i, c in enumerate(report.info.charts)
         if i < len(charts)
     )
     described = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in parameters.items())

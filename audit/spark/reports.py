@@ -1,25 +1,24 @@
 """The audit reports: one function per report, each a DataFrame computed over an export with
 Spark's DataFrame API (nothing is collected to the driver to compute it; the caller collects or
-writes the small result). Here: the registry, and the reports on the audit trail
-(admin-activity, denied-requests, forwarding); the others are in audit.spark.incidents and
-audit.spark.state.
+writes the small result). Here: the reports on the audit trail (admin-activity, denied-requests,
+forwarding), and every report of the catalogue with its builder; the other builders are in
+audit.spark.incidents and audit.spark.state, each registered with `@builds`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from audit.resources import AUTHORIZATION_CODES
+from audit.spark import incidents, state  # noqa: F401  (their builders register on import)
+from audit.spark.builders import Builder, builder_of, builds
 from audit.spark.catalog import CATALOG, ReportInfo
-from audit.spark.frames import COLUMNS, REPLICA_REPORT, in_period, resources, sorted_rows
-from audit.spark.incidents import broker_lifecycle, canary, replica_health
+from audit.spark.frames import REPLICA_REPORT, in_period, resources, sorted_rows
 from audit.spark.params import Params, ReportError
 from audit.spark.reader import Export
-from audit.spark.state import state_at
 
 # The admin writes a broker may forward in an Envelope (KIP-590; CONTRACT.md's list).
 FORWARDABLE_APIS = (
@@ -39,6 +38,7 @@ FORWARDABLE_APIS = (
 )
 
 
+@builds("admin-activity")
 def admin_activity(export: Export, params: Params) -> DataFrame:
     """Requests by day, principal, API and outcome. A broker's AlterReplicaState report is not
     an admin request and is left out."""
@@ -54,6 +54,7 @@ def admin_activity(export: Export, params: Params) -> DataFrame:
     )
 
 
+@builds("denied-requests")
 def denied_requests(export: Export, params: Params) -> DataFrame:
     """One row per resource refused for authorization, newest first; a DENIED request naming no
     such resource is one row with resource "" and the request's error code."""
@@ -108,6 +109,7 @@ def denied_requests(export: Export, params: Params) -> DataFrame:
     )
 
 
+@builds("forwarding")
 def forwarding(export: Export, params: Params) -> DataFrame:
     """Admin writes (the forwardable APIs, any outcome) by the broker that forwarded them in an
     Envelope (direct requests: broker id null, principal ""), with their share of every admin
@@ -140,8 +142,10 @@ def forwarding(export: Export, params: Params) -> DataFrame:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Report:
+    """A catalogued report with its builder."""
+
     info: ReportInfo
-    build: Callable[[Export, Params], DataFrame]
+    build: Builder
 
     @property
     def name(self) -> str:
@@ -157,19 +161,12 @@ class Report:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        return COLUMNS[self.name]
+        return self.info.columns
 
 
-BUILDERS: dict[str, Callable[[Export, Params], DataFrame]] = {
-    "admin-activity": admin_activity,
-    "denied-requests": denied_requests,
-    "forwarding": forwarding,
-    "replica-health": replica_health,
-    "broker-lifecycle": broker_lifecycle,
-    "canary": canary,
-    "state-at": state_at,
+REPORTS: dict[str, Report] = {
+    name: Report(info, builder_of(info)) for name, info in CATALOG.items()
 }
-REPORTS: dict[str, Report] = {name: Report(info, BUILDERS[name]) for name, info in CATALOG.items()}
 
 
 def report_build(name: str, export: Export, params: Params) -> DataFrame:

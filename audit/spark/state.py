@@ -19,7 +19,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from audit.spark.frames import STATE_COLUMNS, data, latest, sorted_rows
+from audit.spark.builders import builds
+from audit.spark.catalog import STATE_AT
+from audit.spark.frames import data, latest, sorted_rows
 from audit.spark.params import Params, ReportError, iso
 from audit.spark.reader import Export
 
@@ -50,10 +52,11 @@ def state_at_check(export: Export, at_ms: int, now_ms: int) -> None:
 def _row(kind: str, **columns: Column) -> list[Column]:
     none = F.lit(None).cast("string")
     return [F.lit(kind).alias("kind")] + [
-        columns.get(name, none).alias(name) for name in STATE_COLUMNS[1:]
+        columns.get(name, none).alias(name) for name in STATE_AT.columns[1:]
     ]
 
 
+@builds("state-at")
 def state_at(export: Export, params: Params) -> DataFrame:
     """The state at `--at` (else at `--to`, else now)."""
     at = next(ms for ms in (params.at_ms, params.to_ms, params.now_ms) if ms is not None)
@@ -88,7 +91,7 @@ def state_at(export: Export, params: Params) -> DataFrame:
     return sorted_rows(
         _configs(last).unionByName(_acls(last)).unionByName(_quotas(last)),
         rank,
-        *STATE_COLUMNS[1:],
+        *STATE_AT.columns[1:],
     )
 
 

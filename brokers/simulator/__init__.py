@@ -3,12 +3,13 @@
 A `BrokerSimulator` (fleet.py) runs regular and canary brokers against the control plane's
 internal API, as Kafka brokers run against a KRaft controller: they register, heartbeat, follow
 the metadata log, get unfenced, shut down in a controlled way (lifecycle.py); their log
-directories fail and are repaired (KIP-589, logdirs.py); they forward old clients' admin
-requests to the controller in Envelopes (KIP-590, forwarding.py); and they can send heartbeat
-load for the benchmarks (load.py). One metadata follower per process (follower.py) reads the log
-for all of them into a `MetadataView` (metadata.py): the controller's own `MetadataImage`, fed
-through the core's record decoding and `MetadataDelta` replay, so the brokers' view of topics,
-partitions, ISRs and epochs follows the controller's rules exactly.
+directories fail and are repaired (KIP-589, logdirs.py; its requests and answers in
+logdir_requests.py); they forward old clients' admin requests to the controller in Envelopes
+(KIP-590, forwarding.py); and they can send heartbeat load for the benchmarks (load.py). One
+metadata follower per process (follower.py) reads the log for all of them into a `MetadataView`
+(metadata.py): the controller's own `MetadataImage`, fed through the core's record decoding and
+`MetadataDelta` replay, so the brokers' view of topics, partitions, ISRs and epochs follows the
+controller's rules exactly.
 
 This package imports no Django (an import-linter contract says so): only the pure controller
 core (`controlplane.controller`), httpx and the standard library. The `simulate_brokers`
@@ -46,7 +47,8 @@ from brokers.simulator.forwarding import (
     principal_fields,
 )
 from brokers.simulator.load import LoadResult
-from brokers.simulator.logdirs import OFFLINE_REPLICA_EVENT, STALE_METADATA_ERRORS, LogDirResult
+from brokers.simulator.logdir_requests import OFFLINE_REPLICA_EVENT, LogDirResult
+from brokers.simulator.logdirs import STALE_METADATA_ERRORS
 from brokers.simulator.metadata import MetadataView, PartitionView
 from brokers.simulator.state import (
     BrokerPhase,

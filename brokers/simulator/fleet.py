@@ -36,7 +36,8 @@ from brokers.simulator.forwarding import (
 )
 from brokers.simulator.lifecycle import Lifecycle, new_brokers
 from brokers.simulator.load import HeartbeatLoad, LoadResult, heartbeat_bodies, load_senders
-from brokers.simulator.logdirs import LogDirResult, LogDirs
+from brokers.simulator.logdir_requests import LogDirResult
+from brokers.simulator.logdirs import LogDirs
 from brokers.simulator.metadata import PartitionView
 from brokers.simulator.state import (
     BrokerPhase,

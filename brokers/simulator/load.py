@@ -33,10 +33,6 @@ class LoadResult:
     errors: dict[str, int]
     latencies_ms: list[float]
 
-    @property
-    def throughput_rps(self) -> float:
-        return self.requests / self.duration_s if self.duration_s > 0 else 0.0
-
     def percentile(self, p: float) -> float:
         """Nearest-rank percentile of the latencies (p in 0..100); NaN without samples."""
         if not self.latencies_ms:

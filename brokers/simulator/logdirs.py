@@ -22,10 +22,8 @@ log_dirs`, the same on every broker (`replicas_in`). Then, as a real broker woul
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import time
 import zlib
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +41,16 @@ from brokers.simulator.client import (
 )
 from brokers.simulator.follower import MetadataFollower
 from brokers.simulator.lifecycle import Lifecycle
+from brokers.simulator.logdir_requests import (
+    LogDirResult,
+    TopicPartition,
+    alter_partition_request,
+    alter_replica_state_request,
+    log_dir_summary,
+    rejoin_outcome,
+    still_out_of_isr,
+    take_report_answer,
+)
 from brokers.simulator.metadata import PartitionView
 from brokers.simulator.state import (
     BrokerState,
@@ -54,7 +62,6 @@ from brokers.simulator.state import (
 from controlplane.controller.errors import Errors
 from controlplane.controller.records import NO_LEADER
 
-OFFLINE_REPLICA_EVENT = 1  # KIP-589's only AlterReplicaState event type
 # AlterPartition answers that mean "your metadata is stale": catch up with the log, try again.
 STALE_METADATA_ERRORS = frozenset(
     {
@@ -69,40 +76,7 @@ _STALE_NAMES = frozenset(error.name for error in STALE_METADATA_ERRORS)
 # How long a restarted broker takes at most to report its still-failed directories again.
 _REREPORT_TIMEOUT_S = 60.0
 
-TopicPartition = tuple[str, int]  # (topic name, partition index)
 Say = Callable[[str], None]
-
-
-@dataclasses.dataclass(slots=True)
-class LogDirResult:
-    """What `fail_log_dir` / `repair_log_dir` did.
-
-    fail: `partitions` are the replicas the AlterReplicaState named, `done` those it accepted
-    (`refused`: the others, by error name), `applied` that the metadata shows every accepted one
-    offline; `request`/`request_id` the accepted request as sent (a retry of it applies once).
-    repair: `partitions` are the replicas that were offline or out of the ISR, `done` those back
-    in the ISR, `applied` that none is left (`pending`: why each left one is, at the deadline).
-    """
-
-    action: str  # "fail" or "repair"
-    broker_id: int
-    dir_index: int
-    log_dir: str
-    partitions: list[tuple[str, int]] = dataclasses.field(default_factory=list)
-    done: list[tuple[str, int]] = dataclasses.field(default_factory=list)
-    refused: dict[str, list[tuple[str, int]]] = dataclasses.field(default_factory=dict)
-    pending: dict[tuple[str, int], str] = dataclasses.field(default_factory=dict)
-    applied: bool = False
-    attempts: int = 0  # HTTP requests sent (every retry counts)
-    broker_epoch: int | None = None
-    request_id: str | None = None
-    request: dict[str, Any] | None = None
-    error: str | None = None
-    elapsed_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.applied
 
 
 class LogDirs:
@@ -259,7 +233,7 @@ class LogDirs:
             )
             broker.reported_epochs[dir_index] = epoch
             return True
-        request = _alter_replica_state(state, epoch, dir_index, replicas)
+        request = alter_replica_state_request(state, epoch, dir_index, replicas)
         request_id = self.lifecycle.next_request_id(broker, "ars")
         try:
             answer = await self._send_report(
@@ -284,7 +258,7 @@ class LogDirs:
             result.error = f"{error_name(code)}: {answer.get('error_message')}"
             return True
         backoff.reset()
-        _take_report_answer(result, answer, request, request_id)
+        take_report_answer(result, answer, request, request_id)
         state.replica_reports += 1
         broker.reported_epochs[dir_index] = epoch
         return True
@@ -387,7 +361,7 @@ class LogDirs:
             result.pending = waiting
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                result.error = _still_out_of_isr(waiting)
+                result.error = still_out_of_isr(waiting)
                 return
             if progressed or stale:
                 say(
@@ -467,7 +441,7 @@ class LogDirs:
         """
         state = leader.state
         everything = [(v.topic, v.partition) for v in views]
-        body = dumps(_alter_partition_request(state, views, joiner))
+        body = dumps(alter_partition_request(state, views, joiner))
         request_id = self.lifecycle.next_request_id(leader, "ap")
         try:
             answer = await self.client.post(ALTER_PARTITION_PATH, body, request_id, state.broker_id)
@@ -478,7 +452,7 @@ class LogDirs:
         if code != Errors.NONE:
             self.lifecycle.failed(leader, f"AlterPartition {error_name(code)}", answer)
             return dict.fromkeys(everything, error_name(code))
-        return _rejoin_outcome(answer, joiner, state.broker_id)
+        return rejoin_outcome(answer, joiner, state.broker_id)
 
 
 def _check_dir(broker: LiveBroker, dir_index: int) -> None:
@@ -509,108 +483,3 @@ def _mark_repaired(broker: LiveBroker, dir_index: int) -> None:
 def _sync_budget(deadline: float) -> float:
     """How long to wait for the follower before acting: half a second at least, ten at most."""
     return max(0.5, min(10.0, deadline - time.monotonic()))
-
-
-def _alter_replica_state(
-    state: BrokerState, epoch: int, dir_index: int, replicas: list[PartitionView]
-) -> dict[str, Any]:
-    by_topic: dict[str, list[int]] = {}
-    for view in replicas:
-        by_topic.setdefault(view.topic, []).append(view.partition)
-    return {
-        "broker_id": state.broker_id,
-        "broker_epoch": epoch,
-        "new_state": OFFLINE_REPLICA_EVENT,
-        "reason": f"log dir {state.log_dirs[dir_index]} failed (simulated)",
-        "log_dir": state.log_dirs[dir_index],
-        "topics": [{"name": t, "partitions": p} for t, p in sorted(by_topic.items())],
-    }
-
-
-def _take_report_answer(
-    result: LogDirResult, answer: dict[str, Any], request: dict[str, Any], request_id: str
-) -> None:
-    """The accepted AlterReplicaState: which replicas it took, which it refused and why."""
-    for topic in answer.get("topics") or []:
-        for item in topic.get("partitions") or []:
-            tp = (str(topic["name"]), int(item["partition_index"]))
-            if item.get("error_code") == Errors.NONE:
-                result.done.append(tp)
-            else:
-                result.refused.setdefault(error_name(item.get("error_code")), []).append(tp)
-    result.request_id = request_id
-    result.request = request
-
-
-def _alter_partition_request(
-    leader: BrokerState, views: list[PartitionView], joiner: int
-) -> dict[str, Any]:
-    by_topic: dict[str, list[dict[str, Any]]] = {}
-    for view in views:
-        new_isr = [*view.isr, joiner] if joiner not in view.isr else list(view.isr)
-        by_topic.setdefault(view.topic, []).append(
-            {
-                "partition_index": view.partition,
-                "leader_epoch": view.leader_epoch,
-                "new_isr": new_isr,
-                "partition_epoch": view.partition_epoch,
-            }
-        )
-    return {
-        "broker_id": leader.broker_id,
-        "broker_epoch": leader.epoch,
-        "topics": [{"topic_name": t, "partitions": p} for t, p in sorted(by_topic.items())],
-    }
-
-
-def _rejoin_outcome(
-    answer: dict[str, Any], joiner: int, leader_id: int
-) -> dict[TopicPartition, str | None]:
-    """Per partition of an AlterPartition answer: None when the joiner is in the ISR now."""
-    outcome: dict[TopicPartition, str | None] = {}
-    for topic in answer.get("topics") or []:
-        for item in topic.get("partitions") or []:
-            tp = (str(topic["topic_name"]), int(item["partition_index"]))
-            code = item.get("error_code")
-            if code in (Errors.NONE, Errors.NEW_LEADER_ELECTED) and joiner in (
-                item.get("isr") or []
-            ):
-                outcome[tp] = None
-            else:
-                outcome[tp] = error_name(code)
-                logger.info(
-                    "broker %d: AlterPartition %s-%d: %s", leader_id, tp[0], tp[1], outcome[tp]
-                )
-    return outcome
-
-
-def _still_out_of_isr(waiting: dict[TopicPartition, str]) -> str:
-    reasons = Counter(waiting.values())
-    return "timed out; still out of the ISR: " + ", ".join(
-        f"{n} ({why})" for why, n in reasons.most_common()
-    )
-
-
-def log_dir_summary(result: LogDirResult) -> str:
-    """What a fail or repair did, in a line."""
-    head = f"broker {result.broker_id}: log dir {result.dir_index}"
-    took = f" in {result.elapsed_s:.1f} s" if result.elapsed_s else ""
-    if result.action == "fail":
-        text = (
-            f"{head} failed: {len(result.done)}/{len(result.partitions)} replicas reported "
-            f"offline (epoch {result.broker_epoch}, {result.attempts} requests)"
-        )
-        if result.refused:
-            text += "; refused: " + ", ".join(
-                f"{len(tps)} {name}" for name, tps in sorted(result.refused.items())
-            )
-        if result.applied and result.done:
-            text += "; the metadata shows them offline"
-    else:
-        text = (
-            f"{head} repaired: {len(result.done)}/{len(result.partitions)} replicas back in "
-            f"the ISR ({result.attempts} AlterPartition requests)"
-        )
-    if result.error:
-        text += f"; {result.error}"
-    return text + took

@@ -24,8 +24,8 @@ from django.db.models import QuerySet
 from rest_framework import generics
 from rest_framework.request import Request
 
-from controlplane.api.context import client_host, principal_of
-from controlplane.authz import Visibility
+from controlplane.api.context import principal_of
+from controlplane.authz import Visibility, client_host
 from controlplane.chunked import in_chunks
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
 

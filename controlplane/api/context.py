@@ -3,8 +3,9 @@ from __future__ import annotations
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.request import Request
 
+from controlplane.authz import client_host
 from controlplane.principals import AuthenticatedPrincipal
-from controlplane.runtime.metadata_log import RequestContext
+from controlplane.runtime.conversation import RequestContext
 
 
 def principal_of(request: Request) -> AuthenticatedPrincipal:
@@ -12,10 +13,6 @@ def principal_of(request: Request) -> AuthenticatedPrincipal:
     if not isinstance(user, AuthenticatedPrincipal):
         raise NotAuthenticated()
     return user
-
-
-def client_host(request: Request) -> str:
-    return str(request.META.get("REMOTE_ADDR") or "")
 
 
 def request_context(request: Request) -> RequestContext:

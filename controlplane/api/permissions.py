@@ -7,8 +7,8 @@ from typing import Any
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
-from controlplane.api.context import client_host, principal_of
-from controlplane.authz import refuse_broker_on_public_write, require_cluster
+from controlplane.api.context import principal_of
+from controlplane.authz import client_host, refuse_broker_on_public_write, require_cluster
 from controlplane.controller.acls.bindings import AclOperation
 
 

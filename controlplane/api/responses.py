@@ -1,11 +1,12 @@
 """What every operation answers, for the OpenAPI schema: success bodies and the error body.
 
-The schema is honest about errors (controlplane.api.schema adds them to every operation): each
+The schema is honest about errors (shell.api.schema adds them to every operation): each
 answers Kafka's error body with 400, 401, 403, 404, 405, 408, 411, 413, 415, 429 (public
 listener), 503 and 504 besides its success. Success bodies come from a view's serializer where
-it has one; the admin RPCs and the views answering Kafka's plain bodies name theirs here
-(`RPC_RESPONSES` by Kafka's RPC name, used by the registry's views). Objects list the fields
-always present and leave room for more, as Kafka's versioned bodies do.
+it has one; each admin RPC's spec carries its own (`register(..., response=...)` in its app's
+rpcs.py, built from the shapes here), and the views answering Kafka's plain bodies name theirs
+here. Objects list the fields always present and leave room for more, as Kafka's versioned
+bodies do.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ ERROR: Schema = obj(
     error_message=NSTR,
 )
 
+# Shapes several answers share (a config entry: CreateTopics, DescribeConfigs; a quota entity).
 CONFIG_ENTRY = obj(
     "name",
     name=STR,
@@ -77,134 +79,10 @@ CONFIG_ENTRY = obj(
     config_type=STR,
     documentation=NSTR,
 )
-RESOURCE_RESULT = kafka(resource_type=STR, resource_name=STR)
-ACL = kafka(
-    resource_type=STR,
-    resource_name=STR,
-    pattern_type=STR,
-    principal=STR,
-    host=STR,
-    operation=STR,
-    permission_type=STR,
-)
 QUOTA_ENTITY = arr(obj(entity_type=STR, entity_name=NSTR))
-TOKEN_EXPIRY = kafka(expiry_timestamp_ms=INT, throttle_time_ms=INT)
 TOPIC_PARTITION_ERRORS = arr(
     obj(name=STR, partitions=arr(obj(partition_index=INT, error_code=INT)))
 )
-
-RPC_RESPONSES: dict[str, Schema] = {
-    "CreateTopics": obj(
-        "throttle_time_ms",
-        "topics",
-        throttle_time_ms=INT,
-        topics=arr(
-            kafka(
-                "name",
-                name=STR,
-                topic_id=NSTR,
-                num_partitions=INT,
-                replication_factor=INT,
-                configs=arr(CONFIG_ENTRY),
-                canary_partitions=arr(INT),
-                canary_isolated=BOOL,
-            )
-        ),
-    ),
-    "DeleteTopics": obj(
-        "throttle_time_ms",
-        "responses",
-        throttle_time_ms=INT,
-        responses=arr(kafka(name=NSTR, topic_id=NSTR)),
-    ),
-    "CreatePartitions": obj(
-        "throttle_time_ms",
-        "results",
-        throttle_time_ms=INT,
-        results=arr(kafka("name", name=STR)),
-    ),
-    "ElectLeaders": kafka(
-        replica_election_results=arr(obj(topic=STR, partition_result=arr(kafka(partition_id=INT)))),
-        throttle_time_ms=INT,
-    ),
-    "DescribeConfigs": obj(
-        "results",
-        throttle_time_ms=INT,
-        results=arr(
-            kafka(resource_type=STR, resource_name=STR, configs=arr(CONFIG_ENTRY)),
-        ),
-    ),
-    "AlterConfigs": obj("responses", throttle_time_ms=INT, responses=arr(RESOURCE_RESULT)),
-    "IncrementalAlterConfigs": obj(
-        "responses", throttle_time_ms=INT, responses=arr(RESOURCE_RESULT)
-    ),
-    "CreateAcls": obj("results", throttle_time_ms=INT, results=arr(kafka())),
-    "DescribeAcls": kafka(
-        throttle_time_ms=INT,
-        resources=arr(
-            obj(
-                resource_type=STR,
-                resource_name=STR,
-                pattern_type=STR,
-                acls=arr(obj(principal=STR, host=STR, operation=STR, permission_type=STR)),
-            )
-        ),
-    ),
-    "DeleteAcls": obj(
-        "filter_results",
-        throttle_time_ms=INT,
-        filter_results=arr(kafka(matching_acls=arr(ACL))),
-    ),
-    "AlterClientQuotas": obj(
-        "entries", throttle_time_ms=INT, entries=arr(kafka(entity=QUOTA_ENTITY))
-    ),
-    "DescribeClientQuotas": kafka(
-        throttle_time_ms=INT,
-        entries=nullable(arr(obj(entity=QUOTA_ENTITY, values=arr(obj(key=STR, value=NUM))))),
-    ),
-    "CreateDelegationToken": kafka(
-        principal_type=STR,
-        principal_name=STR,
-        token_requester_principal_type=STR,
-        token_requester_principal_name=STR,
-        issue_timestamp_ms=INT,
-        expiry_timestamp_ms=INT,
-        max_timestamp_ms=INT,
-        token_id=STR,
-        hmac={**NSTR, "format": "byte", "description": "base64; shown once (null on error)"},
-        throttle_time_ms=INT,
-    ),
-    "RenewDelegationToken": TOKEN_EXPIRY,
-    "ExpireDelegationToken": TOKEN_EXPIRY,
-    "DescribeDelegationToken": kafka(
-        throttle_time_ms=INT,
-        tokens=arr(
-            obj(
-                principal_type=STR,
-                principal_name=STR,
-                token_requester_principal_type=STR,
-                token_requester_principal_name=STR,
-                issue_timestamp=INT,
-                expiry_timestamp=INT,
-                max_timestamp=INT,
-                token_id=STR,
-                hmac=NSTR,
-                renewers=arr(obj(principal_type=STR, principal_name=STR)),
-            )
-        ),
-    ),
-    "DescribeCluster": kafka(
-        throttle_time_ms=INT,
-        endpoint_type=INT,
-        cluster_id=STR,
-        controller_id=nullable(INT),
-        brokers=arr(
-            obj(broker_id=INT, host=STR, port=INT, rack=NSTR, pod=STR, software_version=NSTR)
-        ),
-        cluster_authorized_operations=INT,
-    ),
-    "UnregisterBroker": kafka(throttle_time_ms=INT),
-}
 
 # The views that answer plain bodies without a serializer.
 WHOAMI = obj("principal", principal=STR, super_user=BOOL, broker=BOOL)

@@ -34,14 +34,6 @@ def bulk_upsert(**kwargs: Any) -> None:
     prepared_upsert(**kwargs)()
 
 
-def bulk_update(**kwargs: Any) -> None:
-    prepared_update(**kwargs)()
-
-
-def bulk_delete(**kwargs: Any) -> None:
-    prepared_delete(**kwargs)()
-
-
 def prepared_upsert(
     *,
     table: str,

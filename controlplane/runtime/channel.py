@@ -24,6 +24,8 @@ from typing import Any
 
 import redis
 
+from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent
+
 logger = logging.getLogger("controlplane.controller")
 
 # Key names under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`, `cp:` by default).
@@ -33,23 +35,22 @@ REPLY_TTL_S = 60  # an answer nobody waits for any more (its sender gave up) exp
 MAX_BATCH = 500
 IDLE_WAIT_S = 1
 
-Event = dict[str, Any]
-Response = dict[str, Any]
-
 
 def _encode(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-def _decode(raw: bytes) -> Event | None:
+def _decode(raw: bytes) -> tuple[ControllerEvent, str | None] | None:
+    """The event and the key its answer goes to; None (logged) for anything undecodable."""
     try:
-        event = json.loads(raw)
-    except ValueError:
-        event = None
-    if not isinstance(event, dict):
+        wire = json.loads(raw)
+        if not isinstance(wire, dict):
+            raise ValueError("not a JSON object")
+        reply_to = wire.get("reply_to")
+        return ControllerEvent.from_wire(wire), reply_to if isinstance(reply_to, str) else None
+    except (ValueError, KeyError, TypeError, ArithmeticError):  # anything at all may be sent
         logger.error("controller request channel: dropped an undecodable event")
         return None
-    return event
 
 
 class ControllerChannel:
@@ -63,16 +64,15 @@ class ControllerChannel:
         self.requests_key = key_prefix + REQUESTS
         self.reply_prefix = key_prefix + REPLY
 
-    def request(self, event: Event, timeout_ms: int) -> Response | None:
+    def request(self, event: ControllerEvent, timeout_ms: int) -> ControllerAnswer | None:
         reply_key = self.reply_prefix + uuid.uuid4().hex
         # `queued_ms`: the controller measures how long events wait for it (its ingress lag).
-        queued = {**event, "reply_to": reply_key, "queued_ms": int(time.time() * 1000)}
+        queued = {**event.queued(int(time.time() * 1000)).to_wire(), "reply_to": reply_key}
         self.redis.rpush(self.requests_key, _encode(queued))
         answered = self.redis.blpop([reply_key], timeout=max(timeout_ms, 1) / 1000)
         if answered is None:
             return None
-        response: Response = json.loads(answered[1])
-        return response
+        return ControllerAnswer.from_wire(json.loads(answered[1]))
 
 
 class ChannelConsumer:
@@ -81,7 +81,7 @@ class ChannelConsumer:
     def __init__(
         self,
         url: str,
-        handle_batch: Callable[[Sequence[Event]], list[Response]],
+        handle_batch: Callable[[Sequence[ControllerEvent]], list[ControllerAnswer]],
         *,
         key_prefix: str,
         on_failure: Callable[[], None] = lambda: None,
@@ -109,21 +109,20 @@ class ChannelConsumer:
         if first is None:
             return 0
         raw = [first[1], *(self.redis.lpop(self.requests_key, self.max_batch - 1) or [])]
-        events = [event for event in map(_decode, raw) if event is not None]
+        decoded = [taken for taken in map(_decode, raw) if taken is not None]
         try:
-            responses = self.handle_batch(events)
+            answers = self.handle_batch([event for event, _ in decoded])
         except Exception:  # nothing is answered: the senders retry with their request ids
-            logger.exception("controller batch of %d event(s) failed", len(events))
+            logger.exception("controller batch of %d event(s) failed", len(decoded))
             self.on_failure()
-            return len(events)
+            return len(decoded)
         replies = self.redis.pipeline(transaction=False)
-        for event, response in zip(events, responses, strict=True):
-            reply_key = event.get("reply_to")
-            if isinstance(reply_key, str) and reply_key.startswith(self.reply_prefix):
-                replies.rpush(reply_key, _encode(response))
+        for (_, reply_key), answer in zip(decoded, answers, strict=True):
+            if reply_key is not None and reply_key.startswith(self.reply_prefix):
+                replies.rpush(reply_key, _encode(answer.to_wire()))
                 replies.expire(reply_key, REPLY_TTL_S)
         replies.execute()
-        return len(events)
+        return len(decoded)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name="controller-channel", daemon=True)

@@ -7,14 +7,12 @@ then applies them to its image. Events are handled one batch at a time under a l
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import gc
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +23,13 @@ from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.models import Cluster
+from controlplane.runtime.batcher import MAX_BATCH_EVENTS, EventBatcher, reset_connection
+from controlplane.runtime.conversation import (
+    AppliedWrite,
+    ControllerAnswer,
+    ControllerEvent,
+    RequestKey,
+)
 from controlplane.runtime.fencing import FencingHoldOffWatch
 from controlplane.runtime.ingress import (
     LagWindow,
@@ -42,38 +47,22 @@ from controlplane.runtime.lease import (
 )
 from controlplane.runtime.metadata_log import (
     COMMIT_AUDIT,
-    AppliedWrite,
     DuplicateWrite,
-    RequestContext,
-    RequestKey,
     applied_responses,
     commit_started,
     log_commit,
 )
+from controlplane.runtime.plugins import add_once
 from controlplane.runtime.projections import load_image
 from controlplane.runtime.request_ids import (
     collisions_announce,
-    is_remembered,
     request_id_collisions,
 )
 from controlplane.runtime.sessions import SessionStore, session_store
 
 logger = logging.getLogger("controlplane.controller")
 
-Event = dict[str, Any]
-Response = dict[str, Any]
-
-# Notes the controller adds to an answer for the node that sent the event (never answered to a
-# client, see services.controller_call): the metadata offsets the event produced, and when the
-# controller took it off the queue.
-OFFSETS_NOTE = "_offsets"
-HANDLED_NOTE = "_handled_ms"
-AUDITED_NOTE = "_audited"  # the audit row was written in the commit of the records
-MAX_BATCH_EVENTS = 500  # events handled in one batch (one commit) at the most
-
-
-def error_response(error: ApiError) -> Response:
-    return error.as_fields()
+refusal = ControllerAnswer.refusal
 
 
 class ControllerRuntime:
@@ -171,32 +160,32 @@ class ControllerRuntime:
                 self.on_deactivate(lease)
 
     # --- events -------------------------------------------------------------------------
-    def handle(self, event: Event) -> Response:
+    def handle(self, event: ControllerEvent) -> ControllerAnswer:
         return self.handle_batch([event])[0]
 
-    def handle_batch(self, events: Sequence[Event]) -> list[Response]:
+    def handle_batch(self, events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
         with self._lock:
             try:
                 lease = self.ensure_active()
             except ApiError as error:
-                return [error_response(error) for _ in events]
+                return [refusal(error) for _ in events]
             except DatabaseError:
                 logger.exception("controller could not reach the database")
-                return [error_response(_unavailable()) for _ in events]
+                return [refusal(_unavailable()) for _ in events]
             assert self.image is not None
             return self._process(lease, self.image, events)
 
     def _process(
-        self, lease: Lease, image: MetadataImage, events: Sequence[Event]
-    ) -> list[Response]:
+        self, lease: Lease, image: MetadataImage, events: Sequence[ControllerEvent]
+    ) -> list[ControllerAnswer]:
         started = time.perf_counter()
         now = now_ms()
         self._note_queue_delay(events, now)
         prior = _applied_responses(events)  # every principal's writes of the batch's ids
         collisions = request_id_collisions(events, prior)
-        failed: dict[int, Response] = {}
+        failed: dict[int, ControllerAnswer] = {}
         while True:
-            delta, contacts, responses, writes = self._run(image, events, now, prior, failed)
+            delta, contacts, answers, writes = self._run(image, events, now, prior, failed)
             handled = time.perf_counter()
             statements = _StatementCounter()
             try:
@@ -212,13 +201,13 @@ class ControllerRuntime:
                 failed.update(refused)
             except ApiError as error:
                 self._deactivate(error.message or error.error.name)
-                return [error_response(error) for _ in events]
+                return [refusal(error) for _ in events]
             except DatabaseError:
                 logger.exception("commit failed; reloading the image on the next event")
                 self._deactivate("commit failed")
-                return [error_response(_unavailable()) for _ in events]
+                return [refusal(_unavailable()) for _ in events]
         collisions_announce(collisions)  # committed: the senders' retries will not collide again
-        responses = [{**response, HANDLED_NOTE: now} for response in responses]
+        answers = [dataclasses.replace(answer, handled_ms=now) for answer in answers]
         committed = time.perf_counter()
         image.apply(delta)
         if len(delta.replayed) >= LARGE_COMMIT_RECORDS:
@@ -242,16 +231,16 @@ class ControllerRuntime:
             self._mirror(
                 {i: None if b is None else b.status for i, b in delta.changed_brokers.items()}
             )
-        return responses
+        return answers
 
     def _run(
         self,
         image: MetadataImage,
-        events: Sequence[Event],
+        events: Sequence[ControllerEvent],
         now: int,
-        prior: dict[RequestKey, Response],
-        failed: dict[int, Response],
-    ) -> tuple[MetadataDelta, list[int], list[Response], list[AppliedWrite]]:
+        prior: dict[RequestKey, ControllerAnswer],
+        failed: dict[int, ControllerAnswer],
+    ) -> tuple[MetadataDelta, list[int], list[ControllerAnswer], list[AppliedWrite]]:
         """The batch's records and answers, leaving out the events in `failed`."""
         while True:
             env = ControllerEnv(
@@ -270,17 +259,17 @@ class ControllerRuntime:
             except ReplayFailed as failure:
                 # Never half-applied: the batch starts over from the image without that event.
                 logger.error("refused event %d of the batch: %s", failure.index, failure)
-                failed[failure.index] = error_response(
+                failed[failure.index] = refusal(
                     ApiError(
                         Errors.UNKNOWN_SERVER_ERROR,
                         "The controller could not apply this request; nothing of it was written.",
                     )
                 )
 
-    def _note_queue_delay(self, events: Sequence[Event], now: int) -> None:
+    def _note_queue_delay(self, events: Sequence[ControllerEvent], now: int) -> None:
         """How long the oldest of these events waited for the controller since it was queued
         (the channel's or the batcher's `queued_ms`; the timer's own events carry none)."""
-        queued = [e["queued_ms"] for e in events if isinstance(e.get("queued_ms"), int)]
+        queued = [e.queued_ms for e in events if e.queued_ms is not None]
         if queued:
             self.ingress_lag.record("the controller's queue", now - min(queued), now)
 
@@ -291,7 +280,7 @@ class ControllerRuntime:
             logger.warning("could not mirror broker status to the session store", exc_info=True)
 
     # --- the event queue ------------------------------------------------------------------
-    def submit(self, event: Event) -> Response:
+    def submit(self, event: ControllerEvent) -> ControllerAnswer:
         """Handle an event together with whatever else is waiting (one batch, one commit).
 
         Consumers of the controller queue run in many threads; each hands its event to the one
@@ -306,20 +295,20 @@ class ControllerRuntime:
     def start_batching(self, *, max_batch: int = MAX_BATCH_EVENTS) -> None:
         with self._lock:
             if self._batcher is None:
-                self._batcher = EventBatcher(self, max_batch=max_batch)
+                self._batcher = EventBatcher(self.handle_batch, max_batch=max_batch)
 
     def start_channel(self, url: str, key_prefix: str) -> threading.Thread:
         """Serve the request channel (controlplane.runtime.channel): the active controller only."""
         from controlplane.runtime.channel import ChannelConsumer
 
-        def handle_batch(events: Sequence[Event]) -> list[Response]:
-            responses = self.handle_batch(events)
+        def handle_batch(events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
+            answers = self.handle_batch(events)
             if connection.errors_occurred:
-                _reset_connection()
-            return responses
+                reset_connection()
+            return answers
 
         return ChannelConsumer(
-            url, handle_batch, key_prefix=key_prefix, on_failure=_reset_connection
+            url, handle_batch, key_prefix=key_prefix, on_failure=reset_connection
         ).start()
 
     def stop_batching(self) -> None:
@@ -350,7 +339,7 @@ class ControllerRuntime:
     def tick(self) -> None:
         """One round of the timer: fence the stale brokers (or hold off), then the apps' jobs."""
         self.measure_ingress(now_ms())
-        response = self.handle({"api": "FenceStaleBrokers", "principal": "User:controller"})
+        response = self.handle(ControllerEvent("FenceStaleBrokers")).response
         if response.get("fenced_brokers"):
             logger.info("fenced brokers whose session lapsed: %s", response["fenced_brokers"])
         if "held_off" in response:
@@ -382,146 +371,91 @@ class ControllerRuntime:
         )
 
 
-class EventBatcher:
-    """One thread drains the waiting events into batches for the controller: group commit.
-
-    While a batch commits, new events queue up; the next batch takes all of them (up to
-    `max_batch`), so the cost of a commit is shared by every event that arrived meanwhile.
-    """
-
-    def __init__(self, runtime: ControllerRuntime, *, max_batch: int) -> None:
-        self.runtime = runtime
-        self.max_batch = max_batch
-        self._waiting: queue.SimpleQueue[tuple[Event, Future[Response]] | None] = (
-            queue.SimpleQueue()
-        )
-        self._thread = threading.Thread(target=self._run, name="controller-events", daemon=True)
-        self._thread.start()
-
-    def submit(self, event: Event) -> Response:
-        answer: Future[Response] = Future()
-        self._waiting.put(({**event, "queued_ms": now_ms()}, answer))
-        return answer.result()
-
-    def stop(self) -> None:
-        """Finish what waits, then end the thread (and its database connection)."""
-        self._waiting.put(None)
-        self._thread.join(timeout=30)
-
-    def _run(self) -> None:
-        try:
-            while (first := self._waiting.get()) is not None:
-                batch = [first]
-                while len(batch) < self.max_batch:
-                    try:
-                        waiting = self._waiting.get_nowait()
-                    except queue.Empty:
-                        break
-                    if waiting is None:
-                        self._waiting.put(None)  # stop after this batch
-                        break
-                    batch.append(waiting)
-                self._handle(batch)
-        finally:
-            _reset_connection()
-
-    def _handle(self, batch: list[tuple[Event, Future[Response]]]) -> None:
-        try:
-            responses = self.runtime.handle_batch([event for event, _ in batch])
-        except BaseException as error:  # every waiting caller learns of it; the loop goes on
-            logger.exception("controller batch of %d event(s) failed", len(batch))
-            for _, answer in batch:
-                answer.set_exception(error)
-            _reset_connection()
-            return
-        for (_, answer), response in zip(batch, responses, strict=True):
-            answer.set_result(response)
-        if connection.errors_occurred:
-            _reset_connection()
-
-
-def _reset_connection() -> None:
-    """A connection that failed (the database restarted) is replaced on the next batch."""
-    with contextlib.suppress(DatabaseError):
-        connection.close()
-
-
 def _run_events(
     image: MetadataImage,
-    events: Sequence[Event],
+    events: Sequence[ControllerEvent],
     env: ControllerEnv,
     *,
     now: int,
-    prior: dict[RequestKey, Response],
-    failed: dict[int, Response],
-) -> tuple[MetadataDelta, list[int], list[Response], list[AppliedWrite]]:
+    prior: dict[RequestKey, ControllerAnswer],
+    failed: dict[int, ControllerAnswer],
+) -> tuple[MetadataDelta, list[int], list[ControllerAnswer], list[AppliedWrite]]:
     delta = MetadataDelta(image)
     contacts: list[int] = []
-    responses: list[Response] = []
+    answers: list[ControllerAnswer] = []
     writes: list[AppliedWrite] = []
     # (principal, request id) -> the event of the batch that ran it. Request ids belong to their
     # principal: another principal's event with the same id is a request of its own.
     answered_by: dict[RequestKey, int] = {}
     for index, event in enumerate(events):
-        context = RequestContext.from_event(event)
+        key, remembered = event.context.key, event.remembered
         if index in failed:
-            responses.append(failed[index])
-            continue
-        deduplicated = is_remembered(event)
-        if deduplicated and context.key in answered_by:
+            answers.append(failed[index])
+        elif remembered and key in answered_by:
             # Another copy of a request earlier in this batch (a client's concurrent retry, a
             # resend): it answers what that one answered and writes nothing.
-            responses.append(responses[answered_by[context.key]])
-            continue
-        if event.get("deadline_ms", now + 1) < now:
-            responses.append(
-                error_response(
-                    ApiError(
-                        Errors.REQUEST_TIMED_OUT, "The request outlived its deadline in the queue."
-                    )
-                )
-            )
-            continue
-        if deduplicated and context.key in prior:
-            responses.append(prior[context.key])  # this principal's own earlier write
-            continue
-        first_offset = delta.next_offset
-        try:
-            response = run_event(delta, event["api"], event.get("payload", {}), env, contacts)
-        except ReplayFailed as failure:
-            failure.index = index
-            raise
-        if delta.last_offset >= first_offset:
-            # Notes for the caller's audit trail (and for a retry's, through the stored answer).
-            response = {**response, OFFSETS_NOTE: [first_offset, delta.last_offset]}
-            audit = event.get("audit") if COMMIT_AUDIT else None
-            if audit is not None:
-                response[AUDITED_NOTE] = True
-            writes.append(
-                AppliedWrite(
-                    context,
-                    event["api"],
-                    first_offset,
-                    delta.last_offset,
-                    response,
-                    remembered=deduplicated,
-                    event_index=index,
-                    audit=audit,
-                    payload=event.get("payload") or {},
-                )
-            )
-        if deduplicated:
-            answered_by[context.key] = index
-        responses.append(response)
-    return delta, contacts, responses, writes
+            answers.append(answers[answered_by[key]])
+        elif event.deadline_ms is not None and event.deadline_ms < now:
+            answers.append(refusal(OUTLIVED_ITS_DEADLINE))
+        elif remembered and key in prior:
+            answers.append(prior[key])  # this principal's own earlier write
+        else:
+            answers.append(_run_event(delta, index, event, env, contacts, writes))
+            if remembered:
+                answered_by[key] = index
+    return delta, contacts, answers, writes
+
+
+OUTLIVED_ITS_DEADLINE = ApiError(
+    Errors.REQUEST_TIMED_OUT, "The request outlived its deadline in the queue."
+)
+
+
+def _run_event(
+    delta: MetadataDelta,
+    index: int,
+    event: ControllerEvent,
+    env: ControllerEnv,
+    contacts: list[int],
+    writes: list[AppliedWrite],
+) -> ControllerAnswer:
+    """One event's records (into `delta`) and answer; a write is noted in `writes`."""
+    first_offset = delta.next_offset
+    try:
+        answer = ControllerAnswer.of_core(run_event(delta, event.api, event.payload, env, contacts))
+    except ReplayFailed as failure:
+        failure.index = index
+        raise
+    if delta.last_offset < first_offset:
+        return answer  # a no-op, a refusal, a heartbeat that changed nothing: no records
+    # The caller's audit trail (and a retry's, through the stored answer) learns the offsets,
+    # and whether the audit row is written in this commit.
+    audit = event.audit if COMMIT_AUDIT else None
+    answer = dataclasses.replace(
+        answer, offsets=(first_offset, delta.last_offset), audited=audit is not None
+    )
+    writes.append(
+        AppliedWrite(
+            event.context,
+            event.api,
+            first_offset,
+            delta.last_offset,
+            answer,
+            remembered=event.remembered,
+            event_index=index,
+            audit=audit,
+            payload=event.payload,
+        )
+    )
+    return answer
 
 
 def _second_writes(
     writes: Sequence[AppliedWrite], duplicate: DuplicateWrite
-) -> dict[int, Response]:
+) -> dict[int, ControllerAnswer]:
     """The batch's events to refuse for `duplicate`: every write of a (principal, id) the log
     holds already, else every write of it but its first."""
-    refused: dict[int, Response] = {}
+    refused: dict[int, ControllerAnswer] = {}
     kept: set[RequestKey] = set()
     for write in writes:
         key = write.context.key
@@ -530,7 +464,7 @@ def _second_writes(
         if not duplicate.in_log and key not in kept:
             kept.add(key)
             continue
-        refused[write.event_index] = error_response(duplicate)
+        refused[write.event_index] = refusal(duplicate)
     return refused
 
 
@@ -562,9 +496,9 @@ class _StatementCounter:
             self.timings.append(f"{sql.split(' (')[0][:40]}={elapsed:.0f}ms")
 
 
-def _applied_responses(events: Sequence[Event]) -> dict[RequestKey, Response]:
+def _applied_responses(events: Sequence[ControllerEvent]) -> dict[RequestKey, ControllerAnswer]:
     """The stored answers of the batch's request ids, every principal's (one query)."""
-    return applied_responses([e["request_id"] for e in events if is_remembered(e)])
+    return applied_responses([e.context.request_id for e in events if e.remembered])
 
 
 def _unavailable() -> ApiError:
@@ -573,6 +507,11 @@ def _unavailable() -> ApiError:
 
 # Work the active controller's timer does besides fencing (apps register theirs in ready()).
 TIMER_JOBS: list[Callable[[ControllerRuntime], None]] = []
+
+
+def register_timer_job(job: Callable[[ControllerRuntime], None]) -> None:
+    add_once(TIMER_JOBS, job)
+
 
 _runtime: ControllerRuntime | None = None
 _runtime_lock = threading.Lock()

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from controlplane.runtime.plugins import add_once
 from controlplane.runtime.sessions import SessionStore
 
 logger = logging.getLogger("controlplane.controller")
@@ -22,6 +23,10 @@ Response = dict[str, Any]
 # "FencingHoldOffExpired", "StaleBrokersFenced") with the brokers, the unfenced count and why
 # (the audit trail registers itself).
 FENCING_LISTENERS: list[Callable[[str, list[int], int, str], None]] = []
+
+
+def register_fencing_listener(listener: Callable[[str, list[int], int, str], None]) -> None:
+    add_once(FENCING_LISTENERS, listener)
 
 
 class FencingHoldOffWatch:

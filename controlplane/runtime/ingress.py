@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from controlplane.redis_client import key_prefix, redis_client
+from controlplane.redis_client import SharedStore
 
 # Reports older than this are a process that is gone: the controller forgets them.
 FORGET_REPORT_MS = 600_000
@@ -150,20 +150,14 @@ class RedisListenerLags:
 
 
 _local = LocalListenerLags()
-_redis_lags: RedisListenerLags | None = None
 
 
 def local_listener_lags() -> LocalListenerLags:
     return _local
 
 
-def listener_lags() -> ListenerLags:
-    """Where web processes report their listener's lag: Redis when there is one (every web node
-    and the controller share it), else this process's own (embedded: both live here)."""
-    global _redis_lags
-    client = redis_client()
-    if client is None:
-        return _local
-    if _redis_lags is None:
-        _redis_lags = RedisListenerLags(client, key_prefix=key_prefix())
-    return _redis_lags
+# Where web processes report their listener's lag: Redis when there is one (every web node and
+# the controller share it), else this process's own (embedded: both live here).
+listener_lags = SharedStore[ListenerLags](
+    _local, lambda client, prefix: RedisListenerLags(client, key_prefix=prefix)
+)

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import collections
 import contextvars
-import dataclasses
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple, Protocol
 
 from django.db import IntegrityError, connection, transaction
@@ -21,63 +20,23 @@ from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import Record
 from controlplane.runtime.bulk import Column, Write, prepared_upsert
+from controlplane.runtime.conversation import (
+    AppliedWrite,
+    ControllerAnswer,
+    RequestContext,
+    RequestKey,
+)
 from controlplane.runtime.lease import Lease, now_ms
 from controlplane.runtime.notifier import notifier
+from controlplane.runtime.plugins import add_once
 from controlplane.runtime.projections import prepare_delta
 from controlplane.runtime.single_writer import commit_scope
 
-CONTROLLER_PRINCIPAL = "User:controller"
-# What the controller remembers a write by: request ids belong to their principal, so another
-# principal's request with the same id is a request of its own (see controlplane.runtime.
-# request_ids). For an Envelope the principal is the original client's, not the broker's.
-RequestKey = tuple[str, str]  # (principal, request id)
 # When the last commit's transaction began (after its records were encoded), for the timings
 # the controller logs of large commits.
 commit_started: contextvars.ContextVar[float] = contextvars.ContextVar(
     "commit_started", default=0.0
-)  # events the controller makes itself (its timer)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class RequestContext:
-    """Who asked: kept on every record and audit event."""
-
-    principal: str = "User:controller"
-    client_id: str = ""
-    client_host: str = ""
-    request_id: str = ""
-
-    @classmethod
-    def from_event(cls, event: Mapping[str, Any]) -> RequestContext:
-        return cls(
-            principal=event.get("principal", CONTROLLER_PRINCIPAL),
-            client_id=event.get("client_id", ""),
-            client_host=event.get("client_host", ""),
-            request_id=event.get("request_id", ""),
-        )
-
-    @property
-    def key(self) -> RequestKey:
-        return (self.principal, self.request_id)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class AppliedWrite:
-    """One request's part of a commit: its records' offset range and its response."""
-
-    context: RequestContext
-    api: str
-    first_offset: int
-    last_offset: int
-    response: dict[str, Any]
-    # Kept by (principal, request id) so that a retry answers it instead of applying again; not
-    # for events that are evaluated afresh each time (heartbeats, the controller's timer).
-    remembered: bool = True
-    event_index: int = -1  # its place in the controller's batch
-    # What the sending node told the controller to audit it with (the RPC, when it started,
-    # the forwarding broker, the items refused before the call); None: not an audited request.
-    audit: dict[str, Any] | None = None
-    payload: dict[str, Any] = dataclasses.field(default_factory=dict)  # the event's request
+)
 
 
 class CommitAuditTrail(Protocol):
@@ -90,6 +49,10 @@ class CommitAuditTrail(Protocol):
 # The audit trail registers itself here (audit.apps): the runtime does not import apps. With
 # none registered, the node that sent a request audits it after the answer.
 COMMIT_AUDIT: list[CommitAuditTrail] = []
+
+
+def register_commit_audit(trail: CommitAuditTrail) -> None:
+    add_once(COMMIT_AUDIT, trail)
 
 
 class DuplicateWrite(ApiError):
@@ -140,10 +103,12 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
                 w.context.request_id,
                 w.context.principal,
                 w.api,
-                json.dumps(_storable(w.response), separators=(",", ":")),
+                json.dumps(w.answer.storable_response(), separators=(",", ":")),
                 w.first_offset,
                 w.last_offset,
                 timestamp,
+                w.answer.audited,
+                json.dumps(dict(w.answer.notes), separators=(",", ":")),
             )
             for w in remembered
         ],
@@ -204,10 +169,12 @@ APPLIED_COLUMNS = [
     Column("first_offset", "bigint"),
     Column("last_offset", "bigint"),
     Column("created_ms", "bigint"),
+    Column("audited", "boolean"),
+    Column("notes", "text", json=True),
 ]
 
 
-def applied_responses(request_ids: Sequence[str]) -> dict[RequestKey, dict[str, Any]]:
+def applied_responses(request_ids: Sequence[str]) -> dict[RequestKey, ControllerAnswer]:
     """The stored answers of the writes already applied with these request ids, whoever sent
     them, by (principal, request id) (one query). A retry answers only its own principal's;
     the others tell the controller who used the id before (a collision, to audit)."""
@@ -216,36 +183,45 @@ def applied_responses(request_ids: Sequence[str]) -> dict[RequestKey, dict[str, 
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                "SELECT principal, request_id, response FROM cp_applied_request"
-                " WHERE request_id = ANY(%s)",
+                f"SELECT {STORED_ANSWER} FROM cp_applied_request WHERE request_id = ANY(%s)",
                 [list(set(request_ids))],
             )
         else:
             unique = list(set(request_ids))
             marks = ", ".join("%s" for _ in unique)
             cursor.execute(
-                "SELECT principal, request_id, response FROM cp_applied_request"
-                f" WHERE request_id IN ({marks})",
+                f"SELECT {STORED_ANSWER} FROM cp_applied_request WHERE request_id IN ({marks})",
                 unique,
             )
         rows = cursor.fetchall()
     return {
-        (principal, request_id): (
-            json.loads(response) if isinstance(response, str | bytes) else response
-        )
-        for principal, request_id, response in rows
+        (principal, request_id): _stored_answer(*answer) for principal, request_id, *answer in rows
     }
 
 
-SECRET_RESPONSE_FIELDS = frozenset({"hmac"})
+STORED_ANSWER = "principal, request_id, response, first_offset, last_offset, audited, notes"
 
 
-def _storable(response: dict[str, Any]) -> dict[str, Any]:
-    """What a retry may answer again: never a secret (a delegation token's HMAC is shown once;
-    a retried create answers the token without it)."""
-    if SECRET_RESPONSE_FIELDS.isdisjoint(response):
-        return response
-    return {k: (None if k in SECRET_RESPONSE_FIELDS else v) for k, v in response.items()}
+def _stored_answer(
+    response: Any, first_offset: int, last_offset: int, audited: Any, notes: Any
+) -> ControllerAnswer:
+    """A stored write's answer, as a retry gets it again. A response stored before answers
+    were typed holds its notes in `_` fields: they are set apart as the core's are."""
+    answer = ControllerAnswer.of_core(_json(response))
+    legacy = {
+        k: v for k, v in answer.notes.items() if k not in ("offsets", "audited", "handled_ms")
+    }
+    return ControllerAnswer(
+        answer.response,
+        offsets=(int(first_offset), int(last_offset)),
+        audited=bool(audited) or bool(answer.notes.get("audited")),
+        notes={**legacy, **_json(notes)},
+    )
+
+
+def _json(value: Any) -> dict[str, Any]:
+    decoded = json.loads(value) if isinstance(value, str | bytes) else value
+    return decoded if isinstance(decoded, dict) else {}
 
 
 def _check_fence(cluster: ClusterFence, lease: Lease, delta: MetadataDelta, timestamp: int) -> None:
@@ -288,7 +264,7 @@ def _log_rows(
         for offset in range(write.first_offset, write.last_offset + 1)
     }
     rows: list[tuple[object, ...]] = []
-    controller = RequestContext()
+    controller = RequestContext()  # events the controller makes itself (its timer)
     for offset, record in delta.replayed:
         context = contexts.get(offset, controller)
         rows.append(

@@ -1,29 +1,42 @@
 """State tables as projections of the metadata log.
 
-Each projection writes what a delta changed (bulk SQL, a fixed number of statements whatever the
-size of the delta) and loads its part of the image back. Apps register theirs in `ready()`.
+Each projection builds the statements writing what a delta changed (bulk SQL, a fixed number of
+statements whatever the size of the delta) before the commit takes the cluster lock, and loads
+its part of the image back. Apps register theirs from `ready()` (`register_projection`).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from django.db.models import Q
 
 from controlplane.controller.acls.control import ACL_FIELDS
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import AccessControlEntryRecord
+from controlplane.runtime.conversation import AppliedWrite
+from controlplane.runtime.plugins import is_same_plugin
+
+if TYPE_CHECKING:
+    from controlplane.models import Acl
 
 Write = Callable[[], None]
+# The commit's writes: which request each record came from.
+AppliedWrites = Sequence[AppliedWrite]
 
 
 class Projection(Protocol):
     name: str
     tables: tuple[str, ...]  # the state tables it writes (only in the commit: single_writer)
 
-    def persist(self, delta: MetadataDelta) -> None: ...
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
+        """The statements writing what `delta` changed, run in the commit's transaction;
+        `applied` are the commit's writes and `timestamp_ms` its time."""
+        ...
 
     def load(self, image: MetadataImage) -> None: ...
 
@@ -31,30 +44,22 @@ class Projection(Protocol):
 PROJECTIONS: dict[str, Projection] = {}
 
 
-def register_projection(projection: Projection) -> Projection:
-    PROJECTIONS[projection.name] = projection
-    return projection
+def register_projection(projection: Projection) -> None:
+    """Project the log into `projection`'s tables from the next commit on (once per name)."""
+    present = PROJECTIONS.setdefault(projection.name, projection)
+    if not is_same_plugin(projection, present):
+        raise ValueError(f"two projections are named {projection.name!r}")
 
 
 def prepare_delta(
-    delta: MetadataDelta, commit: Sequence[Any] = (), timestamp_ms: int = 0
-) -> list[Callable[[], None]]:
-    """Every projection's writes for `delta`. Projections that can build their SQL ahead
-    (`prepare`) do it now, before the commit takes the cluster lock; the rest write then.
-    Those that need to know which write each record came from and when (the timeline)
-    declare `prepare_commit(delta, writes, timestamp_ms)`: `commit` are the AppliedWrites."""
-    writes: list[Callable[[], None]] = []
-    for projection in PROJECTIONS.values():
-        prepare_commit = getattr(projection, "prepare_commit", None)
-        if prepare_commit is not None:
-            writes.extend(prepare_commit(delta, commit, timestamp_ms))
-            continue
-        prepare = getattr(projection, "prepare", None)
-        if prepare is not None:
-            writes.extend(prepare(delta))
-        else:
-            writes.append(functools.partial(projection.persist, delta))
-    return writes
+    delta: MetadataDelta, applied: AppliedWrites = (), timestamp_ms: int = 0
+) -> list[Write]:
+    """Every projection's statements for `delta`, built before the commit takes the lock."""
+    return [
+        write
+        for projection in PROJECTIONS.values()
+        for write in projection.prepare(delta, applied, timestamp_ms)
+    ]
 
 
 def load_image(cluster_id: str, last_offset: int) -> MetadataImage:
@@ -68,22 +73,16 @@ class AclProjection:
     name = "acls"
     tables: tuple[str, ...] = ("cp_acl",)
 
-    def persist(self, delta: MetadataDelta) -> None:
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
         from controlplane.models import Acl
 
         if not delta.changed_acls:
-            return
+            return []
         upserts = [Acl(**r.to_data()) for r in delta.changed_acls.values() if r is not None]
         removed = [acl_id for acl_id, r in delta.changed_acls.items() if r is None]
-        if upserts:
-            Acl.objects.bulk_create(
-                upserts,
-                update_conflicts=True,
-                unique_fields=["id"],
-                update_fields=list(ACL_FIELDS[1:]),
-            )
-        if removed:
-            Acl.objects.filter(id__in=removed).delete()
+        return [functools.partial(_write_acls, upserts, removed)]
 
     def load(self, image: MetadataImage) -> None:
         from controlplane.models import Acl
@@ -92,23 +91,36 @@ class AclProjection:
             image.acls[row["id"]] = AccessControlEntryRecord(**row)
 
 
-register_projection(AclProjection())
+def _write_acls(upserts: list[Acl], removed: list[str]) -> None:
+    from controlplane.models import Acl
+
+    if upserts:
+        Acl.objects.bulk_create(
+            upserts,
+            update_conflicts=True,
+            unique_fields=["id"],
+            update_fields=list(ACL_FIELDS[1:]),
+        )
+    if removed:
+        Acl.objects.filter(id__in=removed).delete()
 
 
 class ConfigProjection:
     name = "configs"
     tables: tuple[str, ...] = ("cp_config",)
 
-    def persist(self, delta: MetadataDelta) -> None:
-        from controlplane.models import ConfigEntry
-        from controlplane.runtime.bulk import Column, bulk_upsert
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
+        from controlplane.runtime.bulk import Column, prepared_upsert
 
         if not delta.changed_configs:
-            return
+            return []
         upserts = [
             (*key, value) for key, value in delta.changed_configs.items() if value is not None
         ]
-        bulk_upsert(
+        removed = [key for key, value in delta.changed_configs.items() if value is None]
+        upsert = prepared_upsert(
             table="cp_config",
             columns=[
                 Column("resource_type", "text"),
@@ -120,15 +132,7 @@ class ConfigProjection:
             conflict=["resource_type", "resource_name", "name"],
             update=["value"],
         )
-        removed = [key for key, value in delta.changed_configs.items() if value is None]
-        # A few hundred keys per statement: SQLite refuses an expression tree over 1,000 deep.
-        for start in range(0, len(removed), REMOVED_CONFIGS_PER_STATEMENT):
-            query = Q()
-            for resource_type, resource_name, name in removed[
-                start : start + REMOVED_CONFIGS_PER_STATEMENT
-            ]:
-                query |= Q(resource_type=resource_type, resource_name=resource_name, name=name)
-            ConfigEntry.objects.filter(query).delete()
+        return [upsert, functools.partial(_delete_configs, removed)]
 
     def load(self, image: MetadataImage) -> None:
         from controlplane.models import ConfigEntry
@@ -140,4 +144,15 @@ class ConfigProjection:
 
 REMOVED_CONFIGS_PER_STATEMENT = 300
 
-register_projection(ConfigProjection())
+
+def _delete_configs(removed: list[tuple[str, str, str]]) -> None:
+    from controlplane.models import ConfigEntry
+
+    # A few hundred keys per statement: SQLite refuses an expression tree over 1,000 deep.
+    for start in range(0, len(removed), REMOVED_CONFIGS_PER_STATEMENT):
+        query = Q()
+        for resource_type, resource_name, name in removed[
+            start : start + REMOVED_CONFIGS_PER_STATEMENT
+        ]:
+            query |= Q(resource_type=resource_type, resource_name=resource_name, name=name)
+        ConfigEntry.objects.filter(query).delete()

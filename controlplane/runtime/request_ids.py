@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Collection, Sequence
 
-from controlplane.controller.dispatch import STATE_IDEMPOTENT_APIS
-from controlplane.runtime.metadata_log import RequestContext, RequestKey
+from controlplane.runtime.conversation import (
+    ControllerEvent,
+    Forwarding,
+    RequestContext,
+    RequestKey,
+)
+from controlplane.runtime.plugins import add_once
 
 logger = logging.getLogger("controlplane.controller")
 
@@ -37,21 +41,21 @@ class RequestIdCollision:
     # earlier in the batch.
     holders: tuple[str, ...]
     # The broker that redirected the request in an Envelope, as the audit envelope names it.
-    forwarding: dict[str, Any] | None = None
+    forwarding: Forwarding | None = None
 
 
 # Told of each committed batch's collisions (the audit trail registers itself, audit.apps).
 COLLISION_LISTENERS: list[Callable[[Sequence[RequestIdCollision]], None]] = []
 
 
-def is_remembered(event: Mapping[str, Any]) -> bool:
-    """Whether the controller remembers the event's write by its request id: not for events
-    that are evaluated afresh each time (heartbeats, the controller's timer)."""
-    return bool(event.get("request_id")) and event.get("api") not in STATE_IDEMPOTENT_APIS
+def register_collision_listener(
+    listener: Callable[[Sequence[RequestIdCollision]], None],
+) -> None:
+    add_once(COLLISION_LISTENERS, listener)
 
 
 def request_id_collisions(
-    events: Sequence[Mapping[str, Any]], applied: Collection[RequestKey]
+    events: Sequence[ControllerEvent], applied: Collection[RequestKey]
 ) -> list[RequestIdCollision]:
     """The batch's requests whose id another principal used first: in a write the log holds
     (`applied`, every principal's, from the batch's one lookup) or earlier in the batch. A
@@ -61,21 +65,19 @@ def request_id_collisions(
         holders.setdefault(request_id, []).append(principal)
     found: list[RequestIdCollision] = []
     for event in events:
-        if not is_remembered(event):
+        if not event.remembered:
             continue
-        context = RequestContext.from_event(event)
+        context, audit = event.context, event.audit
         used = holders.setdefault(context.request_id, [])
         if context.principal in used:
             continue  # its own retry, or a copy of its own earlier in the batch
         if used:
-            audit = event.get("audit") or {}
-            forwarding = audit.get("forwarding")
             found.append(
                 RequestIdCollision(
                     context,
-                    str(audit.get("rpc") or event["api"]),
+                    event.api if audit is None else audit.rpc,
                     tuple(used),
-                    forwarding if isinstance(forwarding, dict) else None,
+                    None if audit is None else audit.forwarding,
                 )
             )
         used.append(context.principal)

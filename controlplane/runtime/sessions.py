@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from controlplane.controller.env import BrokerSession
 from controlplane.controller.image import BrokerStatus
-from controlplane.redis_client import key_prefix, redis_client
+from controlplane.redis_client import SharedStore
 
 # Hash names under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`, `cp:` by default).
 SESSIONS = "broker-sessions"
@@ -231,18 +231,12 @@ def _decode(value: bytes) -> BrokerSession:
 
 
 _local = LocalSessionStore()
-_redis_store: RedisSessionStore | None = None
 
 
 def local_sessions() -> LocalSessionStore:
     return _local
 
 
-def session_store() -> SessionStore:
-    global _redis_store
-    client = redis_client()
-    if client is None:
-        return _local
-    if _redis_store is None:
-        _redis_store = RedisSessionStore(client, key_prefix=key_prefix())
-    return _redis_store
+session_store = SharedStore[SessionStore](
+    _local, lambda client, prefix: RedisSessionStore(client, key_prefix=prefix)
+)

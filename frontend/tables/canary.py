@@ -1,11 +1,17 @@
 """Rows of the canary page (KIP-1095): brokers by pod and version, and each topic's canary
-partitions with why those not isolated are not."""
+partitions with why those not isolated are not (their table as its columns)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
+from frontend.tables.columns import Column, Table, badge, joined, link
 
 CANARY_POD = "canary-broker"
 
@@ -97,4 +103,47 @@ def isolation_reason(summary: Mapping[str, Any]) -> str:
         "There are enough canary brokers now: these were placed when too few canary brokers "
         "were unfenced, assigned by hand, or a broker changed pod since. New canary "
         "partitions are isolated; existing ones keep their placement."
+    )
+
+
+def _not_isolated(topic: CanaryTopicRow) -> SafeString:
+    if topic.isolated:
+        return badge("ok", "all isolated")
+    items = format_html_join(
+        "",
+        '<li data-partition="{}">{} replicas {} — {}</li>',
+        (
+            (
+                p.partition_index,
+                badge("danger", f"partition {p.partition_index}"),
+                joined(p.replicas),
+                p.why,
+            )
+            for p in topic.not_isolated
+        ),
+    )
+    return format_html('<ul class="plain">{}</ul>', items)
+
+
+CANARY_TOPIC_COLUMNS = (
+    Column(
+        "name", "Topic", lambda t: link(reverse("frontend:topic-detail", args=[t.name]), t.name)
+    ),
+    Column("partition_count", "Partitions", num=True),
+    Column(
+        "canary_partitions", "Canary partitions", lambda t: joined(t.canary_partitions), css="mono"
+    ),
+    Column("not_isolated", "Not isolated", _not_isolated),
+)
+
+
+def canary_topic_table(rows: Sequence[CanaryTopicRow]) -> Table:
+    return Table(
+        CANARY_TOPIC_COLUMNS,
+        rows,
+        testid="canary-topics",
+        row_attributes=lambda t: {
+            "class": "" if t.isolated else "not-isolated",
+            "data-topic": t.name,
+        },
     )

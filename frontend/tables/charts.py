@@ -7,6 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from django.urls import reverse
+
+from frontend.tables.columns import Column, Table, link
 from frontend.tables.common import format_ms
 
 MINUTE_MS = 60_000
@@ -34,15 +37,23 @@ def chart(
 
 
 def broker_bars(rows: Iterable[Any]) -> dict[str, Any]:
-    """Leaders and replicas per broker (rows with broker_id, leaders, replicas)."""
+    """Leaders and replicas per broker (rows with broker_id and load: BrokerLoad)."""
     rows = list(rows)
     return chart(
         "bars",
         "Leaders and replicas per broker",
         [f"broker {r.broker_id}" for r in rows],
         [
-            {"label": "Leaders", "data": [r.leaders for r in rows], "color": COLORS["leaders"]},
-            {"label": "Replicas", "data": [r.replicas for r in rows], "color": COLORS["replicas"]},
+            {
+                "label": "Leaders",
+                "data": [r.load.leaders for r in rows],
+                "color": COLORS["leaders"],
+            },
+            {
+                "label": "Replicas",
+                "data": [r.load.replicas for r in rows],
+                "color": COLORS["replicas"],
+            },
         ],
     )
 
@@ -99,3 +110,22 @@ def trends_chart(samples: Sequence[Any], *, now_ms: int, minutes: int) -> dict[s
         labels,
         [{"label": label, "data": series[key], "color": COLORS[key]} for key, label in TRENDS],
     )
+
+
+# The figures behind the bars, as a table (rows with broker_id and load: BrokerLoad).
+BROKER_FIGURE_COLUMNS = (
+    Column(
+        "broker",
+        "Broker",
+        lambda r: link(reverse("frontend:broker-detail", args=[r.broker_id]), r.broker_id),
+    ),
+    Column("leaders", "Leaders", lambda r: r.load.leaders, num=True),
+    Column("replicas", "Replicas", lambda r: r.load.replicas, num=True),
+    Column(
+        "preferred_leaders", "Preferred leader of", lambda r: r.load.preferred_leaders, num=True
+    ),
+)
+
+
+def broker_figure_table(rows: Sequence[Any]) -> Table:
+    return Table(BROKER_FIGURE_COLUMNS, rows, css="table compact")

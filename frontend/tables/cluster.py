@@ -1,18 +1,34 @@
-"""Rows of the cluster pages: brokers (with what they hold) and their metadata records."""
+"""Rows of the cluster pages: brokers (with what they hold, the core's BrokerLoad) and their
+metadata records; the brokers' table as its columns."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
+
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
+from django.utils.safestring import SafeString
 
 from brokers.models import Broker
 from brokers.selectors import broker_as_dict
 from controlplane.controller.config_schema import redact_record_data
+from controlplane.controller.health import BrokerLoad
 from controlplane.models import MetadataRecord
+from frontend.tables.columns import (
+    Column,
+    Table,
+    badge,
+    count,
+    dash_if_empty,
+    dash_if_none,
+    link,
+)
 from frontend.tables.common import format_age, format_ms
-from replicas.models import BrokerLoad
+from replicas.models import BrokerLoad as BrokerLoadRow
 
 STATE_BADGES = {
     "UNFENCED": "ok",
@@ -50,35 +66,33 @@ class BrokerRow:
     last_heartbeat: str
     last_heartbeat_at: str
     metadata_offset: int | None
-    # What it holds (the controller's counts): leaders, replicas, and the trouble among them.
-    leaders: int = 0
-    replicas: int = 0
-    in_sync_replicas: int = 0
-    offline_replicas: int = 0
-    preferred_leaders: int = 0
-    under_replicated_partitions: int = 0
-    under_min_isr_partitions: int = 0
-    offline_log_dirs: int = 0
+    load: BrokerLoad  # what it holds (the controller's counts): leaders, replicas, the trouble
 
     @property
     def unnamed_offline_dir(self) -> bool:
         """AlterReplicaState told of a failed dir its heartbeats do not name."""
-        return self.offline_log_dirs > len(self.offline_log_dir_names)
+        return self.load.offline_log_dirs > len(self.offline_log_dir_names)
 
     @property
     def out_of_sync(self) -> int:
-        return self.replicas - self.in_sync_replicas
+        return self.load.replicas - self.load.in_sync_replicas
+
+
+def broker_load(broker_id: int, stored: BrokerLoadRow | None) -> BrokerLoad:
+    """The core's BrokerLoad from its stored row (a broker holding nothing has none)."""
+    if stored is None:
+        return BrokerLoad(broker_id)
+    return BrokerLoad(**{f.name: getattr(stored, f.name) for f in dataclasses.fields(BrokerLoad)})
 
 
 def broker_row(
     broker: Broker,
     sessions: dict[int, dict[str, int]],
     now_ms: int,
-    load: BrokerLoad | None = None,
+    load: BrokerLoadRow | None = None,
 ) -> BrokerRow:
     data = broker_as_dict(broker, sessions)
     offline_dirs = [str(d) for d in data["offline_log_dirs"] or []]
-    figures = {f: getattr(load, f) for f in LOAD_FIELDS} if load is not None else {}
     return BrokerRow(
         broker_id=data["broker_id"],
         state=data["state"],
@@ -94,30 +108,126 @@ def broker_row(
         last_heartbeat=format_age(data["last_contact_ms"], now_ms),
         last_heartbeat_at=format_ms(data["last_contact_ms"]),
         metadata_offset=data["metadata_offset"],
-        **figures,
+        load=broker_load(data["broker_id"], load),
     )
-
-
-LOAD_FIELDS = (
-    "leaders",
-    "replicas",
-    "in_sync_replicas",
-    "offline_replicas",
-    "preferred_leaders",
-    "under_replicated_partitions",
-    "under_min_isr_partitions",
-    "offline_log_dirs",
-)
 
 
 def broker_rows(
     brokers: Iterable[Broker],
     sessions: dict[int, dict[str, int]],
     now_ms: int,
-    loads: dict[int, BrokerLoad] | None = None,
+    loads: dict[int, BrokerLoadRow] | None = None,
 ) -> list[BrokerRow]:
     loads = loads or {}
     return [broker_row(b, sessions, now_ms, loads.get(b.broker_id)) for b in brokers]
+
+
+def _partitions(**filters: str | int) -> str:
+    return f"{reverse('frontend:partition-list')}?{urlencode(filters)}"
+
+
+def _by(figure: Callable[[BrokerRow], Any]) -> Callable[[BrokerRow], Any]:
+    """Sorted by a figure, then by broker id."""
+    return lambda r: (figure(r), r.broker_id)
+
+
+def _figure(
+    name: str,
+    label: str,
+    figure: Callable[[BrokerRow], int],
+    shown: Callable[[BrokerRow, int], Any],
+) -> Column:
+    """A figure of what the broker holds, sorted by it (then by id), tested as `name`."""
+    return Column(
+        name,
+        label,
+        lambda r: shown(r, figure(r)),
+        sort=_by(figure),
+        num=True,
+        testid=name.replace("_", "-"),
+    )
+
+
+def _log_dirs(r: BrokerRow) -> SafeString:
+    if r.load.offline_log_dirs:
+        text = f"{r.load.offline_log_dirs} of {len(r.log_dirs) or 1} offline"
+        return badge("danger", text, testid="offline-log-dirs")
+    return format_html('<span class="muted">{} online</span>', len(r.log_dirs))
+
+
+BROKER_COLUMNS = (
+    Column(
+        "id",
+        "Id",
+        lambda r: link(reverse("frontend:broker-detail", args=[r.broker_id]), r.broker_id),
+        sort=lambda r: r.broker_id,
+        num=True,
+    ),
+    Column(
+        "state",
+        "State",
+        lambda r: badge(r.badge, r.state, testid="state"),
+        sort=lambda r: (r.state, r.broker_id),
+    ),
+    Column("log_dirs", "Log dirs", _log_dirs, testid="log-dirs"),
+    _figure(
+        "leaders",
+        "Leaders",
+        lambda r: r.load.leaders,
+        lambda r, n: link(_partitions(leader=r.broker_id), n),
+    ),
+    _figure(
+        "replicas",
+        "Replicas",
+        lambda r: r.load.replicas,
+        lambda r, n: link(_partitions(broker=r.broker_id), n),
+    ),
+    _figure(
+        "out_of_sync",
+        "Out of ISR",
+        lambda r: r.out_of_sync,
+        lambda r, n: count(n, lambda n: badge("warn", n)),
+    ),
+    _figure(
+        "under_replicated",
+        "Under-replicated (led)",
+        lambda r: r.load.under_replicated_partitions,
+        lambda r, n: count(
+            n,
+            lambda n: link(
+                _partitions(leader=r.broker_id, under_replicated="true"), badge("warn", n)
+            ),
+        ),
+    ),
+    _figure(
+        "offline_replicas",
+        "Offline replicas",
+        lambda r: r.load.offline_replicas,
+        lambda r, n: count(n, lambda n: badge("danger", n)),
+    ),
+    Column("epoch", "Epoch", num=True),
+    Column("pod", "Pod", css="mono"),
+    Column("rack", "Rack", lambda r: r.rack or "—", sort=_by(lambda r: r.rack or "")),
+    Column("last_heartbeat", "Last heartbeat", title=lambda r: r.last_heartbeat_at),
+    Column(
+        "metadata_offset", "Metadata offset", lambda r: dash_if_none(r.metadata_offset), num=True
+    ),
+)
+# Sorts no column's header offers (links ask for them).
+BROKER_EXTRA_SORTS = {"offline_log_dirs": _by(lambda r: r.load.offline_log_dirs)}
+
+
+def broker_table(rows: Sequence[BrokerRow]) -> Table:
+    return Table(
+        BROKER_COLUMNS,
+        rows,
+        testid="broker-table",
+        row_attributes=lambda r: {
+            "id": f"broker-{r.broker_id}",
+            "data-broker-id": r.broker_id,
+            "class": "offline" if r.load.offline_log_dirs else None,
+        },
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -151,3 +261,31 @@ def record_rows(records: Iterable[MetadataRecord]) -> list[RecordRow]:
         )
         for record in records
     ]
+
+
+def _principal(r: RecordRow) -> Any:
+    if not r.client_id:
+        return r.principal
+    return format_html('{}<div class="muted small">{}</div>', r.principal, r.client_id)
+
+
+RECORD_COLUMNS = (
+    Column("offset", "Offset", num=True),
+    Column("record_type", "Type", css="mono", testid="record-type"),
+    Column("controller_epoch", "Ctrl epoch", num=True, header_title="Controller epoch"),
+    Column("time", "Time (UTC)", css="nowrap"),
+    Column("principal", "Principal", _principal, css="mono nowrap"),
+    Column("request_id", "Request id", lambda r: dash_if_empty(r.request_id), css="mono small"),
+    Column(
+        "data", "Data", lambda r: format_html('<pre class="data" tabindex="0">{}</pre>', r.data)
+    ),
+)
+
+
+def record_table(rows: Sequence[RecordRow]) -> Table:
+    return Table(
+        RECORD_COLUMNS,
+        rows,
+        testid="record-table",
+        row_attributes=lambda r: {"data-offset": r.offset},
+    )

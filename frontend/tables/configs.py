@@ -1,13 +1,20 @@
-"""Rows of the config pages: each key as DescribeConfigs answers it, and a diff of changes."""
+"""Rows of the config pages: each key as DescribeConfigs answers it, and a diff of changes;
+the tables of keys and of the resources with configs as their columns."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from controlplane.controller.config_schema import REDACTED
 from controlplane.controller.configs.describe import DEFAULT_CONFIG
+from frontend.tables.columns import Column, Table, badge, link, muted
+from frontend.templatetags.ui import config_value
 
 NOT_SET = "(not set)"
 DELETED = "(deleted)"
@@ -122,3 +129,116 @@ def config_diff(changes: Iterable[ConfigChange], rows: Mapping[str, ConfigRow]) 
             )
         )
     return diff
+
+
+# --- the tables --------------------------------------------------------------------------------
+def _config_name(row: ConfigRow) -> SafeString:
+    flags = (
+        format_html(" {}", badge("muted", "read-only")) if row.read_only else "",
+        format_html(" {}", badge("warn", "sensitive")) if row.sensitive else "",
+    )
+    return format_html("{}{}{}", row.name, *flags)
+
+
+CONFIG_COLUMNS = (
+    Column("name", "Name", _config_name, css="mono nowrap"),
+    Column(
+        "value",
+        "Value",
+        lambda r: config_value(r.value, r.name),
+        css="mono",
+        testid="config-value",
+    ),
+    Column(
+        "source",
+        "Source",
+        lambda r: badge("ok" if r.set_here else "muted", r.source),
+        testid="config-source",
+    ),
+    Column(
+        "default",
+        "Default",
+        lambda r: config_value(r.default, r.name),
+        css="mono",
+        testid="config-default",
+    ),
+    Column(
+        "documentation",
+        "Documentation",
+        lambda r: format_html("{} {}", r.documentation, muted(f"({r.config_type})")),
+        css="small",
+    ),
+)
+
+
+def config_table(rows: Sequence[ConfigRow]) -> Table:
+    return Table(
+        CONFIG_COLUMNS,
+        rows,
+        testid="config-table",
+        row_attributes=lambda r: {
+            "id": f"config-{r.name}",
+            "data-config": r.name,
+            "class": "set-here" if r.set_here else "",
+        },
+    )
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConfigResource:
+    """A resource with configs of its own: the index's row that links to them."""
+
+    key: str
+    link: SafeString
+    sets: str
+
+
+def broker_config_table(broker_ids: Iterable[int]) -> Table:
+    """The cluster default, then each broker."""
+    default = format_html(
+        "{} {}",
+        link(reverse("frontend:default-config"), "Cluster default"),
+        muted('BROKER ""', css="small mono"),
+    )
+    rows = [
+        ConfigResource(
+            "default", default, "every broker's default (DYNAMIC_DEFAULT_BROKER_CONFIG)"
+        ),
+        *(
+            ConfigResource(
+                f"broker-{b}",
+                link(reverse("frontend:broker-config", args=[b]), f"Broker {b}"),
+                "this broker's own values (DYNAMIC_BROKER_CONFIG)",
+            )
+            for b in broker_ids
+        ),
+    ]
+    columns = (
+        Column("link", "Resource"),
+        Column("sets", "What it sets", css="muted"),
+    )
+    return Table(
+        columns,
+        rows,
+        testid="broker-config-table",
+        row_attributes=lambda r: {"data-config-resource": r.key},
+    )
+
+
+TOPIC_CONFIG_COLUMNS = (
+    Column(
+        "topic",
+        "Topic",
+        lambda name: link(reverse("frontend:topic-config", args=[name]), name),
+        css="mono",
+    ),
+)
+
+
+def topic_config_table(names: Sequence[str]) -> Table:
+    return Table(
+        TOPIC_CONFIG_COLUMNS,
+        names,
+        testid="topic-config-table",
+        row_attributes=lambda name: {"data-config-resource": f"topic-{name}"},
+    )

@@ -1,6 +1,6 @@
 """MirrorMaker 2 flows as the UI shows them: each flow's health, the picture of clusters and
 flows (an SVG drawn from plain numbers), and config values with their provider references
-shown as references."""
+shown as references; the tables of flows, nodes and topics as their columns."""
 
 from __future__ import annotations
 
@@ -8,7 +8,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+
 from controlplane.controller.mirror.references import PATTERN
+from frontend.tables.columns import Column, Table, badge, dash_if_empty, joined, link, muted
 from frontend.tables.common import format_age
 
 OK, LAGGING, PAUSED, DOWN = "ok", "lagging", "paused", "down"
@@ -138,3 +143,109 @@ def config_rows(config: Mapping[str, str]) -> list[dict[str, Any]]:
         }
         for key, value in sorted(config.items())
     ]
+
+
+# --- the tables of flows, of a flow's nodes and of its topics ------------------------------------
+Flow = Mapping[str, Any]  # a flow_row
+
+
+def connector_state_badge(state: str) -> str:
+    """The badge classes of a connector's or a task's state."""
+    kind = {"RUNNING": "badge-ok", "FAILED": "badge-danger", "PAUSED": "badge-muted"}
+    return f"badge {kind.get(state, 'badge-warn')}"
+
+
+def _flow_name(flow: Flow) -> SafeString:
+    url = reverse("frontend:mirror-flow", args=[flow["source"], flow["target"]])
+    if flow["enabled"]:
+        return link(url, flow["name"])
+    return format_html("{} {}", link(url, flow["name"]), badge("muted", "heartbeats only"))
+
+
+def _connectors(flow: Flow) -> SafeString:
+    return format_html_join(
+        "",
+        '<div>{} <span class="{}">{}</span></div>',
+        ((c["name"], connector_state_badge(c["state"]), c["state"]) for c in flow["connectors"]),
+    )
+
+
+FLOW_COLUMNS = (
+    Column("name", "Flow", _flow_name, css="mono"),
+    Column(
+        "health",
+        "Health",
+        lambda f: format_html(
+            '<span class="badge {}" data-testid="health">{}</span>',
+            f["health_badge"],
+            f["health_text"],
+        ),
+    ),
+    Column("nodes", "Nodes", lambda f: len(f["nodes"]), css="num", testid="node-count"),
+    Column("leader", "Leader", lambda f: dash_if_empty(f["leader"]), css="mono small"),
+    Column("generation", "Generation", lambda f: f["generation"], num=True),
+    Column("connectors", "Connectors", _connectors, css="small"),
+    Column("topics", "Topics", lambda f: len(f["topics"]), num=True, testid="topic-count"),
+    Column(
+        "lagging",
+        "Lagging",
+        lambda f: dash_if_empty(joined(f["lagging_topics"])),
+        css="mono small",
+        testid="lagging",
+    ),
+    Column("heartbeat_age", "Last heartbeat", lambda f: f["heartbeat_age"]),
+)
+
+
+def flow_table(flows: Sequence[Flow]) -> Table:
+    return Table(
+        FLOW_COLUMNS,
+        flows,
+        testid="flow-table",
+        row_attributes=lambda f: {
+            "id": f"flow-{f['source']}-{f['target']}",
+            "data-health": f["health"],
+        },
+    )
+
+
+def _node_role(node: Mapping[str, Any]) -> SafeString:
+    if node["leader"]:
+        return badge("ok", "leader", testid="leader-badge")
+    return muted("follower")
+
+
+NODE_COLUMNS = (
+    Column("worker_id", "Worker id", lambda n: n["worker_id"], css="mono"),
+    Column(
+        "rest_url",
+        "REST URL",
+        lambda n: link(f"{n['rest_url']}/connectors", n["rest_url"]),
+        css="mono small",
+    ),
+    Column("role", "Role", _node_role),
+    Column("age", "Last heartbeat", lambda n: n["age"]),
+)
+MIRRORED_TOPIC_COLUMNS = (
+    Column("source_topic", "Source topic", lambda t: t["source_topic"], css="mono"),
+    Column("remote_topic", "Remote topic", lambda t: t["remote_topic"], css="mono"),
+    Column("matched_filter", "Selected by", lambda t: t["matched_filter"], css="mono small"),
+)
+
+
+def node_table(flow: Flow) -> Table:
+    return Table(
+        NODE_COLUMNS,
+        flow["nodes_shown"],
+        testid="node-table",
+        row_attributes=lambda n: {"data-worker-id": n["worker_id"]},
+    )
+
+
+def mirrored_topic_table(flow: Flow) -> Table:
+    return Table(
+        MIRRORED_TOPIC_COLUMNS,
+        flow["topics"],
+        testid="topic-table",
+        row_attributes=lambda t: {"data-topic": t["source_topic"]},
+    )

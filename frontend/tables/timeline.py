@@ -44,14 +44,6 @@ class MoveRow:
     def previously_leaderless(self) -> bool:
         return self.previous_leader == NO_LEADER
 
-    @property
-    def isr_joined(self) -> list[int]:
-        return [b for b in self.isr if b not in self.previous_isr]
-
-    @property
-    def isr_left(self) -> list[int]:
-        return [b for b in self.previous_isr if b not in self.isr]
-
 
 def move_rows(moves: Iterable[TimelineMove]) -> list[MoveRow]:
     return [

@@ -1,11 +1,18 @@
-"""Rows of the delegation token pages; an HMAC is never part of a row."""
+"""Rows of the delegation token pages (an HMAC is never part of a row), and their table as its
+columns."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from django.template.defaultfilters import urlencode
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from frontend.tables.columns import Column, Table, badge, dash_if_empty, joined
 from frontend.tables.common import format_ms
 
 
@@ -53,3 +60,46 @@ def token_rows(tokens: Iterable[Mapping[str, Any]], now_ms: int) -> list[TokenRo
         )
         for token in tokens
     ]
+
+
+def _expires(t: TokenRow) -> Any:
+    return format_html("{} {}", t.expires, badge("danger", "expired")) if t.expired else t.expires
+
+
+def _expire_link(t: TokenRow) -> SafeString:
+    return format_html(
+        '<a class="danger-link" href="{}?token_id={}" data-testid="token-expire"'
+        ' aria-label="Expire token {}">Expire…</a>',
+        reverse("frontend:token-expire"),
+        urlencode(t.token_id),
+        t.token_id,
+    )
+
+
+TOKEN_COLUMNS = (
+    Column("token_id", "Token id", css="mono small"),
+    Column("owner", "Owner", css="mono"),
+    Column("requester", "Requester", css="mono"),
+    Column("renewers", "Renewers", lambda t: dash_if_empty(joined(t.renewers)), css="mono"),
+    Column("issued", "Issued (UTC)", css="nowrap"),
+    Column("expires", "Expires (UTC)", _expires, css="nowrap", testid="token-expiry"),
+    Column("max_time", "Max (UTC)", css="nowrap"),
+    Column(
+        "actions",
+        mark_safe('<span class="visually-hidden">Actions</span>'),
+        _expire_link,
+        css="nowrap",
+    ),
+)
+
+
+def token_table(rows: Sequence[TokenRow]) -> Table:
+    return Table(
+        TOKEN_COLUMNS,
+        rows,
+        testid="token-table",
+        row_attributes=lambda t: {
+            "data-token-id": t.token_id,
+            "class": "expired" if t.expired else None,
+        },
+    )

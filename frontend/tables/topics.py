@@ -1,13 +1,19 @@
-"""Rows of the topic pages: topics, partitions and their replicas."""
+"""Rows of the topic pages: topics (the list's table as its columns), partitions and their
+replicas."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import urlencode
 
 from controlplane.controller.records import NO_LEADER
+from frontend.tables.columns import Column, Table, badge, count, dash_if_none, link
 from replicas.models import Partition, Topic
 
 
@@ -52,6 +58,128 @@ def topic_row(topic: Topic) -> TopicRow:
 
 def topic_rows(topics: Iterable[Topic]) -> list[TopicRow]:
     return [topic_row(topic) for topic in topics]
+
+
+def topic_url(name: str, **filters: str) -> str:
+    """A topic's page, its partitions filtered (`under_replicated="true"`)."""
+    url = reverse("frontend:topic-detail", args=[name])
+    return f"{url}?{urlencode(filters)}" if filters else url
+
+
+def _figure(
+    key: str,
+    label: str,
+    figure: str,
+    filters: dict[str, str],
+    *,
+    badge_kind: str = "",
+    testid: str,
+) -> Column:
+    """A health figure of the topic (its row's `figure`), sorted by `key`'s field of the topic's
+    health row: 0, or a link to the partitions it counts (a badge when it is trouble)."""
+
+    def cell(topic: TopicRow) -> Any:
+        def shown(n: int) -> Any:
+            return link(topic_url(topic.name, **filters), badge(badge_kind, n) if badge_kind else n)
+
+        return count(getattr(topic, figure), shown)
+
+    sort = (f"health__{HEALTH_FIELDS[key]}",)
+    return Column(key, label, cell, sort=sort, num=True, testid=testid)
+
+
+def _name(topic: TopicRow) -> Any:
+    if not topic.leaderless:
+        return link(topic_url(topic.name), topic.name)
+    flag = badge("danger", "leaderless", css="no-leader")
+    return format_html("{} {}", link(topic_url(topic.name), topic.name), flag)
+
+
+# What each figure's column sorts by: its field of the topic's health row (TopicHealth).
+HEALTH_FIELDS = {
+    "under_replicated": "under_replicated_partitions",
+    "under_min_isr": "under_min_isr_partitions",
+    "at_min_isr": "at_min_isr_partitions",
+    "leaderless": "leaderless_partitions",
+    "imbalanced": "preferred_replica_imbalance",
+    "offline": "offline_replicas",
+}
+TOPIC_COLUMNS = (
+    Column("name", "Name", _name, sort=("name",), css="mono"),
+    Column(
+        "partitions",
+        "Partitions",
+        lambda t: t.partition_count,
+        sort=("partition_count",),
+        num=True,
+        testid="partition-count",
+    ),
+    _figure(
+        "under_replicated",
+        "Under-replicated",
+        "under_replicated_count",
+        {"under_replicated": "true"},
+        badge_kind="warn",
+        testid="under-replicated-count",
+    ),
+    _figure(
+        "under_min_isr",
+        "Under min ISR",
+        "under_min_isr_count",
+        {"under_min_isr": "true"},
+        badge_kind="danger",
+        testid="under-min-isr-count",
+    ),
+    _figure(
+        "at_min_isr",
+        "At min ISR",
+        "at_min_isr_count",
+        {"at_min_isr": "true"},
+        testid="at-min-isr-count",
+    ),
+    _figure(
+        "leaderless",
+        "Leaderless partitions",
+        "leaderless_count",
+        {"leaderless": "true"},
+        badge_kind="danger",
+        testid="leaderless-count",
+    ),
+    _figure(
+        "imbalanced",
+        "Off preferred leader",
+        "imbalanced_count",
+        {"preferred_leader": "false"},
+        testid="imbalanced-count",
+    ),
+    _figure(
+        "offline",
+        "Offline replicas",
+        "offline_replica_total",
+        {"offline": "true"},
+        badge_kind="warn",
+        testid="offline-count",
+    ),
+    Column(
+        "min_isr",
+        "min.insync.replicas",
+        lambda t: dash_if_none(t.min_isr),
+        sort=("health__min_insync_replicas",),
+        num=True,
+    ),
+)
+
+
+def topic_table(rows: Sequence[TopicRow]) -> Table:
+    return Table(
+        TOPIC_COLUMNS,
+        rows,
+        testid="topic-table",
+        row_attributes=lambda t: {
+            "class": "topic leaderless" if t.leaderless else "topic",
+            "data-topic": t.name,
+        },
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -3,12 +3,10 @@ quota values by what their name says they are, and sortable column headers."""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from django import template
-from django.urls import get_script_prefix, reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from frontend.tables.units import bytes_text, duration_text, is_bytes_key, is_duration_key
@@ -145,39 +143,3 @@ def heatmap_body(heatmap: Any) -> SafeString:
             head = f'<tr data-heat-partition="{index}"><th scope="row">{index}</th>'
         rows.append(f"{head}{cells}</tr>")
     return mark_safe("".join(rows))
-
-
-@register.simple_tag
-def replica_cells(replicas: Any) -> SafeString:
-    """A partition's replicas, each a link to its broker, styled by how it stands."""
-    if not replicas:
-        return mark_safe('<span class="muted">—</span>')
-    return format_html_join(
-        "",
-        '<a href="{}" class="{}" title="broker {}: {}" data-replica="{}">{}</a>',
-        (
-            (_broker_url(c.broker_id), c.css, c.broker_id, c.status, c.broker_id, c.broker_id)
-            for c in replicas
-        ),
-    )
-
-
-@register.simple_tag
-def partition_leader(partition: Any) -> SafeString:
-    if partition.leaderless:
-        return mark_safe(
-            '<span class="badge badge-danger no-leader" data-testid="leader">no leader</span>'
-        )
-    return format_html(
-        '<a href="{}" data-testid="leader">{}</a>', _broker_url(partition.leader), partition.leader
-    )
-
-
-def _broker_url(broker_id: int) -> str:
-    return _broker_url_under(get_script_prefix(), broker_id)
-
-
-@functools.lru_cache(maxsize=4096)
-def _broker_url_under(prefix: str, broker_id: int) -> str:
-    """Brokers are few and their links many (every replica of every row): reversed once."""
-    return reverse("frontend:broker-detail", args=[broker_id])

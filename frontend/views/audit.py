@@ -18,7 +18,13 @@ from audit.spark.times import BadTime, parse_time
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import ApiError
 from frontend.forms.audit import AUDIT_APIS, AUDIT_OUTCOMES, REPORT_DESCRIPTIONS
-from frontend.tables.audit import audit_rows, export_commit_row, export_rows
+from frontend.tables.audit import (
+    audit_rows,
+    audit_table,
+    export_commit_row,
+    export_rows,
+    export_table,
+)
 from frontend.views.base import (
     forbidden,
     login_required,
@@ -46,7 +52,7 @@ def audit_list_view(request: HttpRequest) -> HttpResponse:
         section="audit",
         fragment="frontend/partials/audit_list.html",
         context={
-            "events": audit_rows(page.object_list),
+            "events": audit_table(audit_rows(page.object_list)),
             "page_obj": page,
             "filters": filters,
             "filtered": any(filters.values()),
@@ -85,7 +91,7 @@ def audit_export_list_view(request: HttpRequest) -> HttpResponse:
         section="audit",
         fragment="frontend/partials/audit_exports.html",
         context={
-            "exports": export_rows(audit_export_list()[:EXPORTS_SHOWN]),
+            "exports": export_table(export_rows(audit_export_list()[:EXPORTS_SHOWN])),
             "path": settings.CP_AUDIT_EXPORT_PATH,
             "interval_s": settings.CP_AUDIT_EXPORT_INTERVAL_SECONDS,
             "may_export": may(request, AclOperation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME),

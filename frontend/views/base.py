@@ -18,7 +18,7 @@ from django.utils.http import urlencode
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
-from controlplane.authz import is_authorized, require_cluster
+from controlplane.authz import client_host, is_authorized, require_cluster
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.errors import ApiError
 from controlplane.principals import AuthenticatedPrincipal, session_principal_of
@@ -35,10 +35,6 @@ View = Callable[..., HttpResponse]
 
 def is_partial(request: HttpRequest) -> bool:
     return request.GET.get(PARTIAL_PARAM) == "1"
-
-
-def client_host(request: HttpRequest) -> str:
-    return str(request.META.get("REMOTE_ADDR") or "")
 
 
 def session_principal(request: HttpRequest) -> AuthenticatedPrincipal | None:

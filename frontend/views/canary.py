@@ -6,7 +6,12 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 
 from canary.selectors import canary_rollout, canary_summary
-from frontend.tables.canary import canary_topic_rows, isolation_reason, pod_groups
+from frontend.tables.canary import (
+    canary_topic_rows,
+    canary_topic_table,
+    isolation_reason,
+    pod_groups,
+)
 from frontend.views.base import principal_required, render_page
 
 MAX_VERSION_LENGTH = 128
@@ -36,7 +41,7 @@ def canary_view(request: HttpRequest) -> HttpResponse:
             "versions": sorted({v for g in groups for v, _ in g.versions if v != "unknown"}),
             "version": version,
             "rollout": canary_rollout(version=version) if version else None,
-            "topics": topics,
+            "topics": canary_topic_table(topics),
             "not_isolated_topics": [t for t in topics if not t.isolated],
             "reason": isolation_reason(summary),
         },

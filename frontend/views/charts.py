@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse
 
 from brokers.selectors import broker_list, broker_sessions
 from controlplane.runtime.lease import now_ms
-from frontend.tables.charts import broker_bars, trends_chart
+from frontend.tables.charts import broker_bars, broker_figure_table, trends_chart
 from frontend.tables.cluster import broker_rows
 from frontend.views.base import principal_required, render_page
 from replicas.selectors import broker_loads, health_samples
@@ -31,7 +31,7 @@ def charts_view(request: HttpRequest) -> HttpResponse:
         fragment="frontend/partials/charts.html",
         context={
             "bars": broker_bars(rows),
-            "brokers": rows,
+            "brokers": broker_figure_table(rows),
             "trends": trends_chart(
                 health_samples(since_ms=now - minutes * 60_000), now_ms=now, minutes=minutes
             ),

@@ -22,12 +22,18 @@ from brokers.selectors import (
 from controlplane.runtime.lease import now_ms
 from frontend.tables.charts import broker_bars, trend_charts
 from frontend.tables.cluster import (
+    BROKER_COLUMNS,
+    BROKER_EXTRA_SORTS,
     STATE_BADGES,
     BrokerRow,
     broker_row,
     broker_rows,
+    broker_table,
     record_rows,
+    record_table,
 )
+from frontend.tables.columns import row_keys, rows_sorted
+from frontend.tables.partitions import offline_replica_table, replica_table
 from frontend.tables.topics import broker_replica_rows
 from frontend.views.base import (
     hidden_topics,
@@ -165,24 +171,11 @@ def overview_view(request: HttpRequest) -> HttpResponse:
     )
 
 
-BROKER_SORTS: dict[str, Any] = {
-    "id": lambda r: r.broker_id,
-    "state": lambda r: (r.state, r.broker_id),
-    "leaders": lambda r: (r.leaders, r.broker_id),
-    "replicas": lambda r: (r.replicas, r.broker_id),
-    "out_of_sync": lambda r: (r.out_of_sync, r.broker_id),
-    "under_replicated": lambda r: (r.under_replicated_partitions, r.broker_id),
-    "offline_replicas": lambda r: (r.offline_replicas, r.broker_id),
-    "offline_log_dirs": lambda r: (r.offline_log_dirs, r.broker_id),
-    "rack": lambda r: (r.rack or "", r.broker_id),
-}
-
-
 def sorted_brokers(request: HttpRequest, rows: list[BrokerRow]) -> tuple[list[BrokerRow], Any]:
-    """Brokers are few: sorted here, by any column."""
-    sort = sorting(request, {key: (key,) for key in BROKER_SORTS}, "id")
-    ordered = sorted(rows, key=BROKER_SORTS[sort.key], reverse=sort.descending)
-    return ordered, sort
+    """Brokers are few: sorted here, by any sortable column (or a sort a link asks for)."""
+    keys = {**row_keys(BROKER_COLUMNS), **BROKER_EXTRA_SORTS}
+    sort = sorting(request, {key: (key,) for key in keys}, "id")
+    return rows_sorted(rows, keys, sort.key, descending=sort.descending), sort
 
 
 @principal_required
@@ -190,7 +183,7 @@ def broker_list_view(request: HttpRequest) -> HttpResponse:
     rows = broker_rows(broker_list(), broker_sessions(), now_ms(), broker_loads())
     only_offline_dirs = request.GET.get("offline_log_dirs") == "true"
     if only_offline_dirs:
-        rows = [r for r in rows if r.offline_log_dirs]
+        rows = [r for r in rows if r.load.offline_log_dirs]
     ordered, sort = sorted_brokers(request, rows)
     return render_page(
         request,
@@ -198,7 +191,7 @@ def broker_list_view(request: HttpRequest) -> HttpResponse:
         section="brokers",
         fragment="frontend/partials/broker_list.html",
         context={
-            "brokers": ordered,
+            "brokers": broker_table(ordered),
             "sort": sort,
             "only_offline_dirs": only_offline_dirs,
             "bars": broker_bars(sorted(rows, key=lambda r: r.broker_id)),
@@ -234,12 +227,12 @@ def broker_detail_view(request: HttpRequest, broker_id: int) -> HttpResponse:
         fragment="frontend/partials/broker_detail.html",
         context={
             "broker": row,
-            "records": records,
+            "records": record_table(records),
             "records_limit": RECORDS_LIMIT,
             "replica_counts": counts,
-            "replicas": broker_replica_rows(page.object_list, broker_id),
+            "replicas": replica_table(broker_replica_rows(page.object_list, broker_id)),
             "page_obj": page,
-            "offline_replicas": offline_rows[:OFFLINE_REPLICAS_LIMIT],
+            "offline_replicas": offline_replica_table(offline_rows[:OFFLINE_REPLICAS_LIMIT]),
             "offline_truncated": len(offline_rows) > OFFLINE_REPLICAS_LIMIT,
             "offline_limit": OFFLINE_REPLICAS_LIMIT,
             "partitions_led_url": partitions_url(leader=str(broker_id)),

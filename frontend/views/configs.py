@@ -34,7 +34,15 @@ from controlplane.controller.configs.describe import (
 from controlplane.selectors import StoredConfigs, configs_stored
 from frontend.forms.configs import ConfigApplyForm, ConfigEditForm, encode_changes
 from frontend.tables.common import KafkaProblem
-from frontend.tables.configs import ConfigChange, ConfigRow, config_diff, config_row
+from frontend.tables.configs import (
+    ConfigChange,
+    ConfigRow,
+    broker_config_table,
+    config_diff,
+    config_row,
+    config_table,
+    topic_config_table,
+)
 from frontend.views.base import (
     forbidden,
     hidden_topics,
@@ -205,8 +213,8 @@ def config_index_view(request: HttpRequest) -> HttpResponse:
         fragment="frontend/partials/config_index.html",
         context={
             "cluster_readable": cluster_readable,
-            "broker_ids": brokers,
-            "topics": list(page.object_list),
+            "broker_configs": broker_config_table(brokers),
+            "topics": topic_config_table(list(page.object_list)),
             "page_obj": page,
             "query": query,
         },
@@ -228,7 +236,10 @@ def config_detail_view(
         title=f"Configs of {target.label}",
         section="configs",
         fragment="frontend/partials/config_detail.html",
-        context={"target": target, "rows": described_configs(target, stored_configs(target))},
+        context={
+            "target": target,
+            "rows": config_table(described_configs(target, stored_configs(target))),
+        },
     )
 
 

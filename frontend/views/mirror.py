@@ -11,7 +11,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from controlplane.runtime.lease import now_ms
-from frontend.tables.mirror import config_rows, flow_picture, flow_row
+from frontend.tables.mirror import (
+    config_rows,
+    flow_picture,
+    flow_row,
+    flow_table,
+    mirrored_topic_table,
+    node_table,
+)
 from frontend.views.base import login_required, principal_required, render_page, result_page
 from frontend.writes import answer_problems, refusal_status, rpc_call
 from mirror.selectors import mirror_flow_page, mirror_overview
@@ -30,7 +37,7 @@ def flow_list_view(request: HttpRequest) -> HttpResponse:
         fragment="frontend/partials/mirror_flows.html",
         context={
             **overview,
-            "flows": [flow_row(f, now) for f in overview["flows"]],
+            "flows": flow_table([flow_row(f, now) for f in overview["flows"]]),
             "picture": flow_picture(overview["clusters"], overview["flows"]),
         },
     )
@@ -48,13 +55,16 @@ def flow_detail_view(request: HttpRequest, source: str, target: str) -> HttpResp
             context={"key": f"{source}->{target}"},
             status=404,
         )
+    flow = flow_row(page["flow"], now_ms())
     return render_page(
         request,
         title=f"Flow {source}->{target}",
         section="mirror",
         fragment="frontend/partials/mirror_flow.html",
         context={
-            "flow": flow_row(page["flow"], now_ms()),
+            "flow": flow,
+            "nodes": node_table(flow),
+            "topics": mirrored_topic_table(flow),
             "connector_configs": {
                 name: config_rows(config) for name, config in page["connector_configs"].items()
             },

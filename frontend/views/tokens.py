@@ -11,15 +11,15 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 
+from controlplane.authz import client_host
 from controlplane.controller.config_schema import CLUSTER_DEFAULT
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.runtime.lease import now_ms
 from frontend.forms.tokens import TokenCreateForm, TokenExpireForm, TokenRenewForm
 from frontend.tables.common import KafkaProblem, format_ms
-from frontend.tables.tokens import token_rows
+from frontend.tables.tokens import token_rows, token_table
 from frontend.views.base import (
     View,
-    client_host,
     form_view,
     login_required,
     paginate,
@@ -55,7 +55,7 @@ def token_list_view(request: HttpRequest) -> HttpResponse:
         fragment="frontend/partials/token_list.html",
         context={
             "disabled": disabled,
-            "tokens": page.object_list,
+            "tokens": token_table(list(page.object_list)),
             "page_obj": page,
             "secret_url": ConfigTarget(DEFAULT_KIND, CLUSTER_DEFAULT).edit_url,
         },

@@ -10,7 +10,16 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
-from frontend.tables.topics import heatmap, partition_rows, topic_row, topic_rows
+from frontend.tables.columns import sort_fields
+from frontend.tables.partitions import PARTITION_COLUMNS, partition_table
+from frontend.tables.topics import (
+    TOPIC_COLUMNS,
+    heatmap,
+    partition_rows,
+    topic_row,
+    topic_rows,
+    topic_table,
+)
 from frontend.views.base import (
     hidden_topics,
     paginate,
@@ -24,24 +33,7 @@ from replicas.selectors import partition_list, topic_get, topic_id_list, topic_l
 
 TOPICS_PAGE_SIZE = 50
 PARTITIONS_PAGE_SIZE = 100
-TOPIC_SORTS = {
-    "name": ("name",),
-    "partitions": ("partition_count",),
-    "under_replicated": ("health__under_replicated_partitions",),
-    "under_min_isr": ("health__under_min_isr_partitions",),
-    "at_min_isr": ("health__at_min_isr_partitions",),
-    "leaderless": ("health__leaderless_partitions",),
-    "imbalanced": ("health__preferred_replica_imbalance",),
-    "offline": ("health__offline_replicas",),
-    "min_isr": ("health__min_insync_replicas",),
-}
-PARTITION_SORTS = {
-    "partition": ("topic__name", "partition_index"),
-    "leader": ("leader", "topic__name", "partition_index"),
-    "isr": ("isr_count", "topic__name", "partition_index"),
-    "leader_epoch": ("leader_epoch", "topic__name", "partition_index"),
-    "offline": ("offline_replica_count", "topic__name", "partition_index"),
-}
+PARTITION_SORTS = sort_fields(PARTITION_COLUMNS)
 # The partition filters the pages offer (PartitionFilterSet's), as yes / no / any.
 TRISTATE_FILTERS = (
     ("under_replicated", "Under-replicated"),
@@ -57,7 +49,7 @@ TRISTATE_FILTERS = (
 def topic_list_view(request: HttpRequest) -> HttpResponse:
     # Filter, sort and page over the topics alone (joined to their health row to sort by a
     # figure), then read the page's topics with their figures: no partition is read.
-    sort = sorting(request, TOPIC_SORTS, "name")
+    sort = sorting(request, sort_fields(TOPIC_COLUMNS), "name")
     hidden = hidden_topics(topic_visibility(request))
     topic_ids = topic_id_list(filters=request.GET or None, exclude=hidden, order_by=sort.order_by)
     page = paginate(request, topic_ids, TOPICS_PAGE_SIZE)
@@ -71,7 +63,7 @@ def topic_list_view(request: HttpRequest) -> HttpResponse:
         fragment="frontend/partials/topic_list.html",
         context={
             "query": request.GET.get("q", ""),
-            "topics": topic_rows(topics),
+            "topics": topic_table(topic_rows(topics)),
             "page_obj": page,
             "sort": sort,
         },
@@ -148,7 +140,9 @@ def topic_detail_view(request: HttpRequest, name: str) -> HttpResponse:
         fragment="frontend/partials/topic_detail.html",
         context={
             "topic": topic_row(topic),
-            "partitions": rows,
+            "partitions": partition_table(
+                rows, elect_url=reverse("frontend:topic-elect", args=[topic.name])
+            ),
             "heatmap": heatmap(rows),
             "page_obj": page,
             "sort": sort,
@@ -196,7 +190,7 @@ def partition_list_view(request: HttpRequest) -> HttpResponse:
         section="partitions",
         fragment="frontend/partials/partition_list.html",
         context={
-            "partitions": partition_rows(page.object_list),
+            "partitions": partition_table(partition_rows(page.object_list)),
             "page_obj": page,
             "sort": sort,
             "filters": filters,

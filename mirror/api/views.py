@@ -15,15 +15,16 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from controlplane.api.context import client_host, principal_of
+from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterDescribePermission, IsPrincipal
 from controlplane.api.responses import obj, ok
+from controlplane.authz import client_host
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.http_errors import error_body
 from controlplane.rpc import ApiSpec, Caller, RpcAnswer, error_answer, execute
 from mirror import rpcs, selectors, services
 from mirror.api import serializers as s
-from mirror.api.responses import FLOW, FLOWS, GROUP_ANSWER
+from mirror.api.responses import FLOW, FLOWS
 
 TEXT = "text/plain"
 CONFIG_OFFSET_HEADER = "X-Mirror-Config-Offset"
@@ -73,7 +74,7 @@ class MirrorConfigView(APIView):
         response[CONFIG_OFFSET_HEADER] = str(offset)
         return response
 
-    @extend_schema(request={TEXT: str}, responses=ok(GROUP_ANSWER))
+    @extend_schema(request={TEXT: str}, responses=ok(rpcs.ALTER_CONFIG.response))
     def put(self, request: Request) -> Response:
         refusal: RpcAnswer | None = None
         body: Any = None
@@ -129,7 +130,9 @@ class MirrorFlowTargetStateView(APIView):
     state = "PAUSED"
 
     @extend_schema(
-        request=None, parameters=[s.TargetStateQuerySerializer], responses=ok(GROUP_ANSWER)
+        request=None,
+        parameters=[s.TargetStateQuerySerializer],
+        responses=ok(rpcs.ALTER_TARGET_STATE.response),
     )
     def put(self, request: Request, source: str, target: str) -> Response:
         query = s.TargetStateQuerySerializer.validated(
@@ -158,7 +161,10 @@ class MirrorGroupRpcView(APIView):
 
     permission_classes = [IsPrincipal]
 
-    @extend_schema(request={"application/json": obj()}, responses=ok(GROUP_ANSWER))
+    # Every group RPC answers the same shape (Kafka's error fields).
+    @extend_schema(
+        request={"application/json": obj()}, responses=ok(rpcs.GROUP_SPECS["join"].response)
+    )
     def post(self, request: Request, source: str, target: str, rpc: str) -> Response:
         spec = rpcs.GROUP_SPECS.get(rpc)
         if spec is None:

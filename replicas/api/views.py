@@ -15,13 +15,13 @@ from rest_framework.views import APIView
 
 from controlplane.api import responses
 from controlplane.api.authorization import AuthorizedListView, ResourceAuthorization
-from controlplane.api.context import client_host, principal_of, request_context
+from controlplane.api.context import principal_of, request_context
 from controlplane.api.fields import INT32_MAX, StrictIntegerField, StrictSerializer
 from controlplane.api.permissions import (
     ClusterActionPermission,
     IsPrincipal,
 )
-from controlplane.authz import is_authorized
+from controlplane.authz import client_host, is_authorized
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
 from replicas import selectors, services

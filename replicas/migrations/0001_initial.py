@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-def leave_room_for_updates(apps, schema_editor):  # type: ignore[no-untyped-def]
+def leave_room_for_updates(apps, schema_editor):
     """Partition rows are updated in place by every election: free space on each page keeps
     those updates heap-only (no index writes) on PostgreSQL."""
     if schema_editor.connection.vendor == "postgresql":

@@ -4,7 +4,7 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 
-def fill_partition_health_columns(apps, schema_editor):  # type: ignore[no-untyped-def]
+def fill_partition_health_columns(apps, schema_editor):
     """Existing partitions get their ISR size and first replica (new partitions get them from
     the controller's commit)."""
     from controlplane.runtime.single_writer import commit_scope

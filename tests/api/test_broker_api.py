@@ -14,10 +14,12 @@ from django.test.utils import CaptureQueriesContext
 from brokers.models import Broker
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
 from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerEvent
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.sessions import session_store
 from controlplane.runtime.single_writer import projection_writes_allowed
 from tests.conftest import heartbeat_body, registration_body
+from tests.controller_events import create_acls
 
 pytestmark = pytest.mark.django_db
 
@@ -72,7 +74,7 @@ def test_heartbeats_that_change_nothing_write_no_record(api, tokens, register):
         )
         assert status == 200 and body["is_fenced"] is False
     assert log_end() == end
-    assert session_store().get(1).metadata_offset == end + 19  # type: ignore[union-attr]
+    assert session_store().get(1).metadata_offset == end + 19
 
 
 def test_heartbeat_fast_path_costs_no_query_and_falls_back_to_the_table(api, tokens, register):
@@ -93,7 +95,26 @@ def test_heartbeat_fast_path_costs_no_query_and_falls_back_to_the_table(api, tok
     with CaptureQueriesContext(connection) as queries:
         _, answer = api.post(BEAT, heartbeat_body(1, epoch, epoch + 3), token=tokens["broker"])
     assert answer["is_fenced"] is False and len(queries) == 1
-    assert session_store().get(1).metadata_offset == epoch + 3  # type: ignore[union-attr]
+    assert session_store().get(1).metadata_offset == epoch + 3
+
+
+def test_fenced_broker_asking_to_shut_down_is_answered_by_the_web_node(api, tokens, register):
+    epoch = register(1)
+    api.post(BEAT, heartbeat_body(1, epoch, epoch - 1), token=tokens["broker"])  # warm ACL cache
+    end = log_end()
+    with CaptureQueriesContext(connection) as queries:
+        _, answer = api.post(
+            BEAT, heartbeat_body(1, epoch, epoch - 1, want_shut_down=True), token=tokens["broker"]
+        )
+    # The controller would answer the same and write nothing (it is fenced already).
+    assert answer == {
+        "error_code": 0,
+        "error_message": None,
+        "is_caught_up": False,
+        "is_fenced": False,
+        "should_shut_down": True,
+    }
+    assert len(queries) == 0 and log_end() == end
 
 
 def test_stale_epoch_and_unknown_broker(api, tokens, register):
@@ -142,11 +163,11 @@ def test_session_expiry_fences_once_and_then_writes_nothing(api, tokens, registe
     register(2, unfence=True)
     runtime = get_runtime()
     session_store().touch(1, now_ms=now_ms() - 60_000, metadata_offset=epoch)
-    response = runtime.handle({"api": "FenceStaleBrokers"})
+    response = runtime.handle(ControllerEvent("FenceStaleBrokers")).response
     assert response["fenced_brokers"] == [1]
     assert Broker.objects.get(pk=1).fenced and not Broker.objects.get(pk=2).fenced
     end = log_end()
-    assert runtime.handle({"api": "FenceStaleBrokers"})["fenced_brokers"] == []
+    assert runtime.handle(ControllerEvent("FenceStaleBrokers")).response["fenced_brokers"] == []
     assert log_end() == end
     record = MetadataRecord.objects.get(offset=end)
     assert record.principal == "User:controller" and record.data["fenced"] == 1
@@ -190,12 +211,6 @@ def test_authentication_and_authorization(api, tokens):
     assert status == 200 and body["principal"] == "User:alice"
 
 
-def create_acls(*creations: dict[str, str]) -> dict[str, object]:
-    return get_runtime().handle(
-        {"api": "CreateAcls", "payload": {"creations": list(creations)}, "principal": "User:admin"}
-    )
-
-
 def acl(principal: str, operation: str, permission: str = "ALLOW") -> dict[str, str]:
     return {
         "resource_type": "CLUSTER",
@@ -219,7 +234,7 @@ def test_acls_from_the_log_drive_authorization(api, tokens, register):
     status, body = api.post(BEAT, heartbeat_body(1, 0, 0), token=tokens["broker"])
     assert status == 403 and body["error_code"] == 31  # DENY beats the implicit ALLOW
     bad = create_acls(acl("User:alice", "ANY"))
-    assert bad["results"][0]["error_code"] == 42  # type: ignore[index]
+    assert bad["results"][0]["error_code"] == 42
 
 
 BAD_REGISTRATIONS = [

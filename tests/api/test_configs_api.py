@@ -9,6 +9,7 @@ import pytest
 
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
 from controlplane.runtime.controller import get_runtime
+from tests.controller_events import create_acls as create_admin_acls
 
 pytestmark = pytest.mark.django_db
 
@@ -71,9 +72,7 @@ def by_name(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def create_acls(*creations: dict[str, str]) -> None:
-    response = get_runtime().handle(
-        {"api": "CreateAcls", "payload": {"creations": list(creations)}, "principal": "User:admin"}
-    )
+    response = create_admin_acls(*creations)
     assert all(r["error_code"] == 0 for r in response["results"]), response
 
 

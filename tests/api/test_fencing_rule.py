@@ -10,6 +10,7 @@ from audit.models import AuditEvent
 from brokers.models import Broker
 from controlplane.metrics import render
 from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerEvent, RequestContext
 from controlplane.runtime.ingress import local_listener_lags
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.sessions import local_sessions
@@ -112,7 +113,9 @@ def test_an_event_that_waited_in_the_controllers_queue_holds_off_fencing(cluster
     """KAFKA-15019: a heartbeat stuck in the controller's queue is not the broker's fault."""
     settings.CP_FENCING_OVERLOAD_LAG_MS = 2000
     runtime = get_runtime()
-    waited = {"api": "DescribeCluster", "principal": "User:admin", "queued_ms": now_ms() - 5000}
+    waited = ControllerEvent(
+        "DescribeCluster", context=RequestContext("User:admin"), queued_ms=now_ms() - 5000
+    )
     runtime.handle(waited)  # what the request channel and the batcher stamp on every event
     silence([1])
     hear(b for b in range(BROKERS) if b != 1)

@@ -111,7 +111,7 @@ def _configured_formatter(name: str) -> logging.Formatter:
     module, _, attribute = factory.rpartition(".")
     cls = getattr(__import__(module, fromlist=[attribute]), attribute)
     kwargs = {("fmt" if k == "format" else k): v for k, v in config.items() if k != "()"}
-    return cls(**kwargs)  # type: ignore[no-any-return]
+    return cls(**kwargs)
 
 
 def test_a_resource_name_cannot_forge_an_audit_log_line(api, tokens, caplog):

@@ -1,8 +1,8 @@
 """Two listeners, like Kafka's client and inter-broker ones: each port serves its own URL conf.
 
-The internal listener (controlplane/urls_internal.py: the brokers' API and /metrics) answers on
+The internal listener (shell/urls_internal.py: the brokers' API and /metrics) answers on
 `CP_INTERNAL_PORT`, or on every port of a process started with `CP_LISTENER=internal`; the public
-one (controlplane/urls.py) everywhere else. A path of the other listener is a 404 with Kafka's
+one (shell/urls.py) everywhere else. A path of the other listener is a 404 with Kafka's
 error body, never an HTML page. The real gunicorn bound to two ports: tests/integration.
 """
 
@@ -75,7 +75,7 @@ def send(client: Any, method: str, path: str, port: str, token: str | None = Non
 
 
 def test_each_url_conf_holds_its_own_listener_paths() -> None:
-    from controlplane import urls, urls_internal
+    from shell import urls, urls_internal
 
     internal = routes(urls_internal.urlpatterns)
     assert internal == {p.removeprefix("/") for p in INTERNAL_PATHS} | {"metrics"}
@@ -202,14 +202,14 @@ def _settings_in_a_process(**env: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("env", "expected"),
     [
-        ({}, ["public", "controlplane.urls", 8001]),
-        ({"CP_LISTENER": "public"}, ["public", "controlplane.urls", 8001]),
-        ({"CP_LISTENER": "internal"}, ["internal", "controlplane.urls_internal", 8001]),
+        ({}, ["public", "shell.urls", 8001]),
+        ({"CP_LISTENER": "public"}, ["public", "shell.urls", 8001]),
+        ({"CP_LISTENER": "internal"}, ["internal", "shell.urls_internal", 8001]),
         (
             {"CP_LISTENER": "Internal", "CP_INTERNAL_PORT": "9001"},
-            ["internal", "controlplane.urls_internal", 9001],
+            ["internal", "shell.urls_internal", 9001],
         ),
-        ({"CP_INTERNAL_PORT": "0"}, ["public", "controlplane.urls", 0]),
+        ({"CP_INTERNAL_PORT": "0"}, ["public", "shell.urls", 0]),
     ],
 )
 def test_listener_settings_from_the_environment(env: dict[str, str], expected: list[Any]) -> None:

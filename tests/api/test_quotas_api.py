@@ -8,8 +8,8 @@ import pytest
 
 from configs.models import ClientQuota
 from controlplane.models import Cluster, MetadataRecord
-from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.replay import metadata_verify
+from tests.controller_events import create_acls
 
 pytestmark = pytest.mark.django_db
 
@@ -283,12 +283,6 @@ def test_effective_quota_precedence(api, tokens):
 def test_effective_needs_user_and_client_id(api, tokens, query):
     status, body = api.get(f"{EFFECTIVE}{query}", token=tokens["admin"])
     assert status == 400 and body["error_code"] == 42
-
-
-def create_acls(*creations: dict[str, str]) -> dict[str, Any]:
-    return get_runtime().handle(  # type: ignore[no-any-return]
-        {"api": "CreateAcls", "payload": {"creations": list(creations)}, "principal": "User:admin"}
-    )
 
 
 def acl(principal: str, operation: str, permission: str = "ALLOW") -> dict[str, str]:

@@ -8,6 +8,7 @@ past those checks fails its commit loudly and is refused, never applied silently
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import uuid
@@ -20,14 +21,15 @@ from hypothesis import strategies as st
 from audit.models import AuditEvent
 from controlplane.controller.errors import ApiError
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
-from controlplane.runtime.controller import HANDLED_NOTE, ControllerRuntime, get_runtime
-from controlplane.runtime.lease import cluster_get_or_create, now_ms
-from controlplane.runtime.metadata_log import (
+from controlplane.runtime.controller import ControllerRuntime, get_runtime
+from controlplane.runtime.conversation import (
     AppliedWrite,
-    DuplicateWrite,
+    ControllerAnswer,
+    ControllerEvent,
     RequestContext,
-    log_commit,
 )
+from controlplane.runtime.lease import cluster_get_or_create, now_ms
+from controlplane.runtime.metadata_log import DuplicateWrite, log_commit
 from controlplane.runtime.replay import duplicate_writes, metadata_verify
 from controlplane.runtime.sessions import session_store
 from controlplane.runtime.single_writer import projection_writes_allowed
@@ -38,18 +40,16 @@ pytestmark = pytest.mark.django_db
 SET_RETENTION = "IncrementalAlterConfigs"
 
 
-def retention_event(request_id: str, value: int) -> dict[str, Any]:
+def retention_event(request_id: str, value: int) -> ControllerEvent:
     config = {"name": "log.retention.ms", "config_operation": "SET", "value": str(value)}
-    return {
-        "api": SET_RETENTION,
-        "payload": {
+    return ControllerEvent(
+        SET_RETENTION,
+        {
             "resources": [{"resource_type": "BROKER", "resource_name": "", "configs": [config]}],
             "validate_only": False,
         },
-        "principal": "User:admin",
-        "client_id": "dedup-test",
-        "request_id": request_id,
-    }
+        RequestContext(principal="User:admin", client_id="dedup-test", request_id=request_id),
+    )
 
 
 def records_of(request_id: str) -> list[tuple[int, str]]:
@@ -60,14 +60,14 @@ def records_of(request_id: str) -> list[tuple[int, str]]:
     )
 
 
-def without_handled(answer: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in answer.items() if k != HANDLED_NOTE}
+def without_handled(answer: ControllerAnswer) -> ControllerAnswer:
+    return dataclasses.replace(answer, handled_ms=None)
 
 
 def retention_now() -> str | None:
     image = get_runtime().image
     assert image is not None
-    return image.configs.get(("BROKER", ""), {}).get("log.retention.ms")  # type: ignore[no-any-return]
+    return image.configs.get(("BROKER", ""), {}).get("log.retention.ms")
 
 
 @pytest.mark.parametrize("copies", [2, 3])
@@ -83,13 +83,13 @@ def test_copies_of_a_request_id_in_one_batch_apply_once_and_answer_alike(copies:
         events.append(retention_event(request_id, 1000 + n))
     answers = runtime.handle_batch(events)
 
-    mine = [a for e, a in zip(events, answers, strict=True) if e["request_id"] == request_id]
+    mine = [a for e, a in zip(events, answers, strict=True) if e.context.request_id == request_id]
     assert len(mine) == copies
-    assert all(a["responses"][0]["error_code"] == 0 for a in mine)
+    assert all(a.response["responses"][0]["error_code"] == 0 for a in mine)
     first = without_handled(mine[0])
     assert all(without_handled(a) == first for a in mine[1:])
     ((offset, record_type),) = records_of(request_id)
-    assert record_type == "ConfigRecord" and first["_offsets"] == [offset, offset]
+    assert record_type == "ConfigRecord" and first.offsets == (offset, offset)
     assert len(records_of(other)) == 1
     assert AppliedRequest.objects.filter(request_id=request_id).count() == 1
     assert duplicate_writes() == []
@@ -109,16 +109,15 @@ def test_state_idempotent_events_are_not_deduplicated() -> None:
     runtime = get_runtime()
     cluster_id = cluster_get_or_create().cluster_id
     registered = runtime.handle(
+        ControllerEvent(
+            "BrokerRegistration",
+            registration_body(1, cluster_id),
+            RequestContext(principal="User:broker", request_id="reg-1"),
+        )
+    ).response
+    beat = ControllerEvent(
+        "BrokerHeartbeat",
         {
-            "api": "BrokerRegistration",
-            "payload": registration_body(1, cluster_id),
-            "principal": "User:broker",
-            "request_id": "reg-1",
-        }
-    )
-    beat = {
-        "api": "BrokerHeartbeat",
-        "payload": {
             "broker_id": 1,
             "broker_epoch": registered["broker_epoch"],
             "current_metadata_offset": 0,
@@ -126,11 +125,10 @@ def test_state_idempotent_events_are_not_deduplicated() -> None:
             "want_shut_down": False,
             "offline_log_dirs": [],
         },
-        "principal": "User:broker",
-        "request_id": "beat-1",
-    }
+        RequestContext(principal="User:broker", request_id="beat-1"),
+    )
     unfenced, again = runtime.handle_batch([beat, beat])
-    assert unfenced["is_fenced"] is False and again["is_fenced"] is False
+    assert unfenced.response["is_fenced"] is False and again.response["is_fenced"] is False
     assert len(records_of("beat-1")) == 1  # the second changed nothing: no record
 
 
@@ -149,11 +147,14 @@ def test_a_write_whose_id_slipped_past_the_lookup_fails_its_commit_and_is_refuse
             [retention_event(request_id, 2000), retention_event(other, 3000)]
         )
     assert any("already applied" in r.getMessage() for r in caplog.records)
-    assert again["error"] == "UNKNOWN_SERVER_ERROR" and "already applied" in again["error_message"]
-    assert newer["responses"][0]["error_code"] == 0  # the rest of the batch committed
+    refused = again.response
+    assert (
+        refused["error"] == "UNKNOWN_SERVER_ERROR" and "already applied" in refused["error_message"]
+    )
+    assert newer.response["responses"][0]["error_code"] == 0  # the rest of the batch committed
     assert len(records_of(request_id)) == 1 and len(records_of(other)) == 1
     assert retention_now() == "3000"
-    assert first["_offsets"] == [records_of(request_id)[0][0]] * 2
+    assert first.offsets == (records_of(request_id)[0][0],) * 2
     assert runtime.is_active()  # a refused event does not cost the controller its lease
 
 
@@ -170,8 +171,8 @@ def test_the_commit_refuses_two_writes_of_one_request_id() -> None:
     for value in ("1", "2"):
         delta.replay(ConfigRecord("BROKER", "", "log.retention.ms", value))
     writes = [
-        AppliedWrite(context, SET_RETENTION, end + 1, end + 1, {}),
-        AppliedWrite(context, SET_RETENTION, end + 2, end + 2, {}),
+        AppliedWrite(context, SET_RETENTION, end + 1, end + 1, ControllerAnswer({})),
+        AppliedWrite(context, SET_RETENTION, end + 2, end + 2, ControllerAnswer({})),
     ]
     with pytest.raises(DuplicateWrite) as raised:
         log_commit(lease=runtime.lease, delta=delta, writes=writes)
@@ -274,9 +275,9 @@ class Interleaving:
             )
             for n in (0, 1)
         ]
-        self.sent: list[dict[str, Any]] = []  # one event per request id
-        self.waiting: list[dict[str, Any]] = []  # copies in the channel, in its order
-        self.answers: dict[str, list[dict[str, Any]]] = {}
+        self.sent: list[ControllerEvent] = []  # one event per request id
+        self.waiting: list[ControllerEvent] = []  # copies in the channel, in its order
+        self.answers: dict[str, list[ControllerAnswer]] = {}
 
     def run(self, step: Step) -> None:
         what, a, b = step
@@ -284,10 +285,10 @@ class Interleaving:
             event = retention_event(f"{self.tag}-{len(self.sent)}", next(VALUES))
             self.sent.append(event)
             for copy in range(a):
-                self.waiting.insert((b + copy) % (len(self.waiting) + 1), dict(event))
+                self.waiting.insert((b + copy) % (len(self.waiting) + 1), event)
         elif what == "resend" and self.sent:  # a late retry, or the web node's re-send
             event = self.sent[a % len(self.sent)]
-            self.waiting.insert(b % (len(self.waiting) + 1), dict(event))
+            self.waiting.insert(b % (len(self.waiting) + 1), event)
         elif what == "batch":
             self.batch(self.controllers[a], b)
         elif what == "pause":  # controller `a` stops past its lease: the other may take over
@@ -298,10 +299,10 @@ class Interleaving:
     def batch(self, controller: ControllerRuntime, size: int) -> None:
         taken, self.waiting = self.waiting[:size], self.waiting[size:]
         for event, answer in zip(taken, controller.handle_batch(taken), strict=True):
-            if answer.get("error") == "NOT_CONTROLLER":
+            if answer.response.get("error") == "NOT_CONTROLLER":
                 self.waiting.append(event)  # the sender retries with the same request id
             else:
-                self.answers.setdefault(event["request_id"], []).append(answer)
+                self.answers.setdefault(event.context.request_id, []).append(answer)
 
     def drain(self) -> None:
         for _ in range(50):
@@ -326,13 +327,15 @@ def test_any_interleaving_of_copies_applies_each_request_id_at_most_once(
         world.run(step)
     world.drain()
     for event in world.sent:
-        request_id = event["request_id"]
+        request_id = event.context.request_id
         written = records_of(request_id)
         assert len(written) <= 1, (request_id, written)
         answers = [without_handled(a) for a in world.answers.get(request_id, [])]
-        applied = [a for a in answers if a.get("responses", [{}])[0].get("error_code") == 0]
+        applied = [
+            a for a in answers if a.response.get("responses", [{}])[0].get("error_code") == 0
+        ]
         if applied:  # acknowledged: written exactly once, and every copy answered alike
-            assert len(written) == 1 and applied[0]["_offsets"] == [written[0][0]] * 2
+            assert len(written) == 1 and applied[0].offsets == (written[0][0],) * 2
             assert all(a == applied[0] for a in answers)
     assert duplicate_writes() == []
     assert metadata_verify() == []

@@ -9,6 +9,7 @@ not the forwarding broker's.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -17,12 +18,13 @@ from audit.models import AuditEvent
 from controlplane.models import Acl, AppliedRequest, ConfigEntry, MetadataRecord
 from controlplane.principals import principal_create
 from controlplane.runtime.controller import get_runtime
-from controlplane.runtime.metadata_log import (
+from controlplane.runtime.conversation import (
     AppliedWrite,
-    DuplicateWrite,
+    ControllerAnswer,
+    ControllerEvent,
     RequestContext,
-    log_commit,
 )
+from controlplane.runtime.metadata_log import DuplicateWrite, log_commit
 from controlplane.runtime.replay import duplicate_writes, metadata_verify
 from security.models import DelegationToken
 from tests.api.test_envelope_api import (
@@ -217,8 +219,11 @@ def test_envelopes_are_scoped_by_the_original_principal(
 def test_copies_from_two_principals_in_one_batch_are_two_writes() -> None:
     runtime = get_runtime()
 
-    def event(principal: str, value: int) -> dict[str, Any]:
-        return {**retention_event("batch-R", value), "principal": principal}
+    def event(principal: str, value: int) -> ControllerEvent:
+        sent = retention_event("batch-R", value)
+        return dataclasses.replace(
+            sent, context=dataclasses.replace(sent.context, principal=principal)
+        )
 
     answers = runtime.handle_batch(
         [event("User:admin", 1000), event("User:ops", 2000), event("User:admin", 3000)]
@@ -226,7 +231,8 @@ def test_copies_from_two_principals_in_one_batch_are_two_writes() -> None:
     admins, ops, admins_copy = (without_handled(a) for a in answers)
     assert admins_copy == admins and ops != admins
     assert [r[0] for r in records_of("batch-R")] == ["User:admin", "User:ops"]
-    assert ops["_offsets"][0] == admins["_offsets"][0] + 1
+    assert ops.offsets is not None and admins.offsets is not None
+    assert ops.offsets[0] == admins.offsets[0] + 1
     # A later batch: each principal's retry answers its own write; a third principal is new.
     later = runtime.handle_batch([event("User:ops", 4000), event("User:carol", 5000)])
     assert without_handled(later[0]) == ops
@@ -262,7 +268,10 @@ def test_the_commit_refuses_a_second_write_per_principal() -> None:
         for n, principal in enumerate(principals, start=1):
             delta.replay(ConfigRecord("BROKER", "", "log.retention.ms", str(n)))
             context = RequestContext(principal=principal, request_id="shared")
-            writes.append(AppliedWrite(context, "IncrementalAlterConfigs", end + n, end + n, {}))
+            answer = ControllerAnswer({})
+            writes.append(
+                AppliedWrite(context, "IncrementalAlterConfigs", end + n, end + n, answer)
+            )
         return delta, writes
 
     delta, writes = two_writes("User:admin", "User:admin")

@@ -12,6 +12,7 @@ import pytest
 from controlplane.models import MetadataRecord
 from controlplane.runtime.channel import ChannelConsumer, ControllerChannel
 from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent, RequestContext
 from controlplane.runtime.lease import cluster_get_or_create
 from devtools.stack import redis_url
 from tests.conftest import registration_body
@@ -21,13 +22,12 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 URL = redis_url()  # shared with other runs: every key goes under the test's `key_prefix`
 
 
-def registration(broker_id: int) -> dict[str, Any]:
-    return {
-        "api": "BrokerRegistration",
-        "payload": registration_body(broker_id, cluster_get_or_create().cluster_id),
-        "principal": "User:test",
-        "request_id": str(uuid.uuid4()),
-    }
+def registration(broker_id: int) -> ControllerEvent:
+    return ControllerEvent(
+        "BrokerRegistration",
+        registration_body(broker_id, cluster_get_or_create().cluster_id),
+        RequestContext(principal="User:test", request_id=str(uuid.uuid4())),
+    )
 
 
 def test_events_that_wait_together_are_one_batch_and_each_sender_gets_its_answer(
@@ -37,7 +37,7 @@ def test_events_that_wait_together_are_one_batch_and_each_sender_gets_its_answer
     consumer = ChannelConsumer(URL, runtime.handle_batch, key_prefix=key_prefix)
     channel = ControllerChannel(URL, longest_wait_s=10, key_prefix=key_prefix)
     events = {broker_id: registration(broker_id) for broker_id in range(1, 9)}
-    answers: dict[int, Any] = {}
+    answers: dict[int, ControllerAnswer | None] = {}
 
     def send(broker_id: int) -> None:
         answers[broker_id] = channel.request(events[broker_id], timeout_ms=10_000)
@@ -50,8 +50,10 @@ def test_events_that_wait_together_are_one_batch_and_each_sender_gets_its_answer
     assert consumer.serve_once(wait_s=1) == 8  # one batch, one commit
     for thread in threads:
         thread.join(timeout=10)
-    assert {i: a["error_code"] for i, a in answers.items()} == dict.fromkeys(events, 0)
-    epochs = sorted(int(a["broker_epoch"]) for a in answers.values())
+    assert all(a is not None for a in answers.values())
+    got = {i: a.response for i, a in answers.items() if a is not None}
+    assert {i: a["error_code"] for i, a in got.items()} == dict.fromkeys(events, 0)
+    epochs = sorted(int(a["broker_epoch"]) for a in got.values())
     assert epochs == list(range(8))  # each got its own registration's offset
     assert MetadataRecord.objects.count() == 8
     assert len(set(MetadataRecord.objects.values_list("timestamp_ms", flat=True))) == 1
@@ -67,7 +69,7 @@ def test_no_controller_means_no_answer_in_time(shared_redis: Any, key_prefix: st
 
 def test_an_answer_nobody_waits_for_expires(shared_redis: Any, key_prefix: str) -> None:
     consumer = ChannelConsumer(URL, get_runtime().handle_batch, key_prefix=key_prefix)
-    event = {**registration(1), "reply_to": consumer.reply_prefix + "gone"}
+    event = {**registration(1).to_wire(), "reply_to": consumer.reply_prefix + "gone"}
     shared_redis.rpush(consumer.requests_key, json.dumps(event))
     consumer.serve_once(wait_s=1)
     assert 0 < shared_redis.ttl(consumer.reply_prefix + "gone") <= 60
@@ -78,10 +80,10 @@ def test_an_undecodable_event_is_dropped_and_the_rest_is_served(
 ) -> None:
     channel = ControllerChannel(URL, longest_wait_s=5, key_prefix=key_prefix)
     shared_redis.rpush(channel.requests_key, b"\xff not json", b"[1, 2]")
-    answer: dict[str, Any] = {}
+    answers: list[ControllerAnswer | None] = []
     event = registration(3)
     sender = threading.Thread(
-        target=lambda: answer.update(channel.request(event, timeout_ms=5000) or {})
+        target=lambda: answers.append(channel.request(event, timeout_ms=5000))
     )
     sender.start()
     while shared_redis.llen(channel.requests_key) < 3:
@@ -89,4 +91,5 @@ def test_an_undecodable_event_is_dropped_and_the_rest_is_served(
     consumer = ChannelConsumer(URL, get_runtime().handle_batch, key_prefix=key_prefix)
     assert consumer.serve_once(wait_s=1) == 1
     sender.join(timeout=10)
-    assert answer["error_code"] == 0
+    (answer,) = answers
+    assert answer is not None and answer.error_code == 0

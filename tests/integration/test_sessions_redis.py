@@ -59,13 +59,13 @@ def test_touch_only_with_the_mirrored_epoch_and_recover_from_a_script_flush(
         1, 5, False, False
     )
     assert store.touch_if_current(1, 5, now_ms=11, metadata_offset=4) is not None
-    assert (store.get(1).last_contact_ms, store.get(1).metadata_offset) == (11, 4)  # type: ignore[union-attr]
+    assert (store.get(1).last_contact_ms, store.get(1).metadata_offset) == (11, 4)
     forget_script(store)
     assert store.touch_if_current(1, 5, now_ms=12, metadata_offset=5) is not None
-    assert store.get(1).last_contact_ms == 12  # type: ignore[union-attr]
+    assert store.get(1).last_contact_ms == 12
     # A stale epoch answers the mirror but touches nothing.
-    assert store.touch_if_current(1, 4, now_ms=13, metadata_offset=6).epoch == 5  # type: ignore[union-attr]
-    assert store.get(1).last_contact_ms == 12  # type: ignore[union-attr]
+    assert store.touch_if_current(1, 4, now_ms=13, metadata_offset=6).epoch == 5
+    assert store.get(1).last_contact_ms == 12
     assert store.touch_if_current(3, 0, now_ms=14, metadata_offset=0) is None
     assert store.get(3) is None
 
@@ -89,4 +89,4 @@ def test_a_dropped_connection_falls_back_and_reconnects(redis_client, key_prefix
     store.touch_if_current(1, 5, now_ms=2, metadata_offset=0)
     cut_connections(redis_client)  # the store's connections only: the Redis is shared
     assert store.touch_if_current(1, 5, now_ms=3, metadata_offset=0) is not None
-    assert store.get(1).last_contact_ms == 3  # type: ignore[union-attr]
+    assert store.get(1).last_contact_ms == 3

@@ -109,7 +109,7 @@ def test_html_is_a_self_contained_page_with_the_rows_and_charts(
             for v in row.values()
         )
         assert f"<tr>{cells}</tr>" in page
-    charts = json.loads(re.search(r"const charts = (\[.*\]);", page).group(1))  # type: ignore[union-attr]
+    charts = json.loads(re.search(r"const charts = (\[.*\]);", page).group(1))
     assert [c["options"]["plugins"]["title"]["text"] for c in charts] == [
         "Denials by principal",
         "Denials by API",
@@ -134,7 +134,7 @@ def test_every_report_as_json_and_html(
     )
     assert json.loads(out.read_text()) == rows and written == len(rows)
     page = html_page(report=report, params=params, columns=report.columns, rows=rows, source="x")
-    charts = json.loads(re.search(r"const charts = (\[.*\]);", page).group(1))  # type: ignore[union-attr]
+    charts = json.loads(re.search(r"const charts = (\[.*\]);", page).group(1))
     assert charts and all(
         len(d["data"]) == len(c["data"]["labels"]) for c in charts for d in c["data"]["datasets"]
     )

@@ -10,7 +10,7 @@ import pytest
 
 from audit.spark.params import Params
 from audit.spark.reader import Export
-from audit.spark.render import CHARTS, report_write
+from audit.spark.render import report_write
 from audit.spark.reports import REPORTS, report_build
 from tests.browser.conftest import chromium_page, require_chromium
 from tests.spark.conftest import Day
@@ -49,6 +49,6 @@ def test_the_html_report_draws_its_charts_offline(
         )
         shown = page.locator("table.rows tbody tr").count()
     assert requested == [] and problems == []
-    assert len(drawn) == len(CHARTS[name])
+    assert len(drawn) == len(REPORTS[name].info.charts)
     assert all(c["points"] > 0 and c["width"] > 0 and c["height"] > 0 for c in drawn)
     assert shown == rows > 0

@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 
 from controlplane.authz import acl_cache
 from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerEvent, RequestContext
 from tests.conftest import Api
 from tests.ui.conftest import ui_login
 
@@ -394,24 +395,23 @@ def test_topics_follow_topic_describe_acls(
         mark_offline(api, tokens["broker"], broker, cluster[broker], name, [0])
 
     def grant(resource_type: str, name: str) -> None:
-        answer = get_runtime().handle(
-            {
-                "api": "CreateAcls",
-                "payload": {
-                    "creations": [
-                        {
-                            "resource_type": resource_type,
-                            "resource_name": name,
-                            "pattern_type": "LITERAL",
-                            "principal": "User:alice",
-                            "host": "*",
-                            "operation": "DESCRIBE",
-                            "permission_type": "ALLOW",
-                        }
-                    ]
-                },
-                "principal": "User:admin",
-            }
+        creation = {
+            "resource_type": resource_type,
+            "resource_name": name,
+            "pattern_type": "LITERAL",
+            "principal": "User:alice",
+            "host": "*",
+            "operation": "DESCRIBE",
+            "permission_type": "ALLOW",
+        }
+        answer = (
+            get_runtime()
+            .handle(
+                ControllerEvent(
+                    "CreateAcls", {"creations": [creation]}, RequestContext(principal="User:admin")
+                )
+            )
+            .response
         )
         assert answer["results"] == [{"error_code": 0, "error_message": None}], answer
 

@@ -125,7 +125,7 @@ def test_many_partitions_are_cut_with_a_count() -> None:
 
 def test_token_resources_never_carry_the_hmac() -> None:
     body = {"hmac": "c2VjcmV0", "renew_period_ms": 5}
-    [resource] = request_resources("RenewDelegationToken", body, {}, {"_token_id": "tid"})
+    [resource] = request_resources("RenewDelegationToken", body, {}, {"token_id": "tid"})
     assert resource == {
         "resource_type": "DELEGATION_TOKEN",
         "resource_name": "tid",

@@ -42,7 +42,7 @@ def registration(broker_id: int = 1, *, incarnation: str | None = None, **overri
         log_dirs=(str(uuid.uuid4()),),
     )
     fields.update(overrides)
-    return core.BrokerRegistrationRequest(**fields)  # type: ignore[arg-type]
+    return core.BrokerRegistrationRequest(**fields)
 
 
 def broker(state: BrokerControlState, *, epoch: int = 10, cs_offset: int = -1):
@@ -242,7 +242,7 @@ def test_controlled_shutdown_waits_for_active_brokers_to_reach_its_offset():
         d, "BrokerHeartbeat", _beat(0, 0, 10, shut_down=True), env(sessions=sessions)
     )
     assert response["should_shut_down"] is True
-    assert d.broker(0).fenced  # type: ignore[union-attr]
+    assert d.broker(0).fenced
 
 
 def test_fence_stale_brokers_fences_only_lapsed_unfenced_brokers():
@@ -258,7 +258,7 @@ def test_fence_stale_brokers_fences_only_lapsed_unfenced_brokers():
         d, "FenceStaleBrokers", {}, env(1_000_500, sessions, activated_ms=active_since)
     )
     assert response["fenced_brokers"] == [1]
-    assert [d.broker(i).fenced for i in range(3)] == [False, True, False]  # type: ignore[union-attr]
+    assert [d.broker(i).fenced for i in range(3)] == [False, True, False]
     offset = d.last_offset
     again = run_event(d, "FenceStaleBrokers", {}, env(1_000_600, sessions, active_since))
     assert again["fenced_brokers"] == [] and d.last_offset == offset
@@ -292,10 +292,10 @@ def test_fence_record_ends_a_controlled_shutdown():
     d = registered_delta(1)
     run_event(d, "BrokerHeartbeat", _beat(0, 0, 10), env())
     d.replay(BrokerRegistrationChangeRecord(0, 0, in_controlled_shutdown=1))
-    assert d.broker(0).control_state is S.CONTROLLED_SHUTDOWN  # type: ignore[union-attr]
+    assert d.broker(0).control_state is S.CONTROLLED_SHUTDOWN
     d.replay(BrokerRegistrationChangeRecord(0, 0, fenced=FencingChange.FENCE))
-    assert d.broker(0).control_state is S.FENCED  # type: ignore[union-attr]
-    assert d.broker(0).controlled_shutdown_offset == -1  # type: ignore[union-attr]
+    assert d.broker(0).control_state is S.FENCED
+    assert d.broker(0).controlled_shutdown_offset == -1
 
 
 def test_replaying_a_change_for_an_unregistered_broker_is_refused():

@@ -160,7 +160,7 @@ class CanaryMachine(RuleBasedStateMachine):
         usable = [b for b in self.image.all_brokers() if self.active(b.broker_id)]
         canary_ready = sum(1 for b in usable if b.pod == "canary-broker") >= rf
         regular_ready = sum(1 for b in usable if b.pod == "broker") >= rf
-        canary_brokers = canary_brokers_of(self.image)  # type: ignore[arg-type]
+        canary_brokers = canary_brokers_of(self.image)
         (answer,) = self.run("CreateTopics", {"topics": [topic]})["topics"]
         if answer["error_code"] != 0:
             return
@@ -252,7 +252,7 @@ class CanaryMachine(RuleBasedStateMachine):
     # --- invariants --------------------------------------------------------------------------
     @invariant()
     def isolation_is_every_replica_on_a_canary_broker(self) -> None:
-        canary = canary_brokers_of(self.image)  # type: ignore[arg-type]
+        canary = canary_brokers_of(self.image)
         for tp, p in self.image.partitions.items():
             assert p.canary_isolated == (p.is_canary and isolated(p.replicas, canary)), (tp, p)
             if p.canary_isolated:
@@ -260,7 +260,7 @@ class CanaryMachine(RuleBasedStateMachine):
 
     @invariant()
     def canary_partitions_are_led_by_canary_brokers_where_the_isr_allows(self) -> None:
-        canary = canary_brokers_of(self.image)  # type: ignore[arg-type]
+        canary = canary_brokers_of(self.image)
         for tp, p in self.image.partitions.items():
             if not p.is_canary or p.leader == NO_LEADER:
                 continue

@@ -118,7 +118,7 @@ class ControllerMachine(RuleBasedStateMachine):
     def time_passes_and_stale_brokers_are_fenced(self, ms: int) -> None:
         self.now += ms
         response = self.run("FenceStaleBrokers", {})
-        for broker_id in response["fenced_brokers"]:  # type: ignore[union-attr]
+        for broker_id in response["fenced_brokers"]:
             fenced = self.image.broker(broker_id)
             assert fenced is not None and fenced.fenced
 
@@ -143,7 +143,7 @@ class ControllerMachine(RuleBasedStateMachine):
 
     @invariant()
     def replaying_the_log_reproduces_the_image(self) -> None:
-        records = [record_from_data(r.TYPE, r.to_data()) for _, r in self.log]  # type: ignore[attr-defined]
+        records = [record_from_data(r.TYPE, r.to_data()) for _, r in self.log]
         assert replay_log(CLUSTER, records).as_comparable() == self.image.as_comparable()
 
 

@@ -128,13 +128,13 @@ envelope_bodies = st.fixed_dictionaries(
 @settings(max_examples=600, deadline=None)
 @given(st.one_of(envelope_bodies, json_values))
 def test_envelope_fast_path_agrees_with_full_validation(data: Any) -> None:
-    from controlplane.api.envelope import EnvelopeSerializer
+    from shell.api.envelope import EnvelopeSerializer
 
     assert fast(EnvelopeSerializer, data) == full(EnvelopeSerializer, data)
 
 
 def test_the_fast_path_is_taken_for_a_plain_envelope() -> None:
-    from controlplane.api.envelope import EnvelopeSerializer
+    from shell.api.envelope import EnvelopeSerializer
 
     body = {
         "request_header": {

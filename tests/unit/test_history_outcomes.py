@@ -48,7 +48,7 @@ def clients_with(
 ) -> tuple[HistoryClients, list[Any]]:
     seen: list[Any] = []
     nodes = [Scripted("a", script, seen), Scripted("b", script, seen)]
-    return HistoryClients(lambda: nodes, "token", give_up_s=give_up_s), seen  # type: ignore[arg-type, list-item, return-value]
+    return HistoryClients(lambda: nodes, "token", give_up_s=give_up_s), seen
 
 
 @pytest.fixture(autouse=True)

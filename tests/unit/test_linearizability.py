@@ -51,7 +51,7 @@ def call(
         output=seen,
         invoked=invoked,
         completed=completed,
-        outcome=outcome,  # type: ignore[arg-type]
+        outcome=outcome,
     )
 
 
@@ -307,7 +307,7 @@ def simulate(
         else:
             name = rng.choice(("add", "remove", "read"))
             value = rng.choice(UNIVERSE) if name != "read" else None
-        op = Operation(str(client), key, name, value, None, invoked, completed, outcome)  # type: ignore[arg-type]
+        op = Operation(str(client), key, name, value, None, invoked, completed, outcome)
         takes_effect = outcome == OK or (outcome == UNKNOWN and rng.random() < 0.5)
         point = invoked + rng.random() * (completed - invoked) if takes_effect else math.inf
         specs.append((point, op))
@@ -323,9 +323,9 @@ def simulate(
         elif op.kind == "write":
             state[op.key] = op.input
         elif op.kind == "add":
-            state[op.key] = frozenset(current) | {op.input}  # type: ignore[arg-type]
+            state[op.key] = frozenset(current) | {op.input}
         else:
-            state[op.key] = frozenset(current) - {op.input}  # type: ignore[arg-type]
+            state[op.key] = frozenset(current) - {op.input}
         history.append(op)
     return history
 
@@ -369,7 +369,7 @@ def test_a_read_of_something_never_written_is_caught(
     if kind == "register":
         corrupted = dataclasses.replace(original, output="never written")
     else:
-        seen = frozenset(original.output)  # type: ignore[arg-type]
+        seen = frozenset(original.output)
         corrupted = dataclasses.replace(original, output=seen | {"never added"})
     history[index] = corrupted
     result = check(history, model_of(kind))

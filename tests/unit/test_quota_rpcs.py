@@ -313,7 +313,7 @@ def test_later_entries_see_earlier_ones(cluster: Cluster) -> None:
         {"entity": ent(user="u"), "ops": [op("producer_byte_rate", remove=True)]},
     )
     assert all(error_of(a) is Errors.NONE for a in answers)
-    assert [r.remove for r in cluster.log] == [False, True]  # type: ignore[attr-defined]
+    assert [r.remove for r in cluster.log] == [False, True]
     assert cluster.image.client_quotas == {}
     assert cluster.replayed_equal()
 

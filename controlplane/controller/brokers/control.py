@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from controlplane.controller.canary.rules import (
     BROKER_POD,
@@ -92,6 +93,18 @@ class BrokerHeartbeatRequest:
     want_fence: bool
     want_shut_down: bool
     offline_log_dirs: tuple[str, ...] = ()
+
+
+def heartbeat_request(payload: Mapping[str, Any]) -> BrokerHeartbeatRequest:
+    """A BrokerHeartbeat body as the request both the web node and the controller decide on."""
+    return BrokerHeartbeatRequest(
+        broker_id=payload["broker_id"],
+        broker_epoch=payload["broker_epoch"],
+        current_metadata_offset=payload["current_metadata_offset"],
+        want_fence=payload.get("want_fence", False),
+        want_shut_down=payload.get("want_shut_down", False),
+        offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
+    )
 
 
 def has_valid_session(
@@ -260,16 +273,19 @@ def registration_response(broker_epoch: int) -> dict[str, object]:
 
 def require_broker_epoch(view: MetadataDelta, broker_id: int, epoch: int) -> BrokerRegistration:
     broker = view.broker(broker_id)
-    if broker is None:
-        raise ApiError(
-            Errors.STALE_BROKER_EPOCH, f"No broker registration found for broker {broker_id}"
-        )
-    if broker.epoch != epoch:
-        raise ApiError(
-            Errors.STALE_BROKER_EPOCH,
-            f"Expected broker epoch {broker.epoch}, but got broker epoch {epoch}",
-        )
+    if broker is None or broker.epoch != epoch:
+        raise stale_broker_epoch(broker_id, None if broker is None else broker.epoch, epoch)
     return broker
+
+
+def stale_broker_epoch(broker_id: int, registered_epoch: int | None, epoch: int) -> ApiError:
+    """The refusal of broker `broker_id` sending `epoch`; `registered_epoch` None: unregistered."""
+    return ApiError(
+        Errors.STALE_BROKER_EPOCH,
+        f"No broker registration found for broker {broker_id}"
+        if registered_epoch is None
+        else f"Expected broker epoch {registered_epoch}, but got broker epoch {epoch}",
+    )
 
 
 def next_broker_state(
@@ -280,6 +296,23 @@ def next_broker_state(
     lowest_active_offset: int,
 ) -> BrokerControlState:
     """Kafka's BrokerHeartbeatManager.calculateNextBrokerState, as a decision table."""
+    decided = state_decided_by_request(broker, request)
+    if decided is not None:
+        return decided
+    if broker.control_state is S.UNFENCED:  # it asks to shut down, not to be fenced
+        return S.CONTROLLED_SHUTDOWN if has_leaderships else S.SHUTDOWN_NOW
+    # CONTROLLED_SHUTDOWN: leave only once leaderships moved and every active broker has seen it.
+    if has_leaderships or broker.controlled_shutdown_offset > lowest_active_offset:
+        return S.CONTROLLED_SHUTDOWN
+    return S.SHUTDOWN_NOW
+
+
+def state_decided_by_request(
+    broker: BrokerStatus | BrokerRegistration, request: BrokerHeartbeatRequest
+) -> BrokerControlState | None:
+    """The state the heartbeat moves the broker to when its status and the heartbeat alone
+    decide it; None when the cluster does, by whether the broker leads partitions and the lowest
+    offset active brokers have seen (an unfenced broker's shutdown, a controlled shutdown)."""
     current = broker.control_state
     if current is S.FENCED:
         if request.want_shut_down:
@@ -290,13 +323,8 @@ def next_broker_state(
     if current is S.UNFENCED:
         if request.want_fence:
             return S.SHUTDOWN_NOW if request.want_shut_down else S.FENCED
-        if request.want_shut_down:
-            return S.CONTROLLED_SHUTDOWN if has_leaderships else S.SHUTDOWN_NOW
-        return S.UNFENCED
-    # CONTROLLED_SHUTDOWN: leave only once leaderships moved and every active broker has seen it.
-    if has_leaderships or broker.controlled_shutdown_offset > lowest_active_offset:
-        return S.CONTROLLED_SHUTDOWN
-    return S.SHUTDOWN_NOW
+        return None if request.want_shut_down else S.UNFENCED
+    return None
 
 
 def lowest_active_offset(view: MetadataDelta, sessions: Mapping[int, BrokerSession]) -> int:
@@ -328,6 +356,26 @@ def transition_records(
         ]
     # FENCED and SHUTDOWN_NOW both fence the broker (Kafka: handleBrokerFenced).
     return [dataclasses.replace(change, fenced=FencingChange.FENCE)]
+
+
+def heartbeat_fast_answer(
+    broker: BrokerStatus | BrokerRegistration, request: BrokerHeartbeatRequest
+) -> dict[str, object] | None:
+    """The answer to a heartbeat at the broker's current epoch that changes nothing, else None.
+
+    Decided from the broker's status and the heartbeat alone: a web node, which knows neither
+    whether the broker leads partitions nor the offsets the active brokers have seen, answers
+    with it by itself; None sends the heartbeat to the controller (it changes the broker's state
+    or offline log dirs, or only those facts of the cluster can tell). `process_heartbeat`
+    decides by the same rule (`next_broker_state` starts from `state_decided_by_request`), so
+    the web node's answer is the one the controller would give, with no records.
+    """
+    target = state_decided_by_request(broker, request)
+    if target is None or transition_records(broker, target):
+        return None
+    if offline_log_dirs_change(broker, request) is not None:
+        return None
+    return heartbeat_response(broker, request, target)
 
 
 def process_heartbeat(
@@ -537,13 +585,6 @@ def unregister_broker(
     record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.epoch)
     moved = _with_canary_isolation(view, broker_id, None, _moved_off(view, [broker_id], configs))
     return ControllerResult([*moved, record], {"error_code": 0, "error_message": None})
-
-
-def brokers_by_state(brokers: Iterable[BrokerRegistration]) -> dict[str, int]:
-    counts = {state.value: 0 for state in (S.FENCED, S.UNFENCED, S.CONTROLLED_SHUTDOWN)}
-    for broker in brokers:
-        counts[broker.control_state.value] += 1
-    return counts
 
 
 def _require_uuid(value: str, what: str) -> None:

@@ -39,19 +39,9 @@ def _broker_registration(
 def _broker_heartbeat(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
+    request = control.heartbeat_request(payload)
     return control.process_heartbeat(
-        view, heartbeat_request(payload), sessions=env.sessions, configs=env.configs(view)
-    )
-
-
-def heartbeat_request(payload: Mapping[str, Any]) -> control.BrokerHeartbeatRequest:
-    return control.BrokerHeartbeatRequest(
-        broker_id=payload["broker_id"],
-        broker_epoch=payload["broker_epoch"],
-        current_metadata_offset=payload["current_metadata_offset"],
-        want_fence=payload.get("want_fence", False),
-        want_shut_down=payload.get("want_shut_down", False),
-        offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
+        view, request, sessions=env.sessions, configs=env.configs(view)
     )
 
 

@@ -32,7 +32,6 @@ HOLD = "HOLD"
 ROLLBACK = "ROLLBACK"
 NOT_STARTED = "NOT_STARTED"
 COMPLETE = "COMPLETE"
-VERDICTS = (PROCEED, HOLD, ROLLBACK, NOT_STARTED, COMPLETE)
 
 ROLLBACK_INCIDENTS = 3  # fewer canary incidents than this are a HOLD: one may be chance
 CONTROLLER_PRINCIPAL = "User:controller"  # who fences a broker whose session lapsed

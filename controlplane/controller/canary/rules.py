@@ -65,10 +65,6 @@ def topic_canary_percent(
     return float(configs.topic_value(topic_name, PERCENT_CANARY_PARTITION))
 
 
-def is_canary_broker(broker: BrokerRegistration | None) -> bool:
-    return broker is not None and broker.pod == CANARY_BROKER_POD
-
-
 def canary_broker_ids(brokers: Iterable[BrokerRegistration]) -> frozenset[int]:
     """Every registered canary broker, fenced or not."""
     return frozenset(b.broker_id for b in brokers if b.pod == CANARY_BROKER_POD)

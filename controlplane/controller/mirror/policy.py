@@ -158,9 +158,6 @@ def creation_configs(
     return [{"name": str(op["name"]), "value": str(op["value"])} for op in ops]
 
 
-ACL_KEYS = ("principal", "host", "operation", "permission_type")
-
-
 def target_acl(acl: Mapping[str, Any], selection: TopicSelection) -> dict[str, str] | None:
     """The ACL a flow creates on the target for a source ACL (MirrorSourceConnector's
     syncTopicAcls), or None when that ACL is not synced."""

@@ -20,7 +20,6 @@ Check = Callable[[str], "str | None"]
 TOPICS_DEFAULT = ".*"
 TOPICS_EXCLUDE_DEFAULT = r".*[\-\.]internal, .*\.replica, __.*"
 GROUPS_DEFAULT = ".*"
-GROUPS_EXCLUDE_DEFAULT = r"console-consumer-.*, connect-.*, __.*"
 CONFIG_PROPERTIES_EXCLUDE_DEFAULT = (
     r"follower\.replication\.throttled\.replicas, "
     r"leader\.replication\.throttled\.replicas, "
@@ -32,7 +31,6 @@ CONFIG_PROPERTIES_EXCLUDE_DEFAULT = (
 SEPARATOR_DEFAULT = "."
 INTERVAL_DEFAULT_S = 600  # refresh.topics, sync.topic.configs, sync.topic.acls
 HEARTBEATS_INTERVAL_DEFAULT_S = 1
-CHECKPOINTS_INTERVAL_DEFAULT_S = 60
 REPLICATION_FACTOR_DEFAULT = 2
 TASKS_MAX_DEFAULT = 1
 SESSION_TIMEOUT_MS_DEFAULT = 10_000  # Connect's session.timeout.ms

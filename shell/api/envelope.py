@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from audit.api.mixins import AuditedRpcView
 from audit.resources import envelope as envelope_resources
 from controlplane.api import responses
-from controlplane.api.context import client_host, principal_of
+from controlplane.api.context import principal_of
 from controlplane.api.fields import (
     StrictCharField,
     StrictIntegerField,
@@ -30,14 +30,15 @@ from controlplane.api.fields import (
     documented,
 )
 from controlplane.api.permissions import IsPrincipal
-from controlplane.authz import is_authorized
+from controlplane.authz import client_host, is_authorized
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.api_keys import ADMIN_APIS_BY_KEY
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.http_errors import HTTP_STATUS, error_body
 from controlplane.metrics import FORWARDING
 from controlplane.principals import AuthenticatedPrincipal, principal_forwarded
-from controlplane.rpc import REGISTRY, Caller, Forwarding, execute
+from controlplane.rpc import REGISTRY, Caller, execute
+from controlplane.runtime.conversation import Forwarding
 
 INT16_MAX = 32767
 INT32_MAX = 2**31 - 1

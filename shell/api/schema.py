@@ -1,6 +1,6 @@
 """The OpenAPI schema documents both listeners: the public API and the brokers' internal API.
 
-Each listener has its own URL conf (controlplane/urls.py, controlplane/urls_internal.py) and
+Each listener has its own URL conf (shell/urls.py, shell/urls_internal.py) and
 serves only its own paths, but an operator reads one description of the API: `/api/schema/` (and
 `manage.py spectacular`) list every path of both, as they did when one URL conf served them all.
 """

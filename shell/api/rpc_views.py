@@ -15,9 +15,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from controlplane.api.context import client_host, principal_of
+from controlplane.api.context import principal_of
 from controlplane.api.permissions import IsPrincipal
-from controlplane.api.responses import RPC_RESPONSES, ok
+from controlplane.api.responses import ok
+from controlplane.authz import client_host
 from controlplane.rpc import REGISTRY, ApiSpec, Caller, RpcAnswer, error_answer, execute
 
 
@@ -49,12 +50,15 @@ def rpc_view(spec: ApiSpec) -> type[RpcView]:
     def post(self: RpcView, request: Request) -> Response:
         return RpcView.post(self, request)
 
-    documented = extend_schema(request=spec.request, responses=ok(RPC_RESPONSES.get(spec.name)))(
-        post
-    )
+    documented = extend_schema(request=spec.request, responses=ok(spec.response))(post)
     return type(f"{spec.name}View", (RpcView,), {"spec": spec, "post": documented})
 
 
 def rpc_urlpatterns() -> list[URLPattern]:
-    """Every registered admin RPC at /api/v1/<path> (URL name: the path)."""
-    return [path(s.path, rpc_view(s).as_view(), name=s.path) for s in REGISTRY.values()]
+    """Every registered admin RPC with a path at /api/v1/<path> (URL name: the path); those
+    without one are run by their app's views."""
+    return [
+        path(s.path, rpc_view(s).as_view(), name=s.path)
+        for s in REGISTRY.values()
+        if s.path is not None
+    ]

@@ -1,14 +1,19 @@
 """The public listener's URL conf: the admin API (`/api/v1/...`), its schema and docs, `/metrics`
 and the UI. The brokers' API (`/internal/v1/...`) is the internal listener's alone
-(controlplane/urls_internal.py); here those paths answer 404 with Kafka's error body."""
+(shell/urls_internal.py); here those paths answer 404 with Kafka's error body."""
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from audit.api import urls as audit_urls
 from brokers.api import views as broker_views
-from controlplane.api import views
-from controlplane.api.rpc_views import rpc_urlpatterns
+from canary.api import urls as canary_urls
+from configs.api import urls as configs_urls
+from frontend import urls as frontend_urls
+from mirror.api import urls as mirror_urls
 from replicas.api import views as replica_views
+from shell.api import views
+from shell.api.rpc_views import rpc_urlpatterns
 
 public = [
     path("whoami", views.WhoAmIView.as_view(), name="whoami"),
@@ -29,13 +34,13 @@ public = [
 urlpatterns = [
     path("api/v1/", include(public)),
     path("api/v1/", include(rpc_urlpatterns())),  # every admin RPC of the registry
-    path("api/v1/", include("configs.api.urls")),
-    path("api/v1/", include("audit.api.urls")),
-    path("api/v1/", include("canary.api.urls")),
-    path("api/v1/", include("mirror.api.urls")),
+    path("api/v1/", include(configs_urls)),
+    path("api/v1/", include(audit_urls)),
+    path("api/v1/", include(canary_urls)),
+    path("api/v1/", include(mirror_urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves Swagger UI's init script as a file: no inline script (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
     path("metrics", views.metrics_view, name="metrics"),
-    path("", include("frontend.urls")),
+    path("", include(frontend_urls)),
 ]

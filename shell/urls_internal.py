@@ -3,15 +3,15 @@
 Like Kafka's inter-broker listener, it is served on a port of its own: by a process started with
 `CP_LISTENER=internal`, or, in a process that binds both listeners (the embedded run), on
 `CP_INTERNAL_PORT` (controlplane.middleware.ListenerMiddleware). The public listener
-(controlplane/urls.py) does not serve these paths.
+(shell/urls.py) does not serve these paths.
 """
 
 from django.urls import include, path
 
 from brokers.api import views as broker_views
-from controlplane.api import views
-from controlplane.api.envelope import EnvelopeView
 from replicas.api import views as replica_views
+from shell.api import views
+from shell.api.envelope import EnvelopeView
 
 internal = [
     path(
