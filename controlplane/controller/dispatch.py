@@ -80,8 +80,10 @@ def run_event(
     payload: Mapping[str, Any],
     env: ControllerEnv,
     contacts: list[int] | None = None,
+    notes: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Handle one event against the delta and replay its records into it; returns the response.
+    The handler's notes for the audit trail (`ControllerResult.notes`) go to `notes`.
 
     A refused event (ApiError) leaves the delta untouched and answers its error. Brokers whose
     session starts with this event are appended to `contacts` and, when `env.sessions` is a
@@ -106,4 +108,6 @@ def run_event(
             env.sessions[broker_id] = BrokerSession(env.now_ms, -1)
         if contacts is not None:
             contacts.append(broker_id)
+    if notes is not None:
+        notes.update(result.notes)
     return result.response

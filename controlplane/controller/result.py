@@ -14,3 +14,6 @@ class ControllerResult:
     response: dict[str, Any]
     # Brokers whose session starts now (a registration is contact, as in Kafka's controller).
     contacts: tuple[int, ...] = ()
+    # What the audit trail names the request by and Kafka's response does not carry (a renewed
+    # token's id): told to the caller beside the response, never answered.
+    notes: dict[str, Any] = dataclasses.field(default_factory=dict)

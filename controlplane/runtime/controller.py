@@ -421,8 +421,9 @@ def _run_event(
 ) -> ControllerAnswer:
     """One event's records (into `delta`) and answer; a write is noted in `writes`."""
     first_offset = delta.next_offset
+    notes: dict[str, Any] = {}  # the handler's, for the caller's audit trail
     try:
-        answer = ControllerAnswer.of_core(run_event(delta, event.api, event.payload, env, contacts))
+        answer = ControllerAnswer(run_event(delta, event.api, event.payload, env, contacts, notes))
     except ReplayFailed as failure:
         failure.index = index
         raise
@@ -432,7 +433,7 @@ def _run_event(
     # and whether the audit row is written in this commit.
     audit = event.audit if COMMIT_AUDIT else None
     answer = dataclasses.replace(
-        answer, offsets=(first_offset, delta.last_offset), audited=audit is not None
+        answer, offsets=(first_offset, delta.last_offset), audited=audit is not None, notes=notes
     )
     writes.append(
         AppliedWrite(

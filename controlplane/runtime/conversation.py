@@ -21,9 +21,6 @@ CONTROLLER_PRINCIPAL = "User:controller"
 # principal's request with the same id is a request of its own (see controlplane.runtime.
 # request_ids). For an Envelope the principal is the original client's, not the broker's.
 RequestKey = tuple[str, str]  # (principal, request id)
-# Fields of a core response that are notes for the audit trail, never answered to a client (a
-# renewed token's id: Kafka's response names none). They go to `ControllerAnswer.notes`.
-NOTE_PREFIX = "_"
 SECRET_RESPONSE_FIELDS = frozenset({"hmac"})
 
 
@@ -191,16 +188,7 @@ class ControllerAnswer:
     offsets: tuple[int, int] | None = None
     audited: bool = False
     handled_ms: int | None = None  # when the controller took the event off its queue
-    notes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-
-    @classmethod
-    def of_core(cls, response: Mapping[str, Any]) -> ControllerAnswer:
-        """The core's response, its notes (`_` fields) set apart from what is answered."""
-        notes = {k: v for k, v in response.items() if k.startswith(NOTE_PREFIX)}
-        if not notes:
-            return cls(dict(response))
-        answered = {k: v for k, v in response.items() if not k.startswith(NOTE_PREFIX)}
-        return cls(answered, notes={k[len(NOTE_PREFIX) :]: v for k, v in notes.items()})
+    notes: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the core's, never answered
 
     @classmethod
     def refusal(cls, error: ApiError) -> ControllerAnswer:

@@ -206,16 +206,18 @@ def _stored_answer(
     response: Any, first_offset: int, last_offset: int, audited: Any, notes: Any
 ) -> ControllerAnswer:
     """A stored write's answer, as a retry gets it again. A response stored before answers
-    were typed holds its notes in `_` fields: they are set apart as the core's are."""
-    answer = ControllerAnswer.of_core(_json(response))
-    legacy = {
-        k: v for k, v in answer.notes.items() if k not in ("offsets", "audited", "handled_ms")
-    }
+    were typed holds its notes in `_` fields (`_offsets`, `_audited`, `_token_id`): they are
+    set apart, never answered."""
+    stored = _json(response)
+    legacy = {k[1:]: v for k, v in stored.items() if k.startswith("_")}
     return ControllerAnswer(
-        answer.response,
+        {k: v for k, v in stored.items() if not k.startswith("_")},
         offsets=(int(first_offset), int(last_offset)),
-        audited=bool(audited) or bool(answer.notes.get("audited")),
-        notes={**legacy, **_json(notes)},
+        audited=bool(audited) or bool(legacy.pop("audited", False)),
+        notes={
+            **{k: v for k, v in legacy.items() if k not in ("offsets", "handled_ms")},
+            **_json(notes),
+        },
     )
 
 

@@ -25,6 +25,7 @@ from controlplane.runtime.conversation import (
     RequestContext,
     RequestTrail,
 )
+from controlplane.runtime.metadata_log import _stored_answer
 
 # --- strategies: what JSON carries -------------------------------------------------------------
 
@@ -249,29 +250,24 @@ def test_a_malformed_answer_is_refused_with_a_decoding_error(wire: dict[str, Any
 # --- the core's notes, a retry's stored answer -------------------------------------------------
 
 
-def test_of_core_sets_the_notes_apart_from_what_is_answered() -> None:
-    core = {"error_code": 0, "error_message": None, "expiry_timestamp_ms": 9, "_token_id": "t"}
-    answer = ControllerAnswer.of_core(core)
-    assert answer.response == {"error_code": 0, "error_message": None, "expiry_timestamp_ms": 9}
-    assert answer.notes == {"token_id": "t"}
-    assert answer.offsets is None and not answer.audited and answer.handled_ms is None
-    assert "_token_id" in core  # the core's own response is left as it was
+def test_an_answer_stored_before_answers_were_typed_sets_its_notes_apart() -> None:
+    legacy = {
+        "error_code": 0,
+        "expiry_timestamp_ms": 9,
+        "_token_id": "t",
+        "_offsets": [3, 3],
+        "_audited": True,
+    }
+    answer = _stored_answer(json.dumps(legacy), 3, 3, False, "{}")
+    assert answer.response == {"error_code": 0, "expiry_timestamp_ms": 9}
+    assert answer.notes == {"token_id": "t"} and answer.audited and answer.offsets == (3, 3)
 
 
-def test_of_core_without_notes_answers_the_whole_response_as_a_copy() -> None:
-    core = {"error_code": 0, "topics": [{"name": "orders"}]}
-    answer = ControllerAnswer.of_core(core)
-    assert answer == ControllerAnswer({"error_code": 0, "topics": [{"name": "orders"}]})
-    assert answer.response is not core
-
-
-@given(response=json_objects, notes=st.dictionaries(names, json_values, max_size=3))
-def test_of_core_keeps_every_field_once_on_its_side(
-    response: dict[str, Any], notes: dict[str, Any]
-) -> None:
-    answered = {k: v for k, v in response.items() if not k.startswith("_")}
-    answer = ControllerAnswer.of_core({**answered, **{"_" + k: v for k, v in notes.items()}})
-    assert answer.response == answered and dict(answer.notes) == notes
+def test_a_stored_answer_reads_its_columns() -> None:
+    answer = _stored_answer({"error_code": 0}, 4, 6, True, {"token_id": "t"})
+    assert answer == ControllerAnswer(
+        {"error_code": 0}, offsets=(4, 6), audited=True, notes={"token_id": "t"}
+    )
 
 
 def test_a_refusal_answers_the_errors_fields_and_nothing_else() -> None:

@@ -158,14 +158,8 @@ def _live_token_of(
     return token
 
 
-def _expiry_response(expiry: int, token_id: str) -> dict[str, Any]:
-    # `_token_id` is a note for the audit trail (never answered): Kafka's response names no token.
-    return {
-        "error_code": int(Errors.NONE),
-        "error_message": None,
-        "expiry_timestamp_ms": expiry,
-        "_token_id": token_id,
-    }
+def _expiry_response(expiry: int) -> dict[str, Any]:
+    return {"error_code": int(Errors.NONE), "error_message": None, "expiry_timestamp_ms": expiry}
 
 
 def renew_token(
@@ -185,7 +179,7 @@ def renew_token(
         max_timestamp=token.max_timestamp,
         expiration_timestamp=expiry,
     )
-    return [renewed], _expiry_response(expiry, token.token_id)
+    return [renewed], _expiry_response(expiry)
 
 
 def expire_token(
@@ -194,9 +188,7 @@ def expire_token(
     token = _live_token_of(view, payload, configs, now_ms)
     period = int(payload.get("expiry_time_period_ms", -1))
     if period < 0:
-        return [RemoveDelegationTokenRecord(token.token_id)], _expiry_response(
-            now_ms, token.token_id
-        )
+        return [RemoveDelegationTokenRecord(token.token_id)], _expiry_response(now_ms)
     expiry = min(token.max_timestamp, now_ms + period)
     changed = DelegationTokenRecord(
         token_id=token.token_id,
@@ -207,7 +199,7 @@ def expire_token(
         max_timestamp=token.max_timestamp,
         expiration_timestamp=expiry,
     )
-    return [changed], _expiry_response(expiry, token.token_id)
+    return [changed], _expiry_response(expiry)
 
 
 def sweep_expired(view: MetadataDelta, now_ms: int) -> tuple[list[Record], dict[str, Any]]:

@@ -11,6 +11,11 @@ from typing import Any
 
 from controlplane.controller.env import ControllerEnv, Handler
 from controlplane.controller.image import MetadataDelta
+from controlplane.controller.records import (
+    DelegationTokenRecord,
+    Record,
+    RemoveDelegationTokenRecord,
+)
 from controlplane.controller.result import ControllerResult
 from controlplane.controller.tokens.control import (
     create_token,
@@ -33,14 +38,24 @@ def _renew_delegation_token(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
     records, response = renew_token(view, payload, env.configs(view), env.now_ms)
-    return ControllerResult(records, response)
+    return ControllerResult(records, response, notes=_token_named(records))
 
 
 def _expire_delegation_token(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
     records, response = expire_token(view, payload, env.configs(view), env.now_ms)
-    return ControllerResult(records, response)
+    return ControllerResult(records, response, notes=_token_named(records))
+
+
+TOKEN_RECORDS = (DelegationTokenRecord, RemoveDelegationTokenRecord)
+
+
+def _token_named(records: list[Record]) -> dict[str, Any]:
+    """Renew and expire name the token by its HMAC, and Kafka's response names no token: the
+    audit trail learns its id from this note."""
+    token_ids = [r.token_id for r in records if isinstance(r, TOKEN_RECORDS)]
+    return {"token_id": token_ids[0]} if token_ids else {}
 
 
 def _expire_delegation_tokens(
