@@ -10,6 +10,7 @@ the write once.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import uuid
 from collections.abc import Mapping
@@ -66,13 +67,7 @@ def controller_event(
     the commit cannot lose it)."""
     sent = now_ms() if sent_ms is None else sent_ms
     if not context.request_id:
-        context = RequestContext(
-            principal=context.principal,
-            client_id=context.client_id,
-            client_host=context.client_host,
-            request_id=str(uuid.uuid4()),
-            trail=context.trail,
-        )
+        context = dataclasses.replace(context, request_id=str(uuid.uuid4()))
     return ControllerEvent(
         api=api,
         payload=payload,
