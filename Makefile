@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-commit bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -55,7 +55,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability
+bench: bench-heartbeats bench-replicas bench-fanout bench-commit bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -63,6 +63,14 @@ bench-heartbeats: install-test services
 ## bench-replicas: 10,000-partition topic creation and log dir failure (KIP-589)
 bench-replicas: install-test services
 	$(PY) -m bench.replica_state
+
+## bench-fanout: one AlterReplicaState (10,000 then 100,000 partitions) to 60 long-polling brokers
+bench-fanout: install-test services
+	$(PY) -m bench.fanout $(BENCH_ARGS)
+
+## bench-commit: the controller's commit of 10,000 and 100,000 partition changes, step by step
+bench-commit: install-test services
+	$(PY) -m bench.commit_scale $(BENCH_ARGS)
 
 ## bench-canary: a 10,000-partition topic at 3.125 % on 60 brokers (6 canary) vs isolation off
 bench-canary: install-test services

@@ -7,8 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db import connection
+from django.db.models import Q, QuerySet
 
 from controlplane.chunked import in_chunks
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
@@ -31,22 +31,52 @@ def metadata_head() -> dict[str, Any]:
     }
 
 
-def metadata_records_json_after(*, after_offset: int, max_records: int) -> list[str]:
-    """The records after `after_offset`, each already as its JSON text: the stored data is
-    passed through without being decoded and encoded again (brokers fetch thousands at a time)."""
-    rows = (
-        MetadataRecord.objects.filter(offset__gt=after_offset)
-        .order_by("offset")
-        .annotate(data_text=Cast("data", TextField()))
-        .values_list("offset", "record_type", "controller_epoch", "timestamp_ms", "data_text")[
-            :max_records
-        ]
+# Rows read per query: a fetch of 100,000 records holds one chunk besides its answer, and stops
+# reading once the answer is full (max_bytes). A range of offsets (gap-free), not a LIMIT: the
+# plan stays an index range scan whatever the table's statistics say.
+METADATA_READ_CHUNK = 5000
+
+
+def metadata_records_json(
+    *, after_offset: int, up_to_offset: int, max_records: int, max_bytes: int
+) -> list[str]:
+    """The records in (`after_offset`, `up_to_offset`], each already as its JSON text: the
+    stored data is passed through without being decoded and encoded again (brokers fetch
+    thousands at a time). At most `max_records`, and no more than `max_bytes` of JSON text
+    (a record and its comma), except that the first record always comes, as Kafka's fetch
+    answers at least one batch. A plain cursor: a tenth faster than the ORM's rows."""
+    records: list[str] = []
+    size = 0
+    data = '"data"::text' if connection.vendor == "postgresql" else 'CAST("data" AS TEXT)'
+    sql = (
+        f'SELECT "offset", record_type, controller_epoch, timestamp_ms, {data}'
+        ' FROM cp_metadata_record WHERE "offset" > %s AND "offset" <= %s ORDER BY "offset"'
     )
-    return [
-        f'{{"offset":{offset},"type":"{record_type}","controller_epoch":{epoch},'
-        f'"timestamp_ms":{timestamp},"data":{data}}}'
-        for offset, record_type, epoch, timestamp, data in rows
-    ]
+    low = after_offset
+    with connection.cursor() as cursor:
+        while low < up_to_offset and len(records) < max_records:
+            high = min(up_to_offset, low + min(METADATA_READ_CHUNK, max_records - len(records)))
+            cursor.execute(sql, [low, high])
+            rows = cursor.fetchall()
+            for offset, record_type, epoch, timestamp, text in rows:
+                record = (
+                    f'{{"offset":{offset},"type":"{record_type}","controller_epoch":{epoch},'
+                    f'"timestamp_ms":{timestamp},"data":{text}}}'
+                )
+                size += (len(record) if record.isascii() else len(record.encode())) + 1
+                if size > max_bytes and records:
+                    return records
+                records.append(record)
+            low = high if rows else _resume_after(cursor, high, up_to_offset)
+    return records
+
+
+def _resume_after(cursor: Any, offset: int, up_to_offset: int) -> int:
+    """Past a gap (the log's start trimmed behind a snapshot): the offset before the next
+    record, or `up_to_offset` when none follows."""
+    cursor.execute('SELECT min("offset") FROM cp_metadata_record WHERE "offset" > %s', [offset])
+    (found,) = cursor.fetchone()
+    return up_to_offset if found is None else min(int(found) - 1, up_to_offset)
 
 
 def metadata_log_queryset() -> QuerySet[MetadataRecord]:

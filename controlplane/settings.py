@@ -182,6 +182,13 @@ CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 200
 CP_FENCING_HOLD_OFF_MIN_BROKERS = env_int("CP_FENCING_HOLD_OFF_MIN_BROKERS", 3)
 CP_FENCING_HOLD_OFF_MAX_MS = env_int("CP_FENCING_HOLD_OFF_MAX_MS", 30_000)
 CP_FENCING_OVERLOAD_LAG_MS = env_int("CP_FENCING_OVERLOAD_LAG_MS", 2000)
+# The metadata fetch (GET /internal/v1/metadata): a broker asking for more records or bytes
+# than these gets this many (clamped, never refused; an answer always carries at least one
+# record, as Kafka's fetch). Encoded answers are kept per web process, LRU by bytes
+# (controlplane.runtime.fetch_cache): every broker asking for one range gets the same bytes.
+CP_FETCH_MAX_RECORDS = env_int("CP_FETCH_MAX_RECORDS", 100_000)
+CP_FETCH_MAX_BYTES = env_int("CP_FETCH_MAX_BYTES", 32 * 1024 * 1024)
+CP_FETCH_CACHE_BYTES = env_int("CP_FETCH_CACHE_BYTES", 128 * 1024 * 1024)
 # Static broker configs (Kafka's server.properties): the fallback below dynamic configs.
 CP_NUM_PARTITIONS = env_int("CP_NUM_PARTITIONS", 1)
 CP_DEFAULT_REPLICATION_FACTOR = env_int("CP_DEFAULT_REPLICATION_FACTOR", 1)

@@ -7,6 +7,7 @@ from controlplane.controller.image import (
     MetadataImage,
     PartitionRegistration,
     TopicInfo,
+    TopicPartition,
 )
 from controlplane.runtime.bulk import (
     Column,
@@ -82,6 +83,24 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
     )
 
 
+def partition_state_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[object, ...]:
+    """`partition_row` reduced to `STATE_COLUMNS`, built directly: a large election's update
+    builds one per changed partition."""
+    offline = p.offline_replicas
+    return (
+        topic_id,
+        index,
+        p.leader,
+        p.leader_epoch,
+        p.partition_epoch,
+        _ints(p.isr),
+        _ints(offline),
+        _id_set(offline),
+        len(offline),
+        len(p.isr),
+    )
+
+
 class TopicProjection:
     name = "topics"
     tables: tuple[str, ...] = ("cp_topic", "cp_partition")
@@ -120,30 +139,34 @@ class TopicProjection:
         gone = set(removed)
         known = delta.base.partitions
         inserts: list[tuple[object, ...]] = []
-        updates: list[tuple[object, ...]] = []
+        updated: list[tuple[TopicPartition, PartitionRegistration]] = []
+        # Elections and ISR changes leave the replica set alone; only a reassignment (or a
+        # replica's broker changing pod, KIP-1095) rewrites it, so the common update carries
+        # the columns that change. One pass over the changed partitions finds both.
+        reassigned = False
         for tp, partition in delta.changed_partitions.items():
             if partition is None or tp[0] in gone:
                 continue
-            (updates if tp in known else inserts).append(partition_row(*tp, partition))
+            before = known.get(tp)
+            if before is None:
+                inserts.append(partition_row(*tp, partition))
+                continue
+            updated.append((tp, partition))
+            if not reassigned and (
+                before.replicas != partition.replicas
+                or before.canary_isolated != partition.canary_isolated
+            ):
+                reassigned = True
         writes.append(
             prepared_upsert(table="cp_partition", columns=PARTITION_COLUMNS, rows=inserts)
         )
-        if updates:
-            # Elections and ISR changes leave the replica set alone; only a reassignment (or a
-            # replica's broker changing pod, KIP-1095) rewrites it, so the common update carries
-            # the columns that change.
-            reassigned = any(
-                known[tp].replicas != p.replicas or known[tp].canary_isolated != p.canary_isolated
-                for tp, p in delta.changed_partitions.items()
-                if p is not None and tp in known
-            )
-            columns = PARTITION_COLUMNS if reassigned else STATE_COLUMNS
-            wanted = [PARTITION_COLUMNS.index(c) for c in columns]
+        if updated:
+            row_of = partition_row if reassigned else partition_state_row
             writes.append(
                 prepared_update(
                     table="cp_partition",
-                    columns=columns,
-                    rows=[[row[i] for i in wanted] for row in updates],
+                    columns=PARTITION_COLUMNS if reassigned else STATE_COLUMNS,
+                    rows=[row_of(*tp, p) for tp, p in updated],
                     key=["topic_id", "partition_index"],
                 )
             )

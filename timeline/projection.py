@@ -125,7 +125,8 @@ class TimelineProjection:
             return []
         by_offset = {w.first_offset: w for w in applied}
         summaries = [WriteSummary(w.api, w.first_offset, w.last_offset) for w in applied]
-        entries = describe_commit(delta.base, delta.replayed, summaries)
+        transitions = delta.topics_delta.transitions
+        entries = describe_commit(delta.base, delta.replayed, summaries, transitions)
         events = [_event_row(e, by_offset[e.offset], timestamp_ms) for e in entries]
         moves = [_move_row(e, seq, m) for e in entries for seq, m in enumerate(e.moves)]
         resolutions = _resolutions(entries, timestamp_ms)

@@ -13,6 +13,7 @@ ones with Kafka's jittered exponential backoff until a deadline.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import random
 import re
@@ -21,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import httpx
+import msgspec
 
 from brokers.simulator.state import SimulatorCounters
 from controlplane.controller.errors import Errors
@@ -43,9 +45,20 @@ AUTH_STATUSES = frozenset({401, 403})
 JSON_HEADERS = {"Content-Type": "application/json"}
 # The client id prefixes X-Request-ID, which the server only takes as [A-Za-z0-9._:-]{1,128}.
 CLIENT_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
-# Drop idle connections before the server does (gunicorn's keep-alive is 2 s): reusing one the
-# server just closed fails the request with a ReadError.
-KEEPALIVE_EXPIRY_S = 1.0
+# Drop idle connections before the server does: reusing one the server just closed fails the
+# request with a ReadError. The internal listener keeps them three heartbeat intervals at least
+# (6 s with `broker.heartbeat.interval.ms` 2000; controlplane.server.worker): past one interval,
+# so that each broker's heartbeat reuses its connection, and below the server's. The public
+# listener closes after gunicorn's 2 s: its rare calls (CreateTopics) go again once on a fresh
+# connection when the one reused was closed under them.
+KEEPALIVE_EXPIRY_S = 4.0
+# The metadata fetch's wire form: MessagePack (JSON still welcome), compressed. httpx undoes
+# gzip itself, and zstd when the zstandard package is there.
+METADATA_ACCEPT = "application/msgpack, application/json;q=0.5"
+METADATA_ACCEPT_ENCODING = (
+    "zstd, gzip" if importlib.util.find_spec("zstandard") is not None else "gzip"
+)
+MSGPACK = "application/msgpack"
 # A kept-alive connection the server closed meanwhile fails a request with one of these.
 _STALE_CONNECTION_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 
@@ -173,22 +186,28 @@ class ControllerClient:
             "X-Client-ID": f"{self.client_id}-broker-{broker_id}",
         }
         timeout = httpx.USE_CLIENT_DEFAULT if timeout_s is None else httpx.Timeout(timeout_s)
+        # Safe to send twice: heartbeats are idempotent, registrations and envelopes carry a
+        # request id.
+        answer = answer_of(await self._post_once_more(path, body, headers, timeout))
+        self.reachable = True
+        return answer
+
+    async def _post_once_more(
+        self, path: str, body: bytes, headers: dict[str, str], timeout: Any
+    ) -> httpx.Response:
+        """POST, and once more on a fresh connection when a kept-alive one was closed under
+        it; any other transport error, or a second one, is Transient."""
         for attempt in (0, 1):
             try:
-                response = await self.http.post(
+                return await self.http.post(
                     self.url_for(path), content=body, headers=headers, timeout=timeout
                 )
-                break
             except _STALE_CONNECTION_ERRORS as error:
-                # One immediate retry on a fresh connection. Safe: heartbeats are idempotent,
-                # registrations and envelopes carry a request id.
                 if attempt == 1:
                     raise Transient(type(error).__name__) from None
             except httpx.TransportError as error:
                 raise Transient(type(error).__name__) from None
-        answer = answer_of(response)
-        self.reachable = True
-        return answer
+        raise AssertionError("unreachable")
 
     async def post_as(
         self, path: str, body: bytes, *, token: str, request_id: str, timeout_s: float
@@ -200,27 +219,29 @@ class ControllerClient:
             "X-Request-ID": request_id,
             "X-Client-ID": f"{self.client_id}-admin",
         }
-        try:
-            response = await self.http.post(
-                self.url_for(path), content=body, headers=headers, timeout=timeout_s
-            )
-        except httpx.TransportError as error:
-            raise Transient(type(error).__name__) from None
-        return answer_of(response)
+        # Once more on a fresh connection when needed (the public listener's keep-alive is
+        # shorter than KEEPALIVE_EXPIRY_S): safe, the request id makes it apply once.
+        return answer_of(await self._post_once_more(path, body, headers, timeout_s))
 
     async def fetch_metadata(
         self, *, after_offset: int, max_records: int, wait_ms: int
     ) -> dict[str, Any]:
-        """The log's head and the records after `after_offset`, long-polling `wait_ms`."""
+        """The log's head and the records after `after_offset`, long-polling `wait_ms`; asked
+        as MessagePack, compressed (`answer_of` reads what came, JSON or MessagePack)."""
         params = {"after_offset": after_offset, "max_records": max_records, "wait_ms": wait_ms}
+        headers = {"Accept": METADATA_ACCEPT, "Accept-Encoding": METADATA_ACCEPT_ENCODING}
         timeout = self.request_timeout_s + wait_ms / 1000
         self.counters.metadata_fetches += 1
-        try:
-            response = await self.http.get(
-                self.url_for(METADATA_PATH), params=params, timeout=timeout
-            )
-        except httpx.TransportError as error:
-            raise Transient(type(error).__name__) from None
+        url = self.url_for(METADATA_PATH)
+        for attempt in (0, 1):
+            try:
+                response = await self.http.get(url, params=params, headers=headers, timeout=timeout)
+                break
+            except _STALE_CONNECTION_ERRORS as error:
+                if attempt == 1:  # a GET: once more on a fresh connection, as post() does
+                    raise Transient(type(error).__name__) from None
+            except httpx.TransportError as error:
+                raise Transient(type(error).__name__) from None
         answer = answer_of(response)
         self.reachable = True
         return answer
@@ -264,10 +285,15 @@ async def until_answered(
 
 
 def answer_of(response: httpx.Response) -> dict[str, Any]:
-    """A 200's JSON body; else Transient or Refused, named by the status and the error name."""
+    """A 200's body (JSON, or MessagePack by its Content-Type; httpx has undone any
+    Content-Encoding); else Transient or Refused, named by the status and the error name."""
     status = response.status_code
     if status == 200:
-        answer: dict[str, Any] = response.json()
+        answer: dict[str, Any]
+        if response.headers.get("Content-Type", "").startswith(MSGPACK):
+            answer = msgspec.msgpack.decode(response.content)
+        else:
+            answer = response.json()
         return answer
     try:
         detail = response.json()

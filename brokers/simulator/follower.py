@@ -34,8 +34,9 @@ from brokers.simulator.state import SimulatorCounters, SimulatorError
 
 # `after_offset` beyond any record: the fetch answers the log's head and no records.
 HEAD_ONLY_OFFSET = 2**63 - 1
-# Catching up with a long log (start-up): as many records per fetch as the server allows.
-CATCH_UP_MAX_RECORDS = 10_000
+# Catching up with a long log (start-up): as many records per fetch as the server allows (it
+# clamps a larger ask to its limits, CP_FETCH_MAX_RECORDS and CP_FETCH_MAX_BYTES).
+CATCH_UP_MAX_RECORDS = 100_000
 # The follower's least spacing between two fetches that brought nothing.
 MIN_EMPTY_FETCH_INTERVAL_S = 0.1
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from controlplane.api.fields import INT64_MAX, StrictSerializer
@@ -34,12 +35,42 @@ class MetadataRecordSerializer(serializers.ModelSerializer):  # type: ignore[typ
 
 
 class MetadataFetchQuerySerializer(StrictSerializer):
-    """Query parameters arrive as strings: parsed here, with Kafka's INVALID_REQUEST on junk."""
+    """Query parameters arrive as strings: parsed here, with Kafka's INVALID_REQUEST on junk.
+    A bound above the server's limit is clamped to it, never refused (as Kafka's fetch does)."""
 
     after_offset = serializers.IntegerField(
-        min_value=-1, max_value=INT64_MAX, required=False, default=-1
+        min_value=-1,
+        max_value=INT64_MAX,
+        required=False,
+        default=-1,
+        help_text="Records after this offset (-1: from the log's start).",
     )
     max_records = serializers.IntegerField(
-        min_value=1, max_value=10000, required=False, default=1000
+        min_value=1,
+        max_value=INT64_MAX,
+        required=False,
+        default=1000,
+        help_text="Records per answer at the most; above the server's limit "
+        "(CP_FETCH_MAX_RECORDS, 100,000 by default) it is that limit.",
     )
-    wait_ms = serializers.IntegerField(min_value=0, max_value=60000, required=False, default=0)
+    max_bytes = serializers.IntegerField(
+        min_value=1,
+        max_value=INT64_MAX,
+        required=False,
+        help_text="The records' size (as JSON text, before any compression) per answer at the "
+        "most; the first record comes even when larger, as Kafka's fetch answers at least one. "
+        "Absent or above the server's limit (CP_FETCH_MAX_BYTES, 32 MiB by default): that limit.",
+    )
+    wait_ms = serializers.IntegerField(
+        min_value=0,
+        max_value=60000,
+        required=False,
+        default=0,
+        help_text="With no record to answer, wait this long for a commit (long-poll).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        limit = settings.CP_FETCH_MAX_BYTES
+        attrs["max_records"] = min(attrs["max_records"], settings.CP_FETCH_MAX_RECORDS)
+        attrs["max_bytes"] = min(attrs.get("max_bytes", limit), limit)
+        return attrs

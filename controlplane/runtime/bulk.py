@@ -3,12 +3,21 @@
 On PostgreSQL each column travels as one array parameter, bound on the server in binary (Django's
 default client-side binding would quote every element in Python, about twenty times slower), and
 `unnest` turns the arrays back into rows: one round trip, one plan, no per-row parameters.
+From `COPY_MIN_ROWS` rows on, rows travel by binary `COPY` instead: psycopg writes them in C
+(its array dumper walks lists in Python), and the server neither unpacks arrays nor grows
+superlinearly with them (100,000 log records: 534 ms by COPY, 846 ms by `unnest`). A plain
+insert copies into the table itself; an upsert or an update copies into a temporary staging
+table of the connection (emptied at commit) and runs one statement from it: 100,000 partition
+updates took 362-411 ms that way against 613-688 ms with `unnest`.
 Elsewhere (the embedded SQLite) one prepared statement runs for every row with `executemany`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -24,6 +33,10 @@ class Column:
 
 
 Write = Callable[[], None]
+# Below this many rows a bulk write binds arrays (one statement); from it on, rows are copied.
+COPY_MIN_ROWS = 500
+# Column element types as COPY's binary format names them (psycopg's type names).
+_COPY_TYPES = {"int": "int4", "bigint": "int8", "text": "text", "boolean": "bool"}
 
 
 def _nothing() -> None:
@@ -55,10 +68,16 @@ def prepared_upsert(
         action = f"DO UPDATE SET {sets}" if update else "DO NOTHING"
         on_conflict = f" ON CONFLICT ({', '.join(q(c) for c in conflict)}) {action}"
     if connection.vendor == "postgresql":
-        source, params = _unnest_source(columns, rows)
+        if len(rows) >= COPY_MIN_ROWS and not conflict:
+            return _copy_write(table, columns, rows)
         selected = ", ".join(
             f"v.{q(c.name)}::jsonb" if c.json else f"v.{q(c.name)}" for c in columns
         )
+        if len(rows) >= COPY_MIN_ROWS:
+            stage = _staged(columns, rows)
+            sql = f"INSERT INTO {table} ({names}) SELECT {selected} FROM {stage.table} AS v"
+            return stage.then(sql + on_conflict)
+        source, params = _unnest_source(columns, rows)
         sql = f"INSERT INTO {table} ({names}) SELECT {selected} FROM {source}{on_conflict}"
         return lambda: _server_bound(sql, params)
     placeholders = ", ".join("%s" for _ in columns)
@@ -81,13 +100,18 @@ def prepared_update(
     q = connection.ops.quote_name
     values = [c for c in columns if c.name not in key]
     if connection.vendor == "postgresql":
-        source, params = _unnest_source(columns, rows)
         sets = ", ".join(
             f"{q(c.name)} = v.{q(c.name)}" + ("::jsonb" if c.json else "") for c in values
         )
         match = " AND ".join(
             [*(f"t.{q(k)} = v.{q(k)}" for k in key), *(f"t.{q(n)} IS NULL" for n in where_null)]
         )
+        if len(rows) >= COPY_MIN_ROWS:
+            stage = _staged(columns, rows)
+            return stage.then(
+                f"UPDATE {table} AS t SET {sets} FROM {stage.table} AS v WHERE {match}"
+            )
+        source, params = _unnest_source(columns, rows)
         sql = f"UPDATE {table} AS t SET {sets} FROM {source} WHERE {match}"
         return lambda: _server_bound(sql, params)
     positions = {c.name: i for i, c in enumerate(columns)}
@@ -147,6 +171,91 @@ def _unnest_source(
         f"AS u({', '.join(aliases)})) AS v({names})"
     )
     return source, scalars + arrays
+
+
+def _copy_types(columns: Sequence[Column]) -> list[str]:
+    return ["text" if c.json else _COPY_TYPES.get(c.pg_type, c.pg_type) for c in columns]
+
+
+def _copy_write(table: str, columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> Write:
+    """Rows copied straight into `table`. A JSON column's text goes as jsonb's binary form
+    (a version byte, then the text): the server parses it once, as it would a cast."""
+    q = connection.ops.quote_name
+    types = ["bytea" if c.json else t for c, t in zip(columns, _copy_types(columns), strict=True)]
+    json_at = [i for i, c in enumerate(columns) if c.json]
+    if json_at:
+        rows = [_as_jsonb(row, json_at) for row in rows]
+    sql = f"COPY {table} ({', '.join(q(c.name) for c in columns)}) FROM STDIN (FORMAT BINARY)"
+    return lambda: _server_copy(sql, types, rows)
+
+
+def _as_jsonb(row: Sequence[Any], json_at: list[int]) -> list[Any]:
+    converted = list(row)
+    for i in json_at:
+        value = converted[i]
+        if value is not None:
+            converted[i] = b"\x01" + (value if isinstance(value, bytes) else value.encode())
+    return converted
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Stage:
+    """Rows copied into a temporary table of the connection (created once, emptied at each
+    commit), for one statement to read them: `then(sql)` is the write."""
+
+    table: str
+    create: str
+    copy: str
+    types: list[str]
+    rows: Sequence[Sequence[Any]]
+
+    def then(self, sql: str) -> Write:
+        def write() -> None:
+            _server_bound(self.create, [])
+            _server_copy(self.copy, self.types, self.rows)
+            _server_bound(sql, [])
+
+        return write
+
+
+def _staged(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> _Stage:
+    q = connection.ops.quote_name
+    types = _copy_types(columns)
+    shape = ",".join(f"{c.name}:{t}" for c, t in zip(columns, types, strict=True))
+    table = "cp_stage_" + hashlib.sha1(shape.encode()).hexdigest()[:12]
+    pg_types = ["text" if c.json else c.pg_type for c in columns]
+    definition = ", ".join(f"{q(c.name)} {t}" for c, t in zip(columns, pg_types, strict=True))
+    return _Stage(
+        table=table,
+        create=f"CREATE TEMP TABLE IF NOT EXISTS {table} ({definition}) ON COMMIT DELETE ROWS",
+        copy=f"COPY {table} FROM STDIN (FORMAT BINARY)",
+        types=types,
+        rows=rows,
+    )
+
+
+def _server_copy(sql: str, types: list[str], rows: Sequence[Sequence[Any]]) -> None:
+    """One binary COPY through Django's execute wrappers (statement counters, query logs see it
+    as the one statement it is)."""
+    import psycopg
+
+    connection.ensure_connection()
+
+    def copy(sql: str, params: Any, many: bool, context: Any) -> None:
+        with psycopg.Cursor(connection.connection) as cursor, cursor.copy(sql) as copying:
+            copying.set_types(types)
+            for row in rows:
+                copying.write_row(row)
+
+    execute: Callable[..., None] = copy
+    for wrapper in reversed(connection.execute_wrappers):
+        execute = functools.partial(wrapper, execute)
+    started = time.monotonic()
+    execute(sql, None, False, {"connection": connection, "cursor": None})
+    if connection.queries_logged:
+        connection.queries_log.append(
+            {"sql": f"{sql} -- {len(rows)} rows", "time": f"{time.monotonic() - started:.3f}"}
+        )
 
 
 def _server_bound(sql: str, params: list[Any]) -> None:

@@ -7,12 +7,13 @@ then applies them to its image. Events are handled one batch at a time under a l
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -51,6 +52,7 @@ from controlplane.runtime.metadata_log import (
     applied_responses,
     commit_started,
     log_commit,
+    projections_built,
 )
 from controlplane.runtime.plugins import add_once
 from controlplane.runtime.projections import load_image
@@ -173,7 +175,8 @@ class ControllerRuntime:
                 logger.exception("controller could not reach the database")
                 return [refusal(_unavailable()) for _ in events]
             assert self.image is not None
-            return self._process(lease, self.image, events)
+            with collector_paused():
+                return self._process(lease, self.image, events)
 
     def _process(
         self, lease: Lease, image: MetadataImage, events: Sequence[ControllerEvent]
@@ -190,7 +193,9 @@ class ControllerRuntime:
             statements = _StatementCounter()
             try:
                 with connection.execute_wrapper(statements):
-                    log_commit(lease=lease, delta=delta, writes=writes)
+                    self.lease = log_commit(
+                        lease=lease, delta=delta, writes=writes, lease_ms=self.lease_ms
+                    )
                 break
             except DuplicateWrite as duplicate:
                 # Never a silent second write: the batch starts over without those events.
@@ -223,7 +228,13 @@ class ControllerRuntime:
                 (committed - transaction_began) * 1000,
                 statements.count,
                 (time.perf_counter() - committed) * 1000,
-                "; ".join(statements.timings),
+                "; ".join(
+                    [
+                        f"projections built in {projections_built.get() * 1000:.0f} ms while "
+                        "the statements ran",
+                        *statements.timings,
+                    ]
+                ),
             )
         for broker_id in contacts:
             self.sessions.touch(broker_id, now_ms=now, metadata_offset=-1)
@@ -475,6 +486,26 @@ def _freeze_long_lived() -> None:
     large batch allocates its records. Refcounting still frees what the image drops."""
     gc.collect()
     gc.freeze()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a batch is handled, committed and applied.
+
+    A 100,000-partition batch allocates a few million objects (records, rows, the image's new
+    registrations), and every 700 allocations the collector runs; its full collections walk
+    every object not yet frozen, so the batch's cost grew faster than its size (per partition,
+    1.7x from 10,000 to 100,000 partitions; 1.2x with the collector off). What a batch makes
+    holds no reference cycles (frozen dataclasses, tuples, strings): refcounting frees it, and
+    the collector runs again as soon as the batch is done."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 LARGE_COMMIT_RECORDS = 1000  # commits this large are logged with their timings

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import collections
 import contextvars
+import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from django.db import IntegrityError, connection, transaction
@@ -31,11 +32,19 @@ from controlplane.runtime.notifier import notifier
 from controlplane.runtime.plugins import add_once
 from controlplane.runtime.projections import prepare_delta
 from controlplane.runtime.single_writer import commit_scope
+from controlplane.runtime.write_behind import WriteBehind
 
 # When the last commit's transaction began (after its records were encoded), for the timings
 # the controller logs of large commits.
 commit_started: contextvars.ContextVar[float] = contextvars.ContextVar(
     "commit_started", default=0.0
+)
+
+
+# How long the last commit's thread took to build its statements inside the transaction (the
+# writer thread ran the ones built before meanwhile), for the same timings.
+projections_built: contextvars.ContextVar[float] = contextvars.ContextVar(
+    "projections_built", default=0.0
 )
 
 
@@ -77,9 +86,21 @@ class DuplicateWrite(ApiError):
         )
 
 
-def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWrite]) -> None:
+def log_commit(
+    *,
+    lease: Lease,
+    delta: MetadataDelta,
+    writes: Sequence[AppliedWrite],
+    lease_ms: int = 0,
+) -> Lease:
+    """Commit `delta`'s records and projections; answers the lease as the commit left it.
+
+    With `lease_ms`, the commit also renews the lease (until `lease_ms` after its transaction
+    began): it holds the cluster row's lock and has just checked the lease is its own, so a
+    batch that takes long to encode (100,000 partition changes) never lets its lease lapse in
+    the middle, as when the lease was renewed only between batches."""
     if not delta.replayed:
-        return
+        return lease
     remembered = [
         w
         for w in writes
@@ -87,14 +108,13 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
     ]
     _refuse_repeated_ids(remembered)
     timestamp = now_ms()
-    # Encode the records and build the projections' SQL before taking the lock: the
-    # transaction then only runs statements.
+    # Encode the records before taking the lock. The projections' rows are built inside the
+    # transaction, while the server appends the log (controlplane.runtime.write_behind).
     append = prepared_upsert(
         table="cp_metadata_record",
         columns=LOG_COLUMNS,
         rows=_log_rows(delta, writes, lease.epoch, timestamp),
     )
-    project = prepare_delta(delta, writes, timestamp)
     remember = prepared_upsert(
         table="cp_applied_request",
         columns=APPLIED_COLUMNS,
@@ -114,9 +134,16 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
         ],
     )
     audit = [trail.prepared(writes, timestamp) for trail in COMMIT_AUDIT]
+
+    def statements() -> Iterator[Write]:
+        yield append
+        yield from prepare_delta(delta, writes, timestamp)  # built as the writer runs
+        yield remember
+        yield from audit
+
     commit_started.set(time.perf_counter())
     try:
-        _commit(lease, delta, timestamp, (append, *project, remember, *audit))
+        renewed = _commit(lease, delta, (timestamp, lease_ms), statements)
     except IntegrityError:
         already = applied_responses([w.context.request_id for w in remembered])
         again = [w.context.key for w in remembered if w.context.key in already]
@@ -124,6 +151,7 @@ def log_commit(*, lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWr
             raise
         raise DuplicateWrite(again, in_log=True) from None
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
+    return renewed
 
 
 def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
@@ -133,7 +161,13 @@ def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
         raise DuplicateWrite(repeated, in_log=False)
 
 
-def _commit(lease: Lease, delta: MetadataDelta, timestamp: int, writes: Sequence[Write]) -> None:
+def _commit(
+    lease: Lease,
+    delta: MetadataDelta,
+    times: tuple[int, int],
+    statements: Callable[[], Iterator[Write]],
+) -> Lease:
+    timestamp, lease_ms = times
     with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
         # Plain SQL: the ORM's own cost was most of a small commit's.
         lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
@@ -141,17 +175,25 @@ def _commit(lease: Lease, delta: MetadataDelta, timestamp: int, writes: Sequence
             "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset"
             f" FROM cp_cluster WHERE id = 1{lock}"
         )
-        _check_fence(ClusterFence(*cursor.fetchone()), lease, delta, timestamp)
-        for write in writes:
-            write()
+        fence = ClusterFence(*cursor.fetchone())
+        # The lease held when the batch was encoded, and nobody took it over since (the epoch
+        # and holder are ours, and this transaction holds the row): the commit is safe.
+        _check_fence(fence, lease, delta, timestamp)
+        expires = max(fence.lease_expires_ms, now_ms() + lease_ms)
+        built = time.perf_counter()
+        with WriteBehind() as writer:
+            for write in statements():
+                writer.submit(write)
+            projections_built.set(time.perf_counter() - built)
         cursor.execute(
-            "UPDATE cp_cluster SET last_offset = %s,"
+            "UPDATE cp_cluster SET last_offset = %s, lease_expires_ms = %s,"
             " leader_elections_total = leader_elections_total + %s,"
             " unclean_leader_elections_total = unclean_leader_elections_total + %s"
             " WHERE id = 1",
-            [delta.last_offset, delta.leader_elections, delta.unclean_leader_elections],
+            [delta.last_offset, expires, delta.leader_elections, delta.unclean_leader_elections],
         )
         transaction.on_commit(lambda: notifier.publish(delta.last_offset))
+    return dataclasses.replace(lease, expires_ms=expires)
 
 
 class ClusterFence(NamedTuple):

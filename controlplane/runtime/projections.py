@@ -8,7 +8,7 @@ its part of the image back. Apps register theirs from `ready()` (`register_proje
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from django.db.models import Q
@@ -53,13 +53,11 @@ def register_projection(projection: Projection) -> None:
 
 def prepare_delta(
     delta: MetadataDelta, applied: AppliedWrites = (), timestamp_ms: int = 0
-) -> list[Write]:
-    """Every projection's statements for `delta`, built before the commit takes the lock."""
-    return [
-        write
-        for projection in PROJECTIONS.values()
-        for write in projection.prepare(delta, applied, timestamp_ms)
-    ]
+) -> Iterator[Write]:
+    """Every projection's statements for `delta`, one projection's at a time: the commit runs
+    the first ones while the next are built (controlplane.runtime.write_behind)."""
+    for projection in PROJECTIONS.values():
+        yield from projection.prepare(delta, applied, timestamp_ms)
 
 
 def load_image(cluster_id: str, last_offset: int) -> MetadataImage:

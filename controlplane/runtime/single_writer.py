@@ -20,7 +20,11 @@ from django.db import connections
 from django.db.backends.signals import connection_created
 
 LOG_TABLES = frozenset({"cp_metadata_record", "cp_applied_request"})
-_WRITE = re.compile(r'^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+"?(\w+)"?', re.IGNORECASE)
+# COPY ... FROM too: large commits copy their rows (controlplane.runtime.bulk).
+_WRITE = re.compile(
+    r'^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|COPY)\s+"?(\w+)"?(?!.*\bTO\s+STDOUT)',
+    re.IGNORECASE | re.DOTALL,
+)
 _writing: contextvars.ContextVar[bool] = contextvars.ContextVar("projection_writes", default=False)
 
 

@@ -10,9 +10,12 @@ costs a thread only while Django answers it:
 
 - a request's headers must arrive within `CP_HTTP_HEADER_TIMEOUT_S` of its first byte (or of the
   connection), its body within `CP_HTTP_BODY_TIMEOUT_S`; idle keep-alive connections close after
-  gunicorn's `--keep-alive`. A slow client gets 408 and its connection is closed;
+  gunicorn's `--keep-alive` (on the internal listener, at least three heartbeat intervals and
+  5 s: a broker's pooled connection is never closed just as it is reused). A slow client gets
+  408 and its connection is closed;
 - the internal listener (the brokers' lifeline) has its own pool, so the public listener's load,
-  however slow, never queues a heartbeat behind it;
+  however slow, never queues a heartbeat behind it; and within it, metadata fetches have a pool
+  of their own, so 60 brokers fetching a large commit never queue a heartbeat either;
 - bodies arrive whole (chunked or not) before Django sees them, with their Content-Length; a body
   over `CP_MAX_BODY_BYTES` is 413;
 - a metadata long-poll with nothing to answer yet waits on the event loop, not in a thread.

@@ -3,6 +3,11 @@
 The event loop reads each request whole (its body within the body deadline, at most
 `CP_MAX_BODY_BYTES`), hands it to a thread of this listener's pool, and writes the answer. A
 deferred metadata long-poll (`controlplane.server.longpoll`) waits on the loop in between.
+
+The internal listener has a second pool for the metadata fetch (`GET /internal/v1/metadata`
+and the paths under it), chosen by path before Django sees the request: one commit wakes every
+long-polling broker at once, and their refetches (or a catch-up of 100,000 records) must never
+queue ahead of the heartbeats, registrations and AlterReplicaState in the first pool.
 """
 
 from __future__ import annotations
@@ -27,6 +32,9 @@ Receive = Callable[[], Any]
 Send = Callable[[dict[str, Any]], Any]
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 Headers = list[tuple[bytes, bytes]]
+
+# The metadata fetch's path: its GETs (and those of the paths under it) take the fetch pool.
+METADATA_FETCH_PATH = "/internal/v1/metadata"
 
 
 class Refused(Exception):
@@ -58,6 +66,7 @@ class ListenerApp:
         threads: int,
         max_body_bytes: int,
         body_timeout_s: float,
+        fetch_threads: int = 0,
     ) -> None:
         self.wsgi = wsgi
         self.name = name
@@ -66,8 +75,15 @@ class ListenerApp:
         self.executor = ThreadPoolExecutor(
             max_workers=max(1, threads), thread_name_prefix=f"{name}-listener"
         )
-        # How long requests wait for a thread: part of the internal listener's lag that the
-        # controller's fencing rule reads (controlplane.runtime.ingress).
+        # The metadata fetch's own pool (`fetch_threads` > 0: the internal listener's).
+        self.fetch_executor = (
+            ThreadPoolExecutor(max_workers=fetch_threads, thread_name_prefix=f"{name}-fetch")
+            if fetch_threads > 0
+            else None
+        )
+        # How long requests wait for a thread of `executor`: part of the internal listener's
+        # lag that the controller's fencing rule reads (controlplane.runtime.ingress). The
+        # fetch pool's wait is not: a queue of fetches is no broker's silence.
         self.longest_wait_s = 0.0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -86,12 +102,19 @@ class ListenerApp:
         loop = asyncio.get_running_loop()
         long_poll = LongPoll()
         environ = wsgi_environ(scope, body, long_poll)
+        executor, measured = self._pool_for(scope)
         status, headers, payload = await loop.run_in_executor(
-            self.executor, self._answer, environ, time.perf_counter()
+            executor, self._answer, environ, time.perf_counter() if measured else None
         )
         if long_poll.deferred:
-            payload = await self._finish_long_poll(long_poll, payload)
+            payload = await self._finish_long_poll(long_poll, payload, executor)
         await _send(send, status, _with_length(headers, len(payload)), payload)
+
+    def _pool_for(self, scope: Scope) -> tuple[ThreadPoolExecutor, bool]:
+        """The pool that answers this request, and whether its wait counts as lag."""
+        if self.fetch_executor is not None and is_metadata_fetch(scope):
+            return self.fetch_executor, False
+        return self.executor, True
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         declared = _header(scope, b"content-length")
@@ -125,9 +148,13 @@ class ListenerApp:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    def _answer(self, environ: dict[str, Any], submitted: float) -> tuple[int, Headers, bytes]:
-        """Django's answer, in a thread of this listener's pool."""
-        self._note_wait(time.perf_counter() - submitted)
+    def _answer(
+        self, environ: dict[str, Any], submitted: float | None
+    ) -> tuple[int, Headers, bytes]:
+        """Django's answer, in a thread of this listener's pool (`submitted`: when it was
+        handed to a pool whose wait is measured)."""
+        if submitted is not None:
+            self._note_wait(time.perf_counter() - submitted)
         started: dict[str, Any] = {}
 
         def start_response(
@@ -149,8 +176,10 @@ class ListenerApp:
         ]
         return started["status"], headers, payload
 
-    async def _finish_long_poll(self, long_poll: LongPoll, empty: bytes) -> bytes:
-        """Wait on the loop for the log to grow, then fetch again in the pool."""
+    async def _finish_long_poll(
+        self, long_poll: LongPoll, empty: bytes, executor: ThreadPoolExecutor
+    ) -> bytes:
+        """Wait on the loop for the log to grow, then fetch again in the request's pool."""
         from controlplane.runtime.notifier import notifier
 
         if not await notifier.wait_async(long_poll.generation, long_poll.timeout_s):
@@ -159,7 +188,7 @@ class ListenerApp:
         assert refetch is not None
         loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self.executor, _refetch, refetch)
+            return await loop.run_in_executor(executor, _refetch, refetch)
         except Exception:  # the empty answer still holds: the broker simply polls again
             logger.exception("metadata long-poll refetch failed")
             return empty
@@ -176,6 +205,8 @@ class ListenerApp:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.fetch_executor is not None:
+            self.fetch_executor.shutdown(wait=False, cancel_futures=True)
 
 
 class _Disconnected(Exception):
@@ -188,6 +219,13 @@ def _too_large(size: int, limit: int) -> Refused:
         "INVALID_REQUEST",
         42,
         f"Request body of {size} bytes exceeds the limit of {limit} bytes.",
+    )
+
+
+def is_metadata_fetch(scope: Scope) -> bool:
+    path = str(scope.get("path", ""))
+    return scope.get("method") == "GET" and (
+        path == METADATA_FETCH_PATH or path.startswith(METADATA_FETCH_PATH + "/")
     )
 
 

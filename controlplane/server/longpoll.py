@@ -3,8 +3,10 @@
 The server puts a `LongPoll` in each request's environ (`ENVIRON_KEY`). A view with nothing to
 answer yet calls `defer`: it answers at once what it has now (the empty answer), and the server,
 instead of sending it, waits on the event loop for the log to grow (or the wait to end), then
-runs `refetch` in the listener's pool for the body to send. Under another WSGI server (or the
-test client) there is no `LongPoll` and the view waits in its thread, as before.
+runs `refetch` in the pool that answered the request (the internal listener's fetch pool, never
+the heartbeats') for the body to send, under the first answer's headers: `refetch` answers in
+the same wire form (media type, content encoding). Under another WSGI server (or the test
+client) there is no `LongPoll` and the view waits in its thread, as before.
 """
 
 from __future__ import annotations

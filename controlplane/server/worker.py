@@ -9,13 +9,17 @@ gunicorn's arbiter binds the sockets, forks and watches the workers; each worker
 socket it was given with uvicorn's HTTP/1.1 protocol (header deadline: `DeadlineProtocol`). The
 sockets on `CP_INTERNAL_PORT` (every socket when `CP_LISTENER=internal`) are the internal
 listener's and get a server and a thread pool of their own; the rest are the public listener's.
-`--threads` is the size of each listener's pool.
+`--threads` is the size of each listener's pool; the internal listener has a second pool of that
+size for the metadata fetch (controlplane.server.listener). Idle connections close after
+gunicorn's `--keep-alive`, on the internal listener after three heartbeat intervals at least
+(`internal_keep_alive_s`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import signal
 from typing import Any
@@ -29,7 +33,12 @@ class IngressLagReporter:
     """The internal listener's lag, for the controller's fencing rule (controlplane.runtime.
     ingress): how late the event loop woke and how long requests waited for a thread, the worst
     of the last session reported each second (`listener_lags`), from a thread (a store that is
-    down never blocks the loop)."""
+    down never blocks the loop).
+
+    The thread pool measured is the one of heartbeats, registrations and AlterReplicaState
+    (`take_longest_wait`), never the metadata fetch's: 60 brokers woken by one large commit
+    queue their refetches there, and that queue is no broker's silence. Were it counted, every
+    large commit would read as an overloaded ingress and hold the fencing of brokers off."""
 
     def __init__(self, apps: list[Any]) -> None:
         import socket
@@ -71,6 +80,25 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     except ImportError:  # pragma: no cover - uvloop is a dependency; plain asyncio works too
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()
+
+
+# The internal listener keeps an idle connection at least this long: above the broker
+# simulator's own idle expiry (brokers.simulator.client.KEEPALIVE_EXPIRY_S, 4 s), so that the
+# client, not the server, is the one that drops a pooled connection.
+MIN_INTERNAL_KEEP_ALIVE_S = 5
+
+
+def internal_keep_alive_s(keepalive_s: float, heartbeat_interval_ms: int) -> int:
+    """The internal listener's keep-alive: gunicorn's, but at least three heartbeat intervals
+    (and `MIN_INTERNAL_KEEP_ALIVE_S`). A broker's pooled connection sits idle one interval
+    between heartbeats: a keep-alive near it (gunicorn's default 2 s,
+    `broker.heartbeat.interval.ms` 2000) closes the connection just as the broker reuses it,
+    failing the heartbeat with a reset."""
+    return max(
+        MIN_INTERNAL_KEEP_ALIVE_S,
+        math.ceil(keepalive_s or 1),
+        math.ceil(3 * heartbeat_interval_ms / 1000),
+    )
 
 
 def listener_of_socket(port: int) -> str:
@@ -126,13 +154,20 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
         servers: list[uvicorn.Server] = []
         protocol = deadline_protocol(settings.CP_HTTP_HEADER_TIMEOUT_S)
         for name, bound in sockets.items():
+            internal = name == "internal"
             app = ListenerApp(
                 self.wsgi,
                 name=name,
                 threads=self.cfg.threads,
                 max_body_bytes=settings.CP_MAX_BODY_BYTES,
                 body_timeout_s=settings.CP_HTTP_BODY_TIMEOUT_S,
+                fetch_threads=self.cfg.threads if internal else 0,
             )
+            keep_alive_s = max(1, int(self.cfg.keepalive or 1))
+            if internal:
+                keep_alive_s = internal_keep_alive_s(
+                    self.cfg.keepalive, settings.CP_BROKER_HEARTBEAT_INTERVAL_MS
+                )
             config = uvicorn.Config(
                 app,
                 http=protocol,
@@ -142,7 +177,7 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
                 access_log=False,
                 proxy_headers=False,  # the peer is who connected: never a header's word
                 server_header=False,
-                timeout_keep_alive=max(1, int(self.cfg.keepalive or 1)),
+                timeout_keep_alive=keep_alive_s,
                 timeout_graceful_shutdown=int(self.cfg.graceful_timeout),
             )
             config.load()
@@ -155,8 +190,8 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
             "serving %s",
             ", ".join(f"{name} on {len(bound)} socket(s)" for name, bound in sockets.items()),
         )
-        internal = [app for app in apps if app.name == "internal"]
-        lag = IngressLagReporter(internal) if internal else None
+        internal_apps = [app for app in apps if app.name == "internal"]
+        lag = IngressLagReporter(internal_apps) if internal_apps else None
         try:
             while self.alive:
                 self.notify()

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable
 
 from django.http import HttpRequest, HttpResponse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -17,8 +19,11 @@ from controlplane.api.authorization import CALLER_ONLY
 from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterActionPermission, ClusterDescribePermission
 from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataRecordSerializer
+from controlplane.controller.errors import Errors
 from controlplane.controller.health import CONTRACT_FIELDS
 from controlplane.filtersets import MetadataRecordFilterSet
+from controlplane.http_errors import json_error
+from controlplane.runtime import fetch_cache
 from controlplane.runtime.notifier import notifier
 from controlplane.server.longpoll import ENVIRON_KEY as LONG_POLL
 from controlplane.server.longpoll import LongPoll
@@ -60,41 +65,95 @@ class MetadataLogView(generics.ListAPIView):  # type: ignore[type-arg]
         return selectors.metadata_log_queryset()
 
 
+class _ErrorsAsJson(DefaultContentNegotiation):
+    """DRF's negotiation would refuse `Accept: application/msgpack` before the view runs: the
+    view negotiates its answer itself (`fetch_cache.negotiate`), and errors are JSON."""
+
+    def select_renderer(
+        self,
+        request: Request,
+        renderers: Iterable[BaseRenderer],
+        format_suffix: str | None = None,
+    ) -> tuple[BaseRenderer, str]:
+        renderer = next(iter(renderers))
+        return renderer, renderer.media_type
+
+
+FETCH_VARY = "Accept, Accept-Encoding"
+
+
 class MetadataFetchView(APIView):
-    """Brokers follow the log: records after an offset, long-polling while there are none."""
+    """Brokers follow the log: records after an offset, long-polling while there are none.
+    Every broker asking for the same range gets the same bytes, encoded once per web process
+    (controlplane.runtime.fetch_cache), as JSON or MessagePack, gzip or zstd or neither."""
 
     permission_classes = [ClusterActionPermission]
+    content_negotiation_class = _ErrorsAsJson
 
     @extend_schema(
-        parameters=[MetadataFetchQuerySerializer], responses=responses.ok(responses.METADATA_FETCH)
+        parameters=[MetadataFetchQuerySerializer],
+        responses={
+            (200, fetch_cache.JSON): OpenApiResponse(
+                responses.METADATA_FETCH, "Kafka's answer (Content-Encoding gzip or zstd as asked)"
+            ),
+            (200, fetch_cache.MSGPACK): OpenApiResponse(
+                responses.METADATA_FETCH, "The same fields as MessagePack"
+            ),
+            (406, fetch_cache.JSON): OpenApiResponse(
+                responses.ERROR, "Accept names no media type served (UNSUPPORTED_VERSION)"
+            ),
+        },
     )
     def get(self, request: Request) -> HttpResponse:
+        wire = fetch_cache.negotiate(
+            accept=request.META.get("HTTP_ACCEPT", ""),
+            accept_encoding=request.META.get("HTTP_ACCEPT_ENCODING", ""),
+        )
+        if wire is None:
+            return _not_acceptable()
         query = MetadataFetchQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
-        after = query.validated_data["after_offset"]
-        limit = query.validated_data["max_records"]
         wait_s = query.validated_data["wait_ms"] / 1000
+
+        def fetch() -> fetch_cache.EncodedAnswer:
+            return fetch_cache.fetch_answer(
+                after_offset=query.validated_data["after_offset"],
+                max_records=query.validated_data["max_records"],
+                max_bytes=query.validated_data["max_bytes"],
+                wire=wire,
+            )
+
         generation = notifier.generation
-        records = selectors.metadata_records_json_after(after_offset=after, max_records=limit)
-        if not records and wait_s > 0:
+        answer = fetch()
+        if not answer.records and wait_s > 0:
             long_poll: LongPoll | None = request.META.get(LONG_POLL)
             if long_poll is not None:  # the server waits on its event loop, not in this thread
                 long_poll.defer(
-                    generation=generation,
-                    timeout_s=wait_s,
-                    refetch=lambda: _fetch_body(after, limit).encode(),
+                    generation=generation, timeout_s=wait_s, refetch=lambda: fetch().body
                 )
             elif notifier.wait(generation, wait_s):
-                return HttpResponse(_fetch_body(after, limit), content_type="application/json")
-        return HttpResponse(_fetch_body(after, limit, records), content_type="application/json")
+                answer = fetch()
+        return _fetch_response(answer.body, wire)
 
 
-def _fetch_body(after: int, limit: int, records: list[str] | None = None) -> str:
-    if records is None:
-        records = selectors.metadata_records_json_after(after_offset=after, max_records=limit)
-    head = json.dumps(selectors.metadata_head(), separators=(",", ":"))
-    # Record types are identifiers and data is stored JSON: the body is assembled as text.
-    return f'{head[:-1]},"records":[{",".join(records)}]}}'
+def _fetch_response(body: bytes, wire: fetch_cache.WireForm) -> HttpResponse:
+    # A deferred long-poll sends these headers with the refetched body: same wire form.
+    response = HttpResponse(body, content_type=wire.media_type)
+    if wire.content_encoding != fetch_cache.IDENTITY:
+        response["Content-Encoding"] = wire.content_encoding
+    response["Vary"] = FETCH_VARY
+    return response
+
+
+def _not_acceptable() -> HttpResponse:
+    served = ", ".join(fetch_cache.SERVED_TYPES)
+    response = json_error(
+        Errors.UNSUPPORTED_VERSION,
+        f"Accept names no media type served here; served: {served}.",
+        406,
+    )
+    response["Vary"] = FETCH_VARY
+    return response
 
 
 def metrics_view(request: HttpRequest) -> HttpResponse:

@@ -89,6 +89,10 @@ class HealthMachine(ReplicationMachine):
         self.health.changes(delta)
         writes = [WriteSummary(api, delta.base.last_offset + 1, delta.last_offset)]
         entries = describe_commit(self.image, delta.replayed, writes if delta.replayed else [])
+        # What the projection does: the replay's own before/after of each change, not merged
+        # again; the entries must be the very same.
+        kept = delta.topics_delta.transitions
+        assert describe_commit(self.image, delta.replayed, writes, kept) == entries
         self.last_commit = (list(delta.replayed), entries, dict(self.image.partitions))
         self.entries.extend(entries)
         self.records.extend(delta.replayed)

@@ -16,7 +16,7 @@ from typing import Any
 
 from controlplane.controller.image import MetadataImage
 from controlplane.controller.records import NO_LEADER, Record
-from controlplane.controller.timeline.facts import CommitWalk, Move, WriteFacts
+from controlplane.controller.timeline.facts import CommitWalk, Move, Transitions, WriteFacts
 
 
 class Kind(enum.StrEnum):
@@ -104,10 +104,12 @@ def describe_commit(
     base: MetadataImage,
     replayed: Sequence[tuple[int, Record]],
     writes: Sequence[WriteSummary],
+    transitions: Transitions | None = None,
 ) -> list[TimelineEntry]:
     """The timeline entries of a commit: `replayed` are its records (offset, record) over the
-    image `base`, `writes` the writes they belong to, in order."""
-    walk = CommitWalk(base, replayed)
+    image `base`, `writes` the writes they belong to, in order. `transitions`, when the replay
+    kept them (`TopicsDelta.transitions`), are the partitions before and after each change."""
+    walk = CommitWalk(base, replayed, transitions)
     entries = []
     for write in sorted(writes, key=lambda w: w.first_offset):
         if write.last_offset < write.first_offset:

@@ -11,8 +11,8 @@ ACLs, quotas and tokens changed.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from controlplane.controller.config_schema import REDACTED, is_sensitive
 from controlplane.controller.image import MetadataImage, PartitionRegistration, TopicPartition
@@ -37,10 +37,14 @@ from controlplane.controller.records import (
     UnregisterBrokerRecord,
 )
 
+# A replay's partitions before and after each PartitionChangeRecord, by offset.
+Transitions = Mapping[int, tuple[PartitionRegistration, PartitionRegistration]]
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class Move:
-    """One partition change: the partition as it was and as it became."""
+
+class Move(NamedTuple):
+    """One partition change: the partition as it was and as it became. A named tuple, not a
+    frozen dataclass: a large commit makes one per changed partition, and a frozen dataclass's
+    constructor (one `object.__setattr__` per field) cost several times a tuple's."""
 
     topic_id: str
     topic_name: str
@@ -95,21 +99,58 @@ class WriteFacts:
     tokens_created: list[str] = dataclasses.field(default_factory=list)
     tokens_removed: list[str] = dataclasses.field(default_factory=list)
 
+    # The moves' tally, counted once when first asked (the moves are complete by then).
+    tally: MoveTally | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def counted(self) -> MoveTally:
+        if self.tally is None or self.tally.moves != len(self.moves):
+            self.tally = MoveTally.of(self.moves)
+        return self.tally
+
     @property
     def leaders_moved(self) -> int:
-        return sum(1 for m in self.moves if m.leader_changed and m.leader != NO_LEADER)
+        return self.counted().leaders_moved
 
     @property
     def left_leaderless(self) -> int:
-        return sum(1 for m in self.moves if m.went_leaderless)
+        return self.counted().left_leaderless
 
     @property
     def unclean(self) -> list[Move]:
-        return [m for m in self.moves if m.unclean]
+        return self.counted().unclean
 
     def isr_departures(self) -> int:
         """Replicas taken out of an ISR."""
-        return sum(len(set(m.previous_isr) - set(m.isr)) for m in self.moves)
+        return self.counted().isr_departures
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MoveTally:
+    """What a write's moves add up to, in one pass over them (a large commit's write has one
+    move per changed partition, and a timeline entry asks for each figure more than once)."""
+
+    moves: int
+    leaders_moved: int
+    left_leaderless: int
+    isr_departures: int
+    unclean: list[Move]
+
+    @classmethod
+    def of(cls, moves: Sequence[Move]) -> MoveTally:
+        leaders_moved = left_leaderless = departures = 0
+        unclean: list[Move] = []
+        for m in moves:
+            previous_isr, isr = m.previous_isr, m.isr
+            if previous_isr != isr:
+                departures += sum(1 for r in previous_isr if r not in isr)
+            if m.leader != m.previous_leader:
+                if m.leader != NO_LEADER:
+                    leaders_moved += 1
+                    if m.leader not in previous_isr:
+                        unclean.append(m)
+                elif m.previous_leader != NO_LEADER:
+                    left_leaderless += 1
+        return cls(len(moves), leaders_moved, left_leaderless, departures, unclean)
 
 
 def _acl_text(acl: AccessControlEntryRecord) -> dict[str, str]:
@@ -127,9 +168,16 @@ def _acl_text(acl: AccessControlEntryRecord) -> dict[str, str]:
 class CommitWalk:
     """Replays a commit's records over the image they were committed on, write by write."""
 
-    def __init__(self, base: MetadataImage, replayed: Sequence[tuple[int, Record]]) -> None:
+    def __init__(
+        self,
+        base: MetadataImage,
+        replayed: Sequence[tuple[int, Record]],
+        transitions: Transitions | None = None,
+    ) -> None:
         self.base = base
         self.replayed = replayed
+        self.transitions = transitions or {}
+        self.offset = -1  # of the record being noted
         self.first_offset = replayed[0][0] if replayed else base.last_offset + 1
         self.partitions: dict[TopicPartition, PartitionRegistration | None] = {}
         self.topic_names: dict[str, str] = {}  # topic id -> name, as of now in the walk
@@ -143,7 +191,8 @@ class CommitWalk:
 
     def facts(self, first_offset: int, last_offset: int) -> WriteFacts:
         facts = WriteFacts()
-        for _, record in self.records(first_offset, last_offset):
+        for offset, record in self.records(first_offset, last_offset):
+            self.offset = offset
             self._note(record, facts)
         return facts
 
@@ -231,10 +280,14 @@ class CommitWalk:
 
     def _partition_change(self, record: PartitionChangeRecord, facts: WriteFacts) -> None:
         tp = (record.topic_id, record.partition_id)
-        before = self.partition(tp)
-        if before is None:
-            return
-        after = before.merge(record)
+        known = self.transitions.get(self.offset)
+        if known is not None:
+            before, after = known
+        else:
+            found = self.partition(tp)
+            if found is None:
+                return
+            before, after = found, found.merge(record)
         self.partitions[tp] = after
         facts.moves.append(
             Move(

@@ -1,0 +1,257 @@
+"""Benchmark: the controller's commit of a log dir failure at 10,000 and 100,000 partitions,
+in one process (no HTTP, no broker), so that each step's growth shows on its own.
+
+A fresh PostgreSQL database, the real controller (`ControllerRuntime`) and its real commit path:
+60 brokers registered and unfenced, then, per size, topics of 10,000 partitions (RF 3) led by one
+broker, and one AlterReplicaState naming every one of them. Per size: handle, encode, transaction
+(with its SQL statements) and image application, in ms and in µs per partition; the growth of
+each from the small size to the large (goal: at most 1.2 x per partition); `verify_metadata`
+at the end.
+
+    python -m bench.commit_scale                      # 10,000 and 100,000
+    python -m bench.commit_scale --sizes 10000 --profile /tmp/prof   # cProfile per size
+
+Writes bench/results/commit_scale.json and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import logging
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+BROKERS = 60
+TOPIC_PARTITIONS = 10_000
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="10000,100000")
+    parser.add_argument("--profile", help="write a cProfile (.prof and top-40 .txt) per size here")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    from devtools.stack import _admin_connection, database_url
+
+    database = f"cp_bench_commit_{uuid.uuid4().hex[:8]}"
+    with _admin_connection() as conn:
+        conn.execute(f'CREATE DATABASE "{database}"')
+    try:
+        os.environ["DATABASE_URL"] = database_url(database)
+        for name in ("CP_REDIS_URL", "CELERY_BROKER_URL"):
+            os.environ.pop(name, None)  # the embedded runtime: nothing else takes part
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
+        result = run(sizes, args.profile)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        with _admin_connection() as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "commit_scale.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+def run(sizes: list[int], profile_dir: str | None) -> dict[str, Any]:
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", "--noinput", verbosity=0)
+    from controlplane.runtime.controller import get_runtime
+
+    runtime = get_runtime()
+    epochs = register_brokers(runtime)
+    log(f"{BROKERS} brokers registered and unfenced")
+    figures: dict[str, Any] = {}
+    for leader, size in zip(range(1, len(sizes) + 1), sizes, strict=True):
+        topic_ids = create_topics_led_by(runtime, leader, size)
+        log(f"broker {leader} leads {size} partitions; failing its log dir")
+        profiler = cProfile.Profile() if profile_dir else None
+        figures[str(size)] = fail_log_dir(runtime, leader, epochs[leader], topic_ids, profiler)
+        if profiler is not None and profile_dir:
+            write_profile(profiler, Path(profile_dir), size)
+        log(f"  {figures[str(size)]}")
+    verify = io.StringIO()
+    call_command("verify_metadata", stdout=verify)
+    return {
+        "setup": {"brokers": BROKERS, "sizes": sizes, "replication_factor": 3, "process": "one"},
+        "commits": figures,
+        "growth_per_partition": growth(figures, sizes),
+        "growth_goal": 1.2,
+        "verify_metadata": verify.getvalue().strip().splitlines()[-1:],
+    }
+
+
+def handle(runtime: Any, api: str, payload: dict[str, Any]) -> dict[str, Any]:
+    from controlplane.runtime.conversation import ControllerEvent, RequestContext
+
+    event = ControllerEvent(api, payload, RequestContext(principal="User:bench"))
+    response: dict[str, Any] = runtime.handle(event).response
+    return response
+
+
+def register_brokers(runtime: Any) -> dict[int, int]:
+    from controlplane.runtime.lease import cluster_get_or_create
+
+    cluster_id = cluster_get_or_create().cluster_id
+    epochs = {}
+    for broker_id in range(BROKERS):
+        answer = handle(
+            runtime,
+            "BrokerRegistration",
+            {
+                "broker_id": broker_id,
+                "cluster_id": cluster_id,
+                "incarnation_id": str(uuid.uuid4()),
+                "listeners": [
+                    {
+                        "name": "PLAINTEXT",
+                        "host": "localhost",
+                        "port": 9092 + broker_id,
+                        "security_protocol": "PLAINTEXT",
+                    }
+                ],
+                "rack": f"rack-{broker_id % 3}",
+                "pod": "broker",
+                "log_dirs": [str(uuid.uuid4())],
+            },
+        )
+        epochs[broker_id] = answer["broker_epoch"]
+    for broker_id, epoch in epochs.items():
+        handle(
+            runtime,
+            "BrokerHeartbeat",
+            {"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": 10**12},
+        )
+    return epochs
+
+
+def create_topics_led_by(runtime: Any, leader: int, size: int) -> list[str]:
+    others = [b for b in range(BROKERS) if b != leader]
+    topic_ids = []
+    for start in range(0, size, TOPIC_PARTITIONS):
+        count = min(TOPIC_PARTITIONS, size - start)
+        assignments = [
+            {
+                "partition_index": i,
+                "broker_ids": [leader, others[i % len(others)], others[(i + 7) % len(others)]],
+            }
+            for i in range(count)
+        ]
+        name = f"led-by-{leader}-{start // TOPIC_PARTITIONS}"
+        answer = handle(
+            runtime, "CreateTopics", {"topics": [{"name": name, "assignments": assignments}]}
+        )
+        topic = answer["topics"][0]
+        if topic["error_code"] != 0:
+            raise SystemExit(f"create-topics failed: {topic}")
+        topic_ids.append(topic["topic_id"])
+    return topic_ids
+
+
+def fail_log_dir(
+    runtime: Any,
+    broker_id: int,
+    epoch: int,
+    topic_ids: list[str],
+    profiler: cProfile.Profile | None,
+) -> dict[str, Any]:
+    from controlplane.runtime import controller as controller_module
+
+    size = 0
+    topics = []
+    image = runtime.image
+    for topic_id in topic_ids:
+        topic = image.topics[topic_id]
+        topics.append({"name": topic.name, "partitions": list(range(topic.partition_count))})
+        size += topic.partition_count
+    payload = {
+        "broker_id": broker_id,
+        "broker_epoch": epoch,
+        "new_state": 1,
+        "reason": "log dir failure (benchmark)",
+        "topics": topics,
+    }
+    commit_line = CommitLine()
+    controller_module.logger.addHandler(commit_line)
+    try:
+        started = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
+        answer = handle(runtime, "AlterReplicaState", payload)
+        if profiler is not None:
+            profiler.disable()
+        total = time.perf_counter() - started
+    finally:
+        controller_module.logger.removeHandler(commit_line)
+    timings = commit_line.timings
+    if answer.get("error_code"):
+        raise SystemExit(f"alter-replica-state failed: {answer}")
+    parts = ("handle_ms", "encode_ms", "transaction_ms", "image_apply_ms")
+    timings["total_ms"] = round(total * 1000)
+    timings["us_per_partition"] = {
+        part.removesuffix("_ms"): round(timings[part] * 1000 / size, 1)
+        for part in (*parts, "total_ms")
+    }
+    timings["partition_changes_per_s"] = round(size / total)
+    return timings
+
+
+class CommitLine(logging.Handler):
+    """The controller's own timings of a large commit, from its log line's arguments."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.timings: dict[str, Any] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not str(record.msg).startswith("committed %d records") or not record.args:
+            return
+        records, _, handled, encoded, transaction, statements, applied, _ = tuple(record.args)
+        self.timings.update(
+            records=records,
+            handle_ms=round(float(str(handled))),
+            encode_ms=round(float(str(encoded))),
+            transaction_ms=round(float(str(transaction))),
+            sql_statements=statements,
+            image_apply_ms=round(float(str(applied))),
+        )
+
+
+def growth(figures: dict[str, Any], sizes: list[int]) -> dict[str, float]:
+    if len(sizes) < 2:
+        return {}
+    small = figures[str(sizes[0])]["us_per_partition"]
+    large = figures[str(sizes[-1])]["us_per_partition"]
+    return {part: round(large[part] / max(small[part], 0.1), 2) for part in small}
+
+
+def write_profile(profiler: cProfile.Profile, directory: Path, size: int) -> None:
+    import pstats
+
+    directory.mkdir(parents=True, exist_ok=True)
+    profiler.dump_stats(str(directory / f"commit_{size}.prof"))
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(40)
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(30)
+    (directory / f"commit_{size}.txt").write_text(text.getvalue())
+
+
+if __name__ == "__main__":
+    main()

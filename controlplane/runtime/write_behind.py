@@ -1,0 +1,85 @@
+"""A commit's statements run by a thread of their own while the committing thread builds the
+next ones.
+
+A 100,000-partition commit spent about 1.0 s building its projections' rows in Python and then
+1.4 s with PostgreSQL running its statements, one after the other. Here the log's rows go to the
+server first; while it appends them, the committing thread builds the partitions' rows, then the
+health figures and the timeline's moves while the server updates the partitions, and so on:
+the statements still run one at a time, in order, in the commit's one transaction, on the
+committing thread's own connection (this thread borrows it: `connection` is the committer's
+there), and the first error stops the rest and is raised to the committer, which rolls back.
+
+Django's `connection` is per thread, so the writer installs the committer's connection object
+as its own (`connections[alias] = ...`, allowed by `inc_thread_sharing`), and runs in a copy
+of the committer's context (the single-writer guard's `commit_scope` is a context variable). The
+committer touches the database only through the writer until it is done (building rows reads
+the image, not the database); psycopg serializes a connection's use anyway.
+
+Off PostgreSQL (the embedded SQLite) the writes run inline, as before.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import queue
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+
+Write = Callable[[], None]
+
+
+class WriteBehind:
+    """`submit` writes in order; leaving the block waits for them and raises the first error."""
+
+    def __init__(self) -> None:
+        self._inline = connection.vendor != "postgresql"
+        self._writes: queue.SimpleQueue[Write | None] = queue.SimpleQueue()
+        self.error: BaseException | None = None
+        self._connection = connections[DEFAULT_DB_ALIAS]
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> WriteBehind:
+        if not self._inline:
+            self._connection.inc_thread_sharing()
+            context = contextvars.copy_context()
+            self._thread = threading.Thread(
+                target=context.run, args=(self._run,), name="commit-writer", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def submit(self, write: Write) -> None:
+        if self._inline:
+            write()
+        elif self.error is None:
+            self._writes.put(write)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._thread is None:
+            return
+        self._writes.put(None)
+        self._thread.join()
+        self._connection.dec_thread_sharing()
+        if exc is None and self.error is not None:
+            raise self.error
+
+    def _run(self) -> None:
+        connections[DEFAULT_DB_ALIAS] = self._connection  # `connection` is the committer's
+        while True:
+            write = self._writes.get()
+            if write is None:
+                return
+            if self.error is not None:
+                continue  # the transaction is lost: drain, run nothing more
+            try:
+                write()
+            except BaseException as error:  # raised again in the committing thread
+                self.error = error
