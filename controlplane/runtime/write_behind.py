@@ -15,6 +15,13 @@ of the committer's context (the single-writer guard's `commit_scope` is a contex
 committer touches the database only through the writer until it is done (building rows reads
 the image, not the database); psycopg serializes a connection's use anyway.
 
+While the committing thread builds, the session may have nothing to run: PostgreSQL would see
+it idle in its transaction, and the controller's sessions end after half a lease of that
+(`idle_in_transaction_session_timeout`, run_controller), which is how a paused controller lets
+go of the cluster row. So while it waits for the next write, the writer asks the server
+`SELECT 1` every `keepalive_s` on the raw connection (no statement counter or query log sees
+it): a paused process sends nothing, and its session still ends as before.
+
 Off PostgreSQL (the embedded SQLite) the writes run inline, as before.
 """
 
@@ -34,8 +41,10 @@ Write = Callable[[], None]
 class WriteBehind:
     """`submit` writes in order; leaving the block waits for them and raises the first error."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keepalive_s: float | None = None) -> None:
         self._inline = connection.vendor != "postgresql"
+        self.keepalive_s = keepalive_s if keepalive_s is not None else _keepalive_s()
+        self.keepalives = 0
         self._writes: queue.SimpleQueue[Write | None] = queue.SimpleQueue()
         self.error: BaseException | None = None
         self._connection = connections[DEFAULT_DB_ALIAS]
@@ -74,7 +83,11 @@ class WriteBehind:
     def _run(self) -> None:
         connections[DEFAULT_DB_ALIAS] = self._connection  # `connection` is the committer's
         while True:
-            write = self._writes.get()
+            try:
+                write = self._writes.get(timeout=self.keepalive_s)
+            except queue.Empty:
+                self._keep_alive()
+                continue
             if write is None:
                 return
             if self.error is not None:
@@ -83,3 +96,19 @@ class WriteBehind:
                 write()
             except BaseException as error:  # raised again in the committing thread
                 self.error = error
+
+    def _keep_alive(self) -> None:
+        if self.error is not None:
+            return
+        try:
+            self._connection.connection.execute("SELECT 1")
+            self.keepalives += 1
+        except BaseException as error:  # the session is gone: the commit fails
+            self.error = error
+
+
+def _keepalive_s() -> float:
+    """A third of the idle time run_controller allows a session in its transaction."""
+    from django.conf import settings
+
+    return max(0.1, settings.CP_LEASE_MS / 2 / 3 / 1000)

@@ -5,9 +5,10 @@ committing thread goes on; the first error stops the rest and rolls the commit b
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from controlplane.models import ConfigEntry
 from controlplane.runtime.single_writer import ProjectionWriteOutsideCommit, commit_scope
@@ -74,3 +75,34 @@ def test_the_single_writer_guard_holds_in_the_writer_thread():
     ):
         writer.submit(lambda: insert("a", ran))
     assert not ConfigEntry.objects.exists()
+
+
+def test_the_session_never_idles_in_its_transaction_while_the_committer_builds():
+    """run_controller ends a session idle in its transaction for half a lease (a paused
+    controller's): a commit whose thread builds longer than that must still hold, because the
+    writer asks the server something meanwhile."""
+    ran: list[tuple[str, int]] = []
+    with commit_scope(), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL idle_in_transaction_session_timeout = 300")
+        with WriteBehind(keepalive_s=0.05) as writer:
+            writer.submit(lambda: insert("a", ran))
+            time.sleep(0.8)  # the committer building the next projection's rows
+            writer.submit(lambda: insert("b", ran))
+        assert writer.keepalives >= 5
+    assert sorted(ConfigEntry.objects.values_list("resource_name", flat=True)) == ["a", "b"]
+
+
+def test_without_the_writer_such_a_gap_ends_the_session():
+    """The same gap with nobody asking: PostgreSQL ends the session (what the keepalive
+    prevents, and what still frees a paused controller's lock)."""
+    try:
+        with pytest.raises(DatabaseError) as ended, commit_scope(), transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL idle_in_transaction_session_timeout = 300")
+            time.sleep(0.8)
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        assert "idle-in-transaction timeout" in str(ended.value)
+    finally:
+        connection.close()  # the server ended it: the next test gets a new one
