@@ -7,13 +7,12 @@ then applies them to its image. Events are handled one batch at a time under a l
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gc
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -25,6 +24,7 @@ from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
 from controlplane.models import Cluster
 from controlplane.runtime.batcher import MAX_BATCH_EVENTS, EventBatcher, reset_connection
+from controlplane.runtime.collector import collector_paused, freeze_long_lived
 from controlplane.runtime.conversation import (
     AppliedWrite,
     ControllerAnswer,
@@ -61,6 +61,7 @@ from controlplane.runtime.request_ids import (
     request_id_collisions,
 )
 from controlplane.runtime.sessions import SessionStore, session_store
+from controlplane.runtime.standby import StandbyImage
 
 logger = logging.getLogger("controlplane.controller")
 
@@ -99,6 +100,7 @@ class ControllerRuntime:
         # When the session store was last found to have lost its sessions (Redis restarted):
         # a broker not heard since gets a full session from then, as from an activation.
         self.sessions_lost_ms = 0
+        self.standby = StandbyImage()  # followed while this controller is not the active one
 
     # --- the lease ----------------------------------------------------------------------
     def is_active(self) -> bool:
@@ -129,9 +131,26 @@ class ControllerRuntime:
                 lease_resign(lease=self.lease)
                 self._deactivate("resigned")
 
+    def follow_log(self) -> int:
+        """A standby's round: keep its image current (controlplane.runtime.standby)."""
+        if self.lease is not None:
+            return 0
+        try:
+            return self.standby.follow()
+        except DatabaseError:
+            raise  # the caller's loop logs it and tries again
+        except Exception:  # a standby that cannot follow still takes over, from the tables
+            logger.exception("standby could not follow the metadata log; it will load again")
+            self.standby = StandbyImage()
+            return 0
+
     def _activate(self, acquired: Lease) -> Lease:
         cluster = Cluster.objects.get(pk=1)
-        image = load_image(cluster.cluster_id, cluster.last_offset)
+        # A hot standby applies only the records it has not seen; a cold one loads the tables.
+        began = time.perf_counter()
+        followed = self.standby.take(cluster.cluster_id, cluster.last_offset)
+        image = followed or load_image(cluster.cluster_id, cluster.last_offset)
+        how = "its standby image, caught up" if followed is not None else "the state tables"
         # Loading a large cluster's image may outlast the lease: hold on to it, unless another
         # controller took it over meanwhile (then this one stays standby).
         lease = lease_reclaim(lease=acquired, lease_ms=self.lease_ms)
@@ -140,15 +159,17 @@ class ControllerRuntime:
                 Errors.NOT_CONTROLLER, "Another controller took over while this one loaded."
             )
         self.image = image
-        _freeze_long_lived()
+        freeze_long_lived()
         self.sessions.replace_mirror(b.status for b in self.image.all_brokers())
         self.lease = lease
         self.activated_ms = now_ms()
         logger.info(
-            "controller %s active with epoch %d at offset %d",
+            "controller %s active with epoch %d at offset %d (image from %s in %d ms)",
             self.node_id,
             lease.epoch,
             cluster.last_offset,
+            how,
+            (time.perf_counter() - began) * 1000,
         )
         if self.on_activate is not None:
             self.on_activate(lease)
@@ -216,7 +237,7 @@ class ControllerRuntime:
         committed = time.perf_counter()
         image.apply(delta)
         if len(delta.replayed) >= LARGE_COMMIT_RECORDS:
-            gc.freeze()  # the image grew: keep the collector off it (see _freeze_long_lived)
+            gc.freeze()  # the image grew: keep the collector off it (see freeze_long_lived)
             transaction_began = commit_started.get()
             logger.info(
                 "committed %d records of %d event(s): handled in %d ms, encoded in %d ms, "
@@ -480,34 +501,6 @@ def _second_writes(
     return refused
 
 
-def _freeze_long_lived() -> None:
-    """Move what exists now (above all the image: one object per partition) out of the cyclic
-    collector's reach: full collections otherwise walk the whole image again and again while a
-    large batch allocates its records. Refcounting still frees what the image drops."""
-    gc.collect()
-    gc.freeze()
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector off while a batch is handled, committed and applied.
-
-    A 100,000-partition batch allocates a few million objects (records, rows, the image's new
-    registrations), and every 700 allocations the collector runs; its full collections walk
-    every object not yet frozen, so the batch's cost grew faster than its size (per partition,
-    1.7x from 10,000 to 100,000 partitions; 1.2x with the collector off). What a batch makes
-    holds no reference cycles (frozen dataclasses, tuples, strings): refcounting frees it, and
-    the collector runs again as soon as the batch is done."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 LARGE_COMMIT_RECORDS = 1000  # commits this large are logged with their timings
 
 
@@ -586,6 +579,7 @@ def wait_until_active(runtime: ControllerRuntime, stop: threading.Event) -> Leas
     while not stop.is_set():
         try:
             close_old_connections()
+            runtime.follow_log()
             return runtime.ensure_active()
         except ApiError:
             pass
