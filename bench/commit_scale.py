@@ -106,31 +106,13 @@ def handle(runtime: Any, api: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def register_brokers(runtime: Any) -> dict[int, int]:
+    from bench.replica_state import registration_body
     from controlplane.runtime.lease import cluster_get_or_create
 
     cluster_id = cluster_get_or_create().cluster_id
     epochs = {}
     for broker_id in range(BROKERS):
-        answer = handle(
-            runtime,
-            "BrokerRegistration",
-            {
-                "broker_id": broker_id,
-                "cluster_id": cluster_id,
-                "incarnation_id": str(uuid.uuid4()),
-                "listeners": [
-                    {
-                        "name": "PLAINTEXT",
-                        "host": "localhost",
-                        "port": 9092 + broker_id,
-                        "security_protocol": "PLAINTEXT",
-                    }
-                ],
-                "rack": f"rack-{broker_id % 3}",
-                "pod": "broker",
-                "log_dirs": [str(uuid.uuid4())],
-            },
-        )
+        answer = handle(runtime, "BrokerRegistration", registration_body(broker_id, cluster_id))
         epochs[broker_id] = answer["broker_epoch"]
     for broker_id, epoch in epochs.items():
         handle(

@@ -53,6 +53,28 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def registration_body(
+    broker_id: int, cluster_id: str, *, pod: str = "broker", log_dirs: int = 1
+) -> dict[str, Any]:
+    """A broker's BrokerRegistration: a PLAINTEXT listener, on one of three racks."""
+    return {
+        "broker_id": broker_id,
+        "cluster_id": cluster_id,
+        "incarnation_id": str(uuid.uuid4()),
+        "listeners": [
+            {
+                "name": "PLAINTEXT",
+                "host": "localhost",
+                "port": 9092 + broker_id,
+                "security_protocol": "PLAINTEXT",
+            }
+        ],
+        "rack": f"rack-{broker_id % 3}",
+        "pod": pod,
+        "log_dirs": [str(uuid.uuid4()) for _ in range(log_dirs)],
+    }
+
+
 class Brokers:
     """Registers brokers and keeps their sessions alive with heartbeats every 2 s."""
 
@@ -70,22 +92,8 @@ class Brokers:
 
     def register_all(self) -> None:
         for broker_id in range(self.count):
-            body = {
-                "broker_id": broker_id,
-                "cluster_id": self.cluster_id,
-                "incarnation_id": str(uuid.uuid4()),
-                "listeners": [
-                    {
-                        "name": "PLAINTEXT",
-                        "host": "localhost",
-                        "port": 9092 + broker_id,
-                        "security_protocol": "PLAINTEXT",
-                    }
-                ],
-                "rack": f"rack-{broker_id % 3}",
-                "pod": "canary-broker" if broker_id >= self.count - self.canary else "broker",
-                "log_dirs": [str(uuid.uuid4()), str(uuid.uuid4())],
-            }
+            pod = "canary-broker" if broker_id >= self.count - self.canary else "broker"
+            body = registration_body(broker_id, self.cluster_id, pod=pod, log_dirs=2)
             answer = self.client.post("/internal/v1/broker-registration", json=body).json()
             self.epochs[broker_id] = answer["broker_epoch"]
         self.offset = 10**12  # caught up: the heartbeat unfences
@@ -112,6 +120,25 @@ class Brokers:
 
     def stop(self) -> None:
         self._stop.set()
+
+
+def bearer_client(base: str, token: str, *, timeout_s: float) -> httpx.Client:
+    return httpx.Client(
+        base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=timeout_s
+    )
+
+
+def brokers_unfenced(stack: Stack, internal: str, count: int) -> Brokers:
+    """`count` brokers registered on the internal listener, heartbeating, every one unfenced."""
+    cluster_id = stack.sql("SELECT cluster_id FROM cp_cluster WHERE id = 1")[0][0]
+    brokers = Brokers(internal, stack.tokens["broker"], cluster_id, count)
+    brokers.register_all()
+    wait_for(
+        lambda: stack.sql("SELECT count(*) FROM cp_broker WHERE NOT fenced")[0][0] == count,
+        30,
+        "every broker unfenced",
+    )
+    return brokers
 
 
 def create_topic(http: httpx.Client, topic: dict[str, Any]) -> tuple[float, dict[str, Any]]:
@@ -247,23 +274,10 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     http = stack.start_web(
         workers=args.workers, threads=args.threads, worker_class=args.worker_class
     )
-    cluster_id = stack.sql("SELECT cluster_id FROM cp_cluster WHERE id = 1")[0][0]
     # The brokers (and the broker's AlterReplicaState) on the internal listener, the admin public.
-    brokers = Brokers(http.internal, stack.tokens["broker"], cluster_id, args.brokers)
-    brokers.register_all()
-    wait_for(
-        lambda: stack.sql("SELECT count(*) FROM cp_broker WHERE NOT fenced")[0][0] == args.brokers,
-        30,
-        "every broker unfenced",
-    )
-    admin = httpx.Client(
-        base_url=http.base, headers={"Authorization": f"Bearer {stack.tokens['admin']}"}, timeout=60
-    )
-    broker_http = httpx.Client(
-        base_url=http.internal,
-        headers={"Authorization": f"Bearer {stack.tokens['broker']}"},
-        timeout=60,
-    )
+    brokers = brokers_unfenced(stack, http.internal, args.brokers)
+    admin = bearer_client(http.base, stack.tokens["admin"], timeout_s=60)
+    broker_http = bearer_client(http.internal, stack.tokens["broker"], timeout_s=60)
     log(f"{args.brokers} brokers unfenced; creating {args.runs} topics of {args.partitions}")
     create_times = []
     for run in range(args.runs):

@@ -10,8 +10,6 @@ import sys
 import time
 from typing import Any
 
-import httpx
-
 from bench.admin_forwarding.checks import audit_check, audit_durations, commits_of, log_check
 from bench.admin_forwarding.common import (
     FORWARDING_BROKER,
@@ -34,8 +32,8 @@ from bench.admin_forwarding.probes import (
 from bench.admin_forwarding.report import run_setup, where_time_goes
 from bench.admin_forwarding.simulator import SimulatorThread
 from bench.admin_forwarding.ways import ways
-from bench.replica_state import Brokers
-from devtools.stack import Http, Stack, wait_for
+from bench.replica_state import bearer_client, brokers_unfenced
+from devtools.stack import Http, Stack
 
 
 def django_in_this_process(stack: Stack) -> None:
@@ -59,17 +57,8 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
     host, port = http.base.removeprefix("http://").split(":")
     internal_port = http.internal.rsplit(":", 1)[1]
     django_in_this_process(stack)
-    cluster_id = stack.sql("SELECT cluster_id FROM cp_cluster WHERE id = 1")[0][0]
-    brokers = Brokers(http.internal, stack.tokens["broker"], cluster_id, args.brokers)
-    brokers.register_all()
-    wait_for(
-        lambda: stack.sql("SELECT count(*) FROM cp_broker WHERE NOT fenced")[0][0] == args.brokers,
-        30,
-        "every broker unfenced",
-    )
-    with httpx.Client(
-        base_url=http.base, headers={"Authorization": f"Bearer {stack.tokens['admin']}"}, timeout=60
-    ) as admin:
+    brokers = brokers_unfenced(stack, http.internal, args.brokers)
+    with bearer_client(http.base, stack.tokens["admin"], timeout_s=60) as admin:
         created = admin.post(
             "/api/v1/create-topics",
             json={"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1}]},

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 import zstandard
 
-from bench.fanout import Answer, completion, read_head
+from bench.fanout.wire import Answer, completion, read_head
 
 TOPIC, OTHER = "t-failed", "t-other"
 FAILED = 7
