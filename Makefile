@@ -6,7 +6,7 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-commit bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -55,7 +55,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-commit bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -68,9 +68,24 @@ bench-replicas: install-test services
 bench-fanout: install-test services
 	$(PY) -m bench.fanout $(BENCH_ARGS)
 
+## bench-scale: 10,000 and 100,000 partitions (1M: BENCH_ARGS="--sizes 1000000 --shapes 10000"):
+## creation, controller RSS, controlled shutdown, bootstrap, kill -9 of the active controller
+bench-scale: install-test services
+	$(PY) -m bench.scale $(BENCH_ARGS)
+
 ## bench-commit: the controller's commit of 10,000 and 100,000 partition changes, step by step
 bench-commit: install-test services
 	$(PY) -m bench.commit_scale $(BENCH_ARGS)
+
+## bench-shutdown: a controlled shutdown of a broker leading 2 % of 100,000 and 1,000,000 partitions
+## in one process (the real runtime and commit on PostgreSQL), step by step
+bench-shutdown: install-test services
+	$(PY) -m bench.shutdown_scale $(BENCH_ARGS)
+
+## bench-image-memory: the controller's RSS for an image of 100,000 and 1,000,000 partitions
+## (issue 23: 1M under 1 GiB), built by replaying records, per part of the image
+bench-image-memory: install-test
+	$(PY) -m bench.image_memory $(BENCH_ARGS)
 
 ## bench-canary: a 10,000-partition topic at 3.125 % on 60 brokers (6 canary) vs isolation off
 bench-canary: install-test services

@@ -325,14 +325,17 @@ def _fetch(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
 def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
     """A batch of records in METADATA_LOG's column order (but `time`), made fit to export in
     the database itself: each partition and topic record with its topic's name from the log's
-    TopicRecord (deleted topics too), a config's sensitive value redacted, a client quota
+    TopicRecord (deleted topics too), or from the topics table once retention cut that record
+    from the log (a topic deleted since is then unnamed), a config's sensitive value redacted,
+    a client quota
     named by its entity as describe-client-quotas names it."""
     sql = _PG if postgres else _SQLITE
     data, params = exported_data_sql(sql)
     sql_text = (
         'SELECT r."offset", r.record_type, r.controller_epoch, r.timestamp_ms, r.principal,'
         " r.client_id, r.client_host, r.request_id, r.broker_id,"
-        f" r{sql.get('topic_id')}, t.name, {sql.integer('r' + sql.get('partition_id'))},"
+        f" r{sql.get('topic_id')}, COALESCE(t.name, live.name),"
+        f" {sql.integer('r' + sql.get('partition_id'))},"
         f" CASE WHEN r.record_type = 'ClientQuotaRecord' THEN 'CLIENT_QUOTA'"
         f" ELSE r{sql.get('resource_type')} END,"
         f" CASE WHEN r.record_type = 'ClientQuotaRecord' THEN {sql.quota_entity}"
@@ -342,6 +345,7 @@ def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
         f"SELECT n{sql.get('topic_id')} AS id, n{sql.get('name')} AS name"
         " FROM cp_metadata_record n WHERE n.record_type = 'TopicRecord'"
         f") t ON t.id = r{sql.get('topic_id')}"
+        f" LEFT JOIN cp_topic live ON live.topic_id = r{sql.get('topic_id')}"
         ' WHERE r."offset" > %s AND r."offset" <= %s ORDER BY r."offset" LIMIT %s'
     )
     return sql_text, params

@@ -206,8 +206,10 @@ def fail_log_dir(
     }
 
 
-def controller_commits(stack: Stack) -> list[dict[str, Any]]:
-    text = (stack.logs / "controller.log").read_text(errors="replace")
+def controller_commits(stack: Stack, name: str = "controller") -> list[dict[str, Any]]:
+    """The commit lines of controller `name`'s log (none while it has written no log)."""
+    path = stack.logs / f"{name}.log"
+    text = path.read_text(errors="replace") if path.exists() else ""
     return [
         {
             "records": int(m[1]),

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from django.conf import settings
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from brokers.selectors import cluster_summary
 from controlplane.metrics import gauge
 from controlplane.runtime.sessions import session_store
+from controlplane.runtime.standby import standby_lag_records
+
+# A standby reports its position every half second while it runs: one not heard for three
+# leases has stopped (or is stalled) and is no standby to count on.
+STANDBY_LIVE_LEASES = 3
 
 
 class ClusterCollector(Collector):
@@ -46,6 +52,12 @@ class ClusterCollector(Collector):
             "kafka_controller_fencing_held_off_since_ms",
             "When the controller began holding off fencing (epoch ms); 0 when it does not",
             since_ms,
+        )
+        yield gauge(
+            "kafka_controller_standby_lag_records",
+            "Records the furthest-behind standby controller has yet to replay (the log's end "
+            "minus its image's offset); -1 when no standby is following",
+            standby_lag_records(live_ms=STANDBY_LIVE_LEASES * settings.CP_LEASE_MS),
         )
         states = summary["broker_states"]
         yield gauge(

@@ -17,7 +17,7 @@ from controlplane.controller.canary.rules import (
     canary_stride,
 )
 from controlplane.models import AppliedRequest, MetadataRecord
-from controlplane.runtime.lease import now_ms
+from controlplane.runtime.lease import cluster_read, now_ms
 from controlplane.selectors import config_view
 from replicas.models import Partition
 from replicas.selectors import cluster_health
@@ -120,7 +120,7 @@ def _registrations(broker_ids: set[int]) -> list[rollout.Registration]:
     rows = MetadataRecord.objects.filter(
         record_type="RegisterBrokerRecord", broker_id__in=broker_ids
     ).values_list("offset", "timestamp_ms", "data")
-    return [
+    found = [
         rollout.Registration(
             offset=offset,
             timestamp_ms=timestamp,
@@ -129,6 +129,38 @@ def _registrations(broker_ids: set[int]) -> list[rollout.Registration]:
             software_version=data.get("software_version"),
         )
         for offset, timestamp, data in rows
+    ]
+    return found + _registrations_cut(broker_ids)
+
+
+def _registrations_cut(broker_ids: set[int]) -> list[rollout.Registration]:
+    """The current registrations that retention cut from the log (a broker's epoch is its
+    registration's offset), each dated as the log's first kept record: it is at least that old,
+    so a bake never counts longer than it has run."""
+    start = cluster_read().log_start_offset
+    if start <= 0:
+        return []
+    cut = Broker.objects.filter(broker_id__in=broker_ids, epoch__lt=start).values_list(
+        "epoch", "broker_id", "pod", "software_version"
+    )
+    if not cut:
+        return []
+    oldest_kept = (
+        MetadataRecord.objects.filter(offset__gte=start)
+        .order_by("offset")
+        .values_list("timestamp_ms", flat=True)
+        .first()
+    )
+    dated = now_ms() if oldest_kept is None else int(oldest_kept)
+    return [
+        rollout.Registration(
+            offset=epoch,
+            timestamp_ms=dated,
+            broker_id=broker_id,
+            pod=pod,
+            software_version=version,
+        )
+        for epoch, broker_id, pod, version in cut
     ]
 
 

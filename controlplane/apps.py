@@ -22,4 +22,13 @@ class ControlPlaneConfig(AppConfig):
         # The runtime's own tables, below every app: authorization and the controller's settings.
         register_projection(AclProjection())
         register_projection(ConfigProjection())
+
+        # Metadata snapshots: written when due (the active controller's timer), and their gauge.
+        from controlplane.metrics import register_scrape_collector
+        from controlplane.runtime.controller import register_timer_job
+        from controlplane.runtime.snapshots import metadata_snapshot_when_due
+        from controlplane.snapshot_metrics import SnapshotCollector
+
+        register_timer_job(metadata_snapshot_when_due)
+        register_scrape_collector(SnapshotCollector())
         autodiscover_modules("rpcs")  # every app's admin RPCs (controlplane.rpc.REGISTRY)

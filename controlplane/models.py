@@ -12,6 +12,10 @@ class Cluster(models.Model):
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     cluster_id = models.CharField(max_length=64)
     last_offset = models.BigIntegerField(default=-1)
+    # Kafka's log start offset: the first record the log still holds (retention deletes the
+    # records before the oldest kept snapshot). Moved in the transaction that deletes them, so
+    # a fetch that read it knows whether the records it asks for are still there.
+    log_start_offset = models.BigIntegerField(default=0)
     controller_id = models.IntegerField(null=True, blank=True)
     controller_epoch = models.IntegerField(default=0)
     lease_holder = models.CharField(max_length=200, blank=True, default="")
@@ -129,3 +133,62 @@ class ConfigEntry(models.Model):
                 fields=["resource_type", "resource_name", "name"], name="cp_config_key"
             )
         ]
+
+
+class ControllerNode(models.Model):
+    """Where each controller process stands: the offset of the image it holds, reported by a
+    standby as it follows the log (`kafka_controller_standby_lag_records` is the log's end
+    minus this). Not metadata: no record describes it, and the controllers write it directly."""
+
+    node_id = models.CharField(max_length=200, primary_key=True)
+    controller_id = models.IntegerField()
+    role = models.CharField(max_length=8)  # "standby" or "active"
+    last_offset = models.BigIntegerField()  # -1: no image yet
+    updated_ms = models.BigIntegerField()
+    # A standby's image checked against the log: the checksum of its image at an offset, which
+    # the next snapshot's creation (replaying the log through that offset) judges.
+    checkpoint_offset = models.BigIntegerField(default=-1)
+    checkpoint_checksum = models.CharField(max_length=64, blank=True, default="")
+    checkpoint_verdict = models.CharField(max_length=8, blank=True, default="")
+
+    class Meta:
+        db_table = "cp_controller_node"
+
+
+class MetadataSnapshot(models.Model):
+    """A snapshot of the metadata image (Kafka's `.checkpoint` file), its bytes in chunks
+    (controlplane.runtime.snapshots). Kafka's SnapshotId: `end_offset` is exclusive (the log
+    goes on from it), `epoch` the controller epoch of the record before it. Not metadata: the
+    snapshot describes the log, and retention deletes old ones."""
+
+    end_offset = models.BigIntegerField(primary_key=True)
+    epoch = models.IntegerField()
+    size_bytes = models.BigIntegerField()  # compressed, as stored and fetched
+    checksum = models.CharField(max_length=64)  # SHA-256 hex of the uncompressed payload
+    record_count = models.BigIntegerField()
+    created_ms = models.BigIntegerField()
+    # Bytes of the log's records (their JSON) between the snapshot it was built on and it:
+    # what retention counts of the log, never scanning it (metadata.max.retention.bytes).
+    log_bytes = models.BigIntegerField(default=0)
+    # How long building it took: the next one waits a multiple of that (SNAPSHOT_DUTY_CYCLE).
+    build_ms = models.BigIntegerField(default=0)
+    # Found damaged (a chunk or the checksum does not match): never served nor built on again.
+    damaged = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "cp_metadata_snapshot"
+        ordering = ["-end_offset"]
+
+
+class MetadataSnapshotChunk(models.Model):
+    """CHUNK_BYTES of a snapshot's compressed bytes from `position`: a fetch of a range reads
+    only the chunks it covers, and each is checked by its CRC-32 as it is served."""
+
+    pk = models.CompositePrimaryKey("end_offset", "position")
+    end_offset = models.BigIntegerField()
+    position = models.BigIntegerField()
+    crc32 = models.BigIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        db_table = "cp_metadata_snapshot_chunk"

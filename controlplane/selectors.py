@@ -14,6 +14,7 @@ from controlplane.chunked import in_chunks
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
 from controlplane.runtime.lease import cluster_read, now_ms
+from controlplane.runtime.snapshots import metadata_snapshot_latest_intact, snapshot_id_of
 
 
 def controller_active(cluster: Cluster) -> bool:
@@ -28,7 +29,13 @@ def metadata_head() -> dict[str, Any]:
         "controller_id": cluster.controller_id if controller_active(cluster) else None,
         "controller_epoch": cluster.controller_epoch,
         "last_offset": cluster.last_offset,
+        # Kafka's FetchResponse log_start_offset: records before it are in a snapshot only.
+        "log_start_offset": cluster.log_start_offset,
     }
+
+
+class LogStartMoved(Exception):
+    """Records asked for were deleted by retention after the fetch read the log's start."""
 
 
 # Rows read per query: a fetch of 100,000 records holds one chunk besides its answer, and stops
@@ -44,7 +51,10 @@ def metadata_records_json(
     stored data is passed through without being decoded and encoded again (brokers fetch
     thousands at a time). At most `max_records`, and no more than `max_bytes` of JSON text
     (a record and its comma), except that the first record always comes, as Kafka's fetch
-    answers at least one batch. A plain cursor: a tenth faster than the ORM's rows."""
+    answers at least one batch. A plain cursor: a tenth faster than the ORM's rows.
+
+    Offsets are gap-free: a record missing means retention deleted it since the caller read
+    the log's start (LogStartMoved), and records are never skipped."""
     records: list[str] = []
     size = 0
     data = '"data"::text' if connection.vendor == "postgresql" else 'CAST("data" AS TEXT)'
@@ -58,6 +68,8 @@ def metadata_records_json(
             high = min(up_to_offset, low + min(METADATA_READ_CHUNK, max_records - len(records)))
             cursor.execute(sql, [low, high])
             rows = cursor.fetchall()
+            if len(rows) != high - low or rows[0][0] != low + 1:
+                raise LogStartMoved(f"records in ({low}, {high}] are no longer in the log")
             for offset, record_type, epoch, timestamp, text in rows:
                 record = (
                     f'{{"offset":{offset},"type":"{record_type}","controller_epoch":{epoch},'
@@ -67,16 +79,14 @@ def metadata_records_json(
                 if size > max_bytes and records:
                     return records
                 records.append(record)
-            low = high if rows else _resume_after(cursor, high, up_to_offset)
+            low = high
     return records
 
 
-def _resume_after(cursor: Any, offset: int, up_to_offset: int) -> int:
-    """Past a gap (the log's start trimmed behind a snapshot): the offset before the next
-    record, or `up_to_offset` when none follows."""
-    cursor.execute('SELECT min("offset") FROM cp_metadata_record WHERE "offset" > %s', [offset])
-    (found,) = cursor.fetchone()
-    return up_to_offset if found is None else min(int(found) - 1, up_to_offset)
+def metadata_snapshot_id() -> dict[str, int] | None:
+    """The SnapshotId of the latest intact snapshot, None when there is none."""
+    latest = metadata_snapshot_latest_intact()
+    return None if latest is None else snapshot_id_of(latest)
 
 
 def metadata_log_queryset() -> QuerySet[MetadataRecord]:

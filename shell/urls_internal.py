@@ -10,7 +10,7 @@ from django.urls import include, path
 
 from brokers.api import views as broker_views
 from replicas.api import views as replica_views
-from shell.api import views
+from shell.api import snapshot_views, views
 from shell.api.envelope import EnvelopeView
 
 internal = [
@@ -21,6 +21,16 @@ internal = [
     ),
     path("broker-heartbeat", broker_views.BrokerHeartbeatView.as_view(), name="broker-heartbeat"),
     path("metadata", views.MetadataFetchView.as_view(), name="metadata-fetch"),
+    path(
+        "metadata/snapshot",
+        snapshot_views.MetadataSnapshotView.as_view(),
+        name="metadata-snapshot",
+    ),
+    path(
+        "metadata/snapshots/<str:end_offset>",
+        snapshot_views.MetadataSnapshotFetchView.as_view(),
+        name="metadata-snapshot-fetch",
+    ),
     path("envelope", EnvelopeView.as_view(), name="envelope"),
     path("alter-partition", replica_views.AlterPartitionView.as_view(), name="alter-partition"),
     path(

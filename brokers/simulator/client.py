@@ -32,6 +32,8 @@ INTERNAL_PREFIX = "/internal/"
 REGISTRATION_PATH = "/internal/v1/broker-registration"
 HEARTBEAT_PATH = "/internal/v1/broker-heartbeat"
 METADATA_PATH = "/internal/v1/metadata"
+SNAPSHOT_PATH = "/internal/v1/metadata/snapshot"  # the latest snapshot's id, size, checksum
+SNAPSHOTS_PATH = "/internal/v1/metadata/snapshots/"  # + its end offset: its bytes
 ALTER_REPLICA_STATE_PATH = "/internal/v1/alter-replica-state"
 ALTER_PARTITION_PATH = "/internal/v1/alter-partition"
 CREATE_TOPICS_PATH = "/api/v1/create-topics"
@@ -246,6 +248,48 @@ class ControllerClient:
         self.reachable = True
         return answer
 
+    async def get_once_more(
+        self, path: str, params: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> httpx.Response:
+        """GET, and once more on a fresh connection when a kept-alive one was closed under it;
+        any other transport error, or a second one, is Transient."""
+        url = self.url_for(path)
+        for attempt in (0, 1):
+            try:
+                return await self.http.get(url, params=params, headers=headers)
+            except _STALE_CONNECTION_ERRORS as error:
+                if attempt == 1:
+                    raise Transient(type(error).__name__) from None
+            except httpx.TransportError as error:
+                raise Transient(type(error).__name__) from None
+        raise AssertionError("unreachable")
+
+    async def latest_snapshot(self) -> dict[str, Any] | None:
+        """The latest metadata snapshot `{end_offset, epoch, size_bytes, checksum,
+        created_ms}`; None when the server has none (404 SNAPSHOT_NOT_FOUND)."""
+        response = await self.get_once_more(SNAPSHOT_PATH, {})
+        if response.status_code == 404 and _error_code(response) == Errors.SNAPSHOT_NOT_FOUND:
+            return None
+        return answer_of(response)
+
+    async def snapshot_bytes(
+        self, end_offset: int, *, position: int, max_bytes: int
+    ) -> tuple[bytes, int] | None:
+        """Kafka's FetchSnapshot: the snapshot's bytes from `position` and its whole size (from
+        Content-Range); None when the server no longer has it (404 SNAPSHOT_NOT_FOUND:
+        deleted by retention, or found damaged)."""
+        response = await self.get_once_more(
+            f"{SNAPSHOTS_PATH}{end_offset}", {"position": position, "max_bytes": max_bytes}
+        )
+        if response.status_code == 404 and _error_code(response) == Errors.SNAPSHOT_NOT_FOUND:
+            return None
+        if response.status_code != 200:
+            answer_of(response)  # raises Transient or Refused, named
+        _, _, size = response.headers.get("Content-Range", "").rpartition("/")
+        if not size.isdigit():
+            raise Refused("snapshot", f"no size in Content-Range of snapshot {end_offset}")
+        return response.content, int(size)
+
     async def post_idempotent(self, path: str, body: bytes) -> httpx.Response:
         """The raw answer to an idempotent request (a heartbeat): when the connection dropped
         under it (a keep-alive the server closed), it goes once more on a fresh connection, as a
@@ -305,6 +349,14 @@ def answer_of(response: httpx.Response) -> dict[str, Any]:
     if status in RETRIABLE_STATUSES:
         raise Transient(kind, retry_after(response))
     raise Refused(kind, str(message or response.text[:200]))
+
+
+def _error_code(response: httpx.Response) -> int | None:
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    return body.get("error_code") if isinstance(body, dict) else None
 
 
 def retry_after(response: httpx.Response) -> float | None:

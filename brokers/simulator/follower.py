@@ -6,11 +6,12 @@ reads it once and every broker reports the follower's offset as its own
 `current_metadata_offset`. A long poll holds a server worker thread for up to `wait_ms`; N
 followers would tie up N of them (and N times the bandwidth) for no extra information.
 
-A real broker starting from a snapshot begins at the snapshot's offset; there is no snapshot to
-fetch here, so the follower replays the log from its start (as many records per fetch as the
-server allows until it reaches the log's end as it was at start-up), or, with
-`track_partitions=False`, begins at that end and knows only what comes after. What it read is
-its `MetadataView` (see `metadata.py`).
+The follower replays the log from its start (as many records per fetch as the server allows
+until it reaches the log's end as it was at start-up), or, with `track_partitions=False`, begins
+at that end and knows only what comes after. When the log no longer holds the records it asks
+for (retention deleted them behind a snapshot), the fetch answers a `snapshot_id`: the follower
+loads the latest snapshot (`snapshot.bootstrap_from_snapshot`), as a Kafka broker does, and
+follows the log after it. What it read is its `MetadataView` (see `metadata.py`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,10 @@ from brokers.simulator.client import (
     until_answered,
 )
 from brokers.simulator.metadata import LOG_START, MetadataView
+from brokers.simulator.snapshot import bootstrap_from_snapshot
 from brokers.simulator.state import SimulatorCounters, SimulatorError
+from controlplane.controller.errors import Errors
+from controlplane.runtime.snapshot_format import SnapshotDamaged
 
 # `after_offset` beyond any record: the fetch answers the log's head and no records.
 HEAD_ONLY_OFFSET = 2**63 - 1
@@ -127,7 +131,9 @@ class MetadataFollower:
                 continue
             backoff.reset()
             records = answer.get("records") or []
-            if records:
+            if answer.get("snapshot_id") or answer.get("error_code") == Errors.SNAPSHOT_NOT_FOUND:
+                await self._load_snapshot(backoff)
+            elif records:
                 self._take(records)
                 await asyncio.sleep(0)  # more may follow at once; let the brokers run first
             else:
@@ -148,6 +154,26 @@ class MetadataFollower:
         return await self.fetch(
             after_offset=self.offset, max_records=self.max_records, wait_ms=self.wait_ms
         )
+
+    async def _load_snapshot(self, backoff: Backoff) -> None:
+        """The records asked for are gone from the log: start again from the latest snapshot
+        (none yet, or unreadable: counted, and asked again after a backoff)."""
+        try:
+            loaded = await bootstrap_from_snapshot(self.client)
+        except (Transient, Refused, SnapshotDamaged) as error:
+            kind = getattr(error, "kind", type(error).__name__)
+            self.counters.errors += 1
+            self.counters.errors_by_kind[f"metadata snapshot {kind}"] += 1
+            await asyncio.sleep(backoff.next())
+            return
+        if loaded is None:  # the log was cut and the controller has not written one yet
+            self.counters.errors_by_kind["metadata snapshot not there yet"] += 1
+            await asyncio.sleep(backoff.next())
+            return
+        self.view = MetadataView.of_image(loaded.image)
+        self.counters.snapshot_loads += 1
+        self.counters.snapshot_bytes += loaded.size_bytes
+        self.on_progress(self.offset)
 
     def _take(self, records: Sequence[dict[str, Any]]) -> None:
         for record in records:

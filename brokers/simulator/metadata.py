@@ -61,6 +61,13 @@ class MetadataView:
         self.image = MetadataImage(cluster_id=cluster_id, last_offset=after_offset)
         self.complete = complete
 
+    @classmethod
+    def of_image(cls, image: MetadataImage) -> MetadataView:
+        """A complete view starting from `image` (a snapshot's): the log goes on after it."""
+        view = cls(image.cluster_id)
+        view.image = image
+        return view
+
     @property
     def last_offset(self) -> int:
         return self.image.last_offset

@@ -98,6 +98,8 @@ class SimulatorCounters:
     retries: int = 0
     metadata_fetches: int = 0
     metadata_records: int = 0
+    snapshot_loads: int = 0  # metadata snapshots loaded (a fetch answered a snapshot_id)
+    snapshot_bytes: int = 0
     forwarded_requests: int = 0  # forward_admin_request() calls (each maybe several attempts)
     errors_by_kind: Counter[str] = dataclasses.field(default_factory=Counter)
     records_by_type: Counter[str] = dataclasses.field(default_factory=Counter)

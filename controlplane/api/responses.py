@@ -139,6 +139,7 @@ EFFECTIVE_QUOTAS = obj(
     client_id=STR,
     values=arr(obj(key=STR, value=NUM, entity=QUOTA_ENTITY)),
 )
+SNAPSHOT_ID = obj("end_offset", "epoch", end_offset=INT, epoch=INT)  # Kafka's SnapshotId
 METADATA_FETCH = obj(
     "cluster_id",
     "last_offset",
@@ -147,6 +148,21 @@ METADATA_FETCH = obj(
     controller_id=nullable(INT),
     controller_epoch=INT,
     last_offset=INT,
+    log_start_offset={
+        **INT,
+        "description": "The first record the log holds; records before it are in a snapshot",
+    },
+    error_code={
+        **INT,
+        "description": "0; SNAPSHOT_NOT_FOUND (98) when records before the log's start were "
+        "asked for and no snapshot is there yet",
+    },
+    snapshot_id={
+        **SNAPSHOT_ID,
+        "description": "Present when records before the log's start were asked for: load "
+        "this snapshot (GET /internal/v1/metadata/snapshots/{end_offset}), then fetch after "
+        "end_offset - 1. Kafka's FetchResponse SnapshotId",
+    },
     records=arr(
         obj(
             "offset",
@@ -158,6 +174,18 @@ METADATA_FETCH = obj(
             data=obj(),
         )
     ),
+)
+METADATA_SNAPSHOT = obj(
+    "end_offset",
+    "epoch",
+    "size_bytes",
+    "checksum",
+    "created_ms",
+    end_offset={**INT, "description": "Exclusive: the log goes on from this offset"},
+    epoch={**INT, "description": "The controller epoch of the snapshot's last record"},
+    size_bytes={**INT, "description": "Its bytes as fetched (zstd-compressed MessagePack)"},
+    checksum={**STR, "description": "SHA-256 (hex) of the uncompressed bytes"},
+    created_ms=INT,
 )
 ALTER_PARTITION = kafka(
     throttle_time_ms=INT,

@@ -74,3 +74,36 @@ class MetadataFetchQuerySerializer(StrictSerializer):
         attrs["max_records"] = min(attrs["max_records"], settings.CP_FETCH_MAX_RECORDS)
         attrs["max_bytes"] = min(attrs.get("max_bytes", limit), limit)
         return attrs
+
+
+class MetadataSnapshotFetchQuerySerializer(StrictSerializer):
+    """Kafka's FetchSnapshot, over HTTP: a snapshot's bytes from a position. Like the metadata
+    fetch, a `max_bytes` above the server's limit is clamped to it, never refused."""
+
+    position = serializers.IntegerField(
+        min_value=0,
+        max_value=INT64_MAX,
+        required=False,
+        default=0,
+        help_text="The first byte wanted (0: from the start).",
+    )
+    max_bytes = serializers.IntegerField(
+        min_value=1,
+        max_value=INT64_MAX,
+        required=False,
+        help_text="Bytes per answer at the most. Absent or above the server's limit "
+        "(CP_FETCH_MAX_BYTES, 32 MiB by default): that limit.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        limit = settings.CP_FETCH_MAX_BYTES
+        attrs["max_bytes"] = min(attrs.get("max_bytes", limit), limit)
+        return attrs
+
+
+class MetadataSnapshotFetchSerializer(MetadataSnapshotFetchQuerySerializer):
+    """The query and the snapshot's id from the path."""
+
+    end_offset = serializers.IntegerField(
+        min_value=0, max_value=INT64_MAX, help_text="The snapshot's id (its end offset)."
+    )

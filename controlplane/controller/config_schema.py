@@ -329,6 +329,41 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "How often the controller checks for partitions off their preferred leader.",
             minimum=1,
         ),
+        # The metadata log's snapshots and retention (controlplane.runtime.snapshots), as
+        # Kafka's KRaft controller: a snapshot after this many bytes of records or this long
+        # with new records (0: never by time); snapshots and the log before them deleted past
+        # these bounds (-1: no bound), the latest snapshot always kept.
+        ConfigDef(
+            "metadata.log.max.record.bytes.between.snapshots",
+            T.LONG,
+            "20971520",
+            "The most bytes of records the log holds after its latest snapshot before the "
+            "controller writes a new one.",
+            minimum=1,
+        ),
+        ConfigDef(
+            "metadata.log.max.snapshot.interval.ms",
+            T.LONG,
+            "3600000",
+            "The longest the controller waits to write a snapshot when the log has records "
+            "after the latest one; 0 disables snapshots by time.",
+            minimum=0,
+        ),
+        ConfigDef(
+            "metadata.max.retention.bytes",
+            T.LONG,
+            "104857600",
+            "The most bytes of the metadata log and its snapshots kept before old snapshots "
+            "and the log before them are deleted (a soft bound: the latest snapshot stays); "
+            "-1: no bound.",
+        ),
+        ConfigDef(
+            "metadata.max.retention.ms",
+            T.LONG,
+            "604800000",
+            "How long a metadata snapshot (and the log before it) is kept once a newer one "
+            "exists; -1: no bound.",
+        ),
         ConfigDef(
             "delegation.token.secret.key",
             T.PASSWORD,

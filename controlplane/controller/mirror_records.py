@@ -143,3 +143,60 @@ class MirrorTargetStateRecord(Record):
     target: str
     connector: str
     state: str
+
+
+@register_record_type
+@dataclasses.dataclass(frozen=True, slots=True)
+class MirrorMakerConfigSnapshotRecord(Record):
+    """The configuration text as a metadata snapshot carries it: with the offset it was written
+    at, which the mirror nodes compare (the log's MirrorMakerConfigRecord is at its own)."""
+
+    TYPE: ClassVar[str] = "MirrorMakerConfigSnapshotRecord"
+    text: str
+    offset: int
+
+
+@register_record_type
+@dataclasses.dataclass(frozen=True, slots=True)
+class MirrorFlowSnapshotRecord(Record):
+    """A flow's whole group as a metadata snapshot carries it (as Kafka's group coordinator
+    writes a group whole): what the log's group, assignment, task config and target state
+    records built, and the offset of the last of them. `task_configs` and `target_states` are
+    by connector."""
+
+    TYPE: ClassVar[str] = "MirrorFlowSnapshotRecord"
+    source: str
+    target: str
+    generation: int
+    leader: str
+    members: tuple[MirrorMember, ...]
+    assignment_generation: int
+    assignments: tuple[WorkerAssignment, ...]
+    task_configs: dict[str, tuple[dict[str, str], ...]]
+    target_states: dict[str, str]
+    offset: int
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> MirrorFlowSnapshotRecord:
+        return cls(
+            source=str(data["source"]),
+            target=str(data["target"]),
+            generation=int(data["generation"]),
+            leader=str(data["leader"]),
+            members=tuple(MirrorMember(**member) for member in data["members"]),
+            assignment_generation=int(data["assignment_generation"]),
+            assignments=tuple(
+                WorkerAssignment(
+                    member_id=str(a["member_id"]),
+                    connectors=tuple(a["connectors"]),
+                    tasks=tuple(a["tasks"]),
+                )
+                for a in data["assignments"]
+            ),
+            task_configs={
+                str(connector): tuple({str(k): str(v) for k, v in task.items()} for task in tasks)
+                for connector, tasks in data["task_configs"].items()
+            },
+            target_states={str(k): str(v) for k, v in data["target_states"].items()},
+            offset=int(data["offset"]),
+        )

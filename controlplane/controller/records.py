@@ -30,6 +30,9 @@ class ControlledShutdownChange(enum.IntEnum):
     IN_CONTROLLED_SHUTDOWN = 1
 
 
+NO_OFFSET = -1  # no offset yet: an empty log, a broker that is not shutting down
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Listener:
     name: str
@@ -66,6 +69,9 @@ class RegisterBrokerRecord(Record):
     fenced: bool = True
     in_controlled_shutdown: bool = False
     software_version: str | None = None  # what the broker reported running (KIP-1095 rollouts)
+    # Where its controlled shutdown began, when a snapshot registers a broker that is shutting
+    # down (the log's registrations never are: NO_OFFSET).
+    controlled_shutdown_offset: int = NO_OFFSET
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -120,7 +126,6 @@ def _optional_bool(value: bool | None) -> str:
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
-NO_OFFSET = -1  # no offset yet: an empty log, a broker that is not shutting down
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

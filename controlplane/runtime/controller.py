@@ -54,6 +54,7 @@ from controlplane.runtime.metadata_log import (
     log_commit,
     projections_built,
 )
+from controlplane.runtime.notifier import notifier
 from controlplane.runtime.plugins import add_once
 from controlplane.runtime.projections import load_image
 from controlplane.runtime.request_ids import (
@@ -61,7 +62,13 @@ from controlplane.runtime.request_ids import (
     request_id_collisions,
 )
 from controlplane.runtime.sessions import SessionStore, session_store
-from controlplane.runtime.standby import StandbyImage
+from controlplane.runtime.standby import (
+    ACTIVE,
+    FOLLOW_MAX_RECORDS,
+    STANDBY,
+    StandbyImage,
+    controller_node_report,
+)
 
 logger = logging.getLogger("controlplane.controller")
 
@@ -101,6 +108,7 @@ class ControllerRuntime:
         # a broker not heard since gets a full session from then, as from an activation.
         self.sessions_lost_ms = 0
         self.standby = StandbyImage()  # followed while this controller is not the active one
+        self._reported_role, self._reported_ms = "", 0  # the last position reported, and when
 
     # --- the lease ----------------------------------------------------------------------
     def is_active(self) -> bool:
@@ -136,13 +144,24 @@ class ControllerRuntime:
         if self.lease is not None:
             return 0
         try:
-            return self.standby.follow()
+            replayed = self.standby.follow()
         except DatabaseError:
             raise  # the caller's loop logs it and tries again
         except Exception:  # a standby that cannot follow still takes over, from the tables
             logger.exception("standby could not follow the metadata log; it will load again")
             self.standby = StandbyImage()
             return 0
+        # Where it stands, for the lag gauge and its checkpoints: at most every
+        # REPORT_EVERY_MS while following, at once after a change of role.
+        now = now_ms()
+        if self._reported_role != STANDBY or now - self._reported_ms >= REPORT_EVERY_MS:
+            self.standby.report(
+                node_id=self.node_id,
+                controller_id=self.controller_id,
+                caught_up=replayed < FOLLOW_MAX_RECORDS,
+            )
+            self._reported_role, self._reported_ms = STANDBY, now
+        return replayed
 
     def _activate(self, acquired: Lease) -> Lease:
         cluster = Cluster.objects.get(pk=1)
@@ -171,6 +190,13 @@ class ControllerRuntime:
             how,
             (time.perf_counter() - began) * 1000,
         )
+        controller_node_report(
+            node_id=self.node_id,
+            controller_id=self.controller_id,
+            role=ACTIVE,
+            last_offset=cluster.last_offset,
+        )
+        self._reported_role = ACTIVE
         if self.on_activate is not None:
             self.on_activate(lease)
         return lease
@@ -534,6 +560,9 @@ def _unavailable() -> ApiError:
 TIMER_JOBS: list[Callable[[ControllerRuntime], None]] = []
 
 
+REPORT_EVERY_MS = 500  # a standby's position reports: the lag gauge is at most this stale
+
+
 def register_timer_job(job: Callable[[ControllerRuntime], None]) -> None:
     add_once(TIMER_JOBS, job)
 
@@ -575,15 +604,22 @@ def start_timer_thread(runtime: ControllerRuntime) -> threading.Event:
 
 
 def wait_until_active(runtime: ControllerRuntime, stop: threading.Event) -> Lease:
-    """Standby: try to take the lease until it is ours."""
+    """Standby: follow the log and try to take the lease until it is ours. Each commit's notice
+    (controlplane.runtime.notifier) wakes it, so its image trails the log by one commit; without
+    a notice (none published, one lost, no Redis) it looks again within a quarter lease, and it
+    reads on at once while a round finds more records than it replays."""
+    idle_s = min(1.0, runtime.lease_ms / 4000)
     while not stop.is_set():
+        generation = notifier.generation
+        behind = False
         try:
             close_old_connections()
-            runtime.follow_log()
+            behind = runtime.follow_log() >= FOLLOW_MAX_RECORDS
             return runtime.ensure_active()
         except ApiError:
             pass
         except DatabaseError:
             logger.warning("standby controller cannot reach the database", exc_info=True)
-        stop.wait(min(1.0, runtime.lease_ms / 4000))
+        if not behind:
+            notifier.wait(generation, idle_s)
     raise SystemExit(0)

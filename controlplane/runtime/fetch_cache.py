@@ -3,9 +3,17 @@
 An answer (`GET /internal/v1/metadata`) is fully determined by its `FetchKey`: the range asked
 (`after_offset`, the effective `max_records` and `max_bytes`), the wire form (media type and
 content encoding) and the log's head (cluster id, active controller, controller epoch, last
-offset). That holds because the log only ever holds committed records (a commit writes its
-records and the head's `last_offset` in one transaction) and the records read are bounded by
-the head's `last_offset`: nothing read from outside the database is ever kept here.
+offset, the log's start). That holds because the log only ever holds committed records (a
+commit writes its records and the head's `last_offset` in one transaction), the records read
+are bounded by the head's `last_offset`, and retention moves the head's `log_start_offset` in
+the transaction that deletes the records before it: nothing read from outside the database is
+ever kept here. A fetch whose records retention deleted after it read the head finds them
+missing (`selectors.LogStartMoved`), reads the head again and answers from it: records are
+never skipped.
+
+A fetch after an offset the log no longer holds (before `log_start_offset`) answers no records
+and the latest snapshot's id (`snapshot_id`, as Kafka's FetchResponse): the broker loads it
+(controlplane.runtime.snapshots) and fetches the log after it.
 
 So a commit that wakes 60 long-polling brokers costs one read of the log and one encoding per
 process (single flight: the others wait for the first one's fill), not 60. The head is read
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import gzip
 import threading
 from collections.abc import Callable, Iterable
@@ -30,7 +39,9 @@ import msgspec
 import zstandard
 
 from controlplane import selectors
+from controlplane.controller.errors import Errors
 
+SNAPSHOT_NOT_FOUND = int(Errors.SNAPSHOT_NOT_FOUND)
 JSON = "application/json"
 MSGPACK = "application/msgpack"
 # The media types served, the default first: it wins a tie (`*/*`, no Accept at all).
@@ -61,20 +72,42 @@ class FetchKey:
     max_bytes: int
     wire: WireForm
     head: tuple[tuple[str, Any], ...]
+    # Asked for records before the log's start: the answer names the latest snapshot instead
+    # (None: there is no intact one yet).
+    behind: bool = False
+    snapshot_id: tuple[tuple[str, int], ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class EncodedAnswer:
     body: bytes
     records: int  # how many records the body carries
+    snapshot: bool = False  # it names a snapshot to load instead: answered at once, no waiting
 
 
 def fetch_key(
-    *, head: dict[str, Any], after_offset: int, max_records: int, max_bytes: int, wire: WireForm
+    *,
+    head: dict[str, Any],
+    after_offset: int,
+    max_records: int,
+    max_bytes: int,
+    wire: WireForm,
+    snapshot_id: dict[str, int] | None = None,
 ) -> FetchKey:
     """The key of an answer, normalised so that every request whose answer is the same bytes
-    has the same key: every fetch at or past the head (nothing to answer) shares one, and a
+    has the same key: every fetch at or past the head (nothing to answer) shares one, every
+    fetch before the log's start another (`snapshot_id` is the latest snapshot's), and a
     `max_records` above what the log holds counts as what it holds."""
+    if is_behind(head=head, after_offset=after_offset):
+        return FetchKey(
+            after_offset=-1,
+            max_records=0,
+            max_bytes=0,
+            wire=wire,
+            head=tuple(head.items()),
+            behind=True,
+            snapshot_id=None if snapshot_id is None else tuple(snapshot_id.items()),
+        )
     last_offset = int(head["last_offset"])
     after = min(after_offset, last_offset)
     available = last_offset - after
@@ -86,6 +119,11 @@ def fetch_key(
         wire=wire,
         head=tuple(head.items()),
     )
+
+
+def is_behind(*, head: dict[str, Any], after_offset: int) -> bool:
+    """Whether records after `after_offset` were deleted (the log starts after the next)."""
+    return after_offset + 1 < int(head.get("log_start_offset", 0))
 
 
 class FetchCache:
@@ -184,22 +222,44 @@ def fetch_cache() -> FetchCache:
 def fetch_answer(
     *, after_offset: int, max_records: int, max_bytes: int, wire: WireForm
 ) -> EncodedAnswer:
-    """The answer to a fetch now: the head read, the body from the cache or encoded once."""
-    key = fetch_key(
-        head=selectors.metadata_head(),
-        after_offset=after_offset,
-        max_records=max_records,
-        max_bytes=max_bytes,
-        wire=wire,
-    )
-    return fetch_cache().get_or_fill(key, lambda: encode_answer(key))
+    """The answer to a fetch now: the head read, the body from the cache or encoded once.
+    Records deleted by retention after the head was read: the head is read again."""
+    for attempt in range(MAX_HEAD_READS):
+        head = selectors.metadata_head()
+        behind = is_behind(head=head, after_offset=after_offset)
+        key = fetch_key(
+            head=head,
+            after_offset=after_offset,
+            max_records=max_records,
+            max_bytes=max_bytes,
+            wire=wire,
+            snapshot_id=selectors.metadata_snapshot_id() if behind else None,
+        )
+        try:
+            return fetch_cache().get_or_fill(key, functools.partial(encode_answer, key))
+        except selectors.LogStartMoved:
+            if attempt == MAX_HEAD_READS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+# Each read of the head after a retention cut sees a later log start, so the second one
+# answers; a bound all the same, against a log cut again and again meanwhile.
+MAX_HEAD_READS = 100
 
 
 def encode_answer(key: FetchKey) -> EncodedAnswer:
-    """Read the key's records (bounded by its head) and encode and compress them."""
-    head = dict(key.head)
+    """Read the key's records (bounded by its head) and encode and compress them; before the
+    log's start, the latest snapshot's id instead (SNAPSHOT_NOT_FOUND when none is intact:
+    the controller writes one)."""
+    head = {**dict(key.head), "error_code": 0}
     records: list[str] = []
-    if key.max_records:
+    if key.behind:
+        if key.snapshot_id is None:
+            head["error_code"] = SNAPSHOT_NOT_FOUND
+        else:
+            head["snapshot_id"] = dict(key.snapshot_id)
+    elif key.max_records:
         records = selectors.metadata_records_json(
             after_offset=key.after_offset,
             up_to_offset=int(head["last_offset"]),
@@ -210,7 +270,9 @@ def encode_answer(key: FetchKey) -> EncodedAnswer:
         body = msgpack_body(head, records)
     else:
         body = json_body(head, records)
-    return EncodedAnswer(body=compress(body, key.wire.content_encoding), records=len(records))
+    return EncodedAnswer(
+        body=compress(body, key.wire.content_encoding), records=len(records), snapshot=key.behind
+    )
 
 
 def json_body(head: dict[str, Any], records: list[str]) -> bytes:

@@ -95,8 +95,8 @@ def log_commit(
 ) -> Lease:
     """Commit `delta`'s records and projections; answers the lease as the commit left it.
 
-    With `lease_ms`, the commit also renews the lease (until `lease_ms` after its transaction
-    began): it holds the cluster row's lock and has just checked the lease is its own, so a
+    With `lease_ms`, the commit also renews the lease (until `lease_ms` after its statements
+    ran): it holds the cluster row's lock and has just checked the lease is its own, so a
     batch that takes long to encode (100,000 partition changes) never lets its lease lapse in
     the middle, as when the lease was renewed only between batches."""
     if not delta.replayed:
@@ -179,12 +179,16 @@ def _commit(
         # The lease held when the batch was encoded, and nobody took it over since (the epoch
         # and holder are ours, and this transaction holds the row): the commit is safe.
         _check_fence(fence, lease, delta, timestamp)
-        expires = max(fence.lease_expires_ms, now_ms() + lease_ms)
         built = time.perf_counter()
         with WriteBehind() as writer:
             for write in statements():
                 writer.submit(write)
             projections_built.set(time.perf_counter() - built)
+        # Renewed as the transaction's last statement, not its first: a commit of 100,000
+        # partitions on a loaded machine runs for seconds, all the while holding the row (so
+        # no standby can take the lease meanwhile), and its controller must leave it with a
+        # whole lease, not one the commit itself spent.
+        expires = max(fence.lease_expires_ms, now_ms() + lease_ms)
         cursor.execute(
             "UPDATE cp_cluster SET last_offset = %s, lease_expires_ms = %s,"
             " leader_elections_total = leader_elections_total + %s,"

@@ -8,18 +8,27 @@ from django.db import connection
 
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import record_from_data
-from controlplane.models import MetadataRecord
+from controlplane.models import MetadataRecord, MetadataSnapshot
 from controlplane.runtime.lease import cluster_read
 from controlplane.runtime.projections import load_image
+from controlplane.runtime.snapshots import SnapshotDamaged, metadata_snapshot_load
 
 
 def image_from_log() -> tuple[MetadataImage, list[str]]:
-    """The image the log describes, and any gaps in its offsets."""
+    """The image the log describes, and any gaps in its offsets. A log that no longer starts
+    at offset 0 (retention) is replayed from the latest intact snapshot it goes on from."""
     cluster = cluster_read()
-    image = MetadataImage(cluster_id=cluster.cluster_id)
-    delta = MetadataDelta(image)
     problems: list[str] = []
-    rows = MetadataRecord.objects.order_by("offset").values_list("offset", "record_type", "data")
+    image = MetadataImage(cluster_id=cluster.cluster_id)
+    first = MetadataRecord.objects.order_by("offset").values_list("offset", flat=True).first()
+    if first is not None and first > 0:
+        image, problems = _image_from_snapshot(first)
+    delta = MetadataDelta(image)
+    rows = (
+        MetadataRecord.objects.filter(offset__gt=image.last_offset)
+        .order_by("offset")
+        .values_list("offset", "record_type", "data")
+    )
     for offset, record_type, data in rows.iterator(chunk_size=5000):
         if offset != delta.next_offset:
             problems.append(f"gap in the log: expected offset {delta.next_offset}, found {offset}")
@@ -27,6 +36,25 @@ def image_from_log() -> tuple[MetadataImage, list[str]]:
         delta.replay(record_from_data(record_type, data))
     image.apply(delta)
     return image, problems
+
+
+def _image_from_snapshot(first: int) -> tuple[MetadataImage, list[str]]:
+    """The image of the latest intact snapshot the log goes on from (its end offset at or
+    after the log's first record), and what was wrong on the way: damaged snapshots (skipped,
+    as the controller does), none to start from (the replay starts before the log's first
+    record, a gap)."""
+    cluster = cluster_read()
+    problems: list[str] = []
+    candidates = MetadataSnapshot.objects.filter(
+        damaged=False, end_offset__gte=first, end_offset__lte=cluster.last_offset + 1
+    ).order_by("-end_offset")
+    for snapshot in candidates:
+        try:
+            return metadata_snapshot_load(snapshot=snapshot).image(), problems
+        except SnapshotDamaged as error:
+            problems.append(str(error))
+    problems.append(f"the log starts at offset {first} and no intact snapshot goes on from it")
+    return MetadataImage(cluster_id=cluster.cluster_id), problems
 
 
 def metadata_verify() -> list[str]:

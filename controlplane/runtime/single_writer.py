@@ -26,6 +26,8 @@ _WRITE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _writing: contextvars.ContextVar[bool] = contextvars.ContextVar("projection_writes", default=False)
+_retaining: contextvars.ContextVar[bool] = contextvars.ContextVar("log_retention", default=False)
+_DELETE_LOG = re.compile(r'^\s*DELETE\s+FROM\s+"?cp_metadata_record"?\s', re.IGNORECASE)
 
 
 class ProjectionWriteOutsideCommit(AssertionError):
@@ -42,6 +44,18 @@ def commit_scope() -> Iterator[None]:
         _writing.reset(token)
 
 
+@contextlib.contextmanager
+def retention_scope() -> Iterator[None]:
+    """Log retention (controlplane.runtime.snapshots): the records before the oldest kept
+    snapshot are deleted. Only a DELETE of metadata records is let through here; every other
+    write of the log and the projections is still refused."""
+    token = _retaining.set(True)
+    try:
+        yield
+    finally:
+        _retaining.reset(token)
+
+
 # A test that tampers with a table on purpose (to show a check finds it) says so with this.
 projection_writes_allowed = commit_scope
 
@@ -55,7 +69,12 @@ def guarded_tables() -> frozenset[str]:
 
 def _guard(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
     match = _WRITE.match(sql)
-    if match and not _writing.get() and match.group(1) in guarded_tables():
+    if (
+        match
+        and not _writing.get()
+        and match.group(1) in guarded_tables()
+        and not (_retaining.get() and _DELETE_LOG.match(sql))
+    ):
         raise ProjectionWriteOutsideCommit(
             f"{match.group(1)} is written only by the controller's commit (log_commit): {sql[:80]}"
         )

@@ -65,7 +65,7 @@ class MetadataLogView(generics.ListAPIView):  # type: ignore[type-arg]
         return selectors.metadata_log_queryset()
 
 
-class _ErrorsAsJson(DefaultContentNegotiation):
+class ErrorsAsJson(DefaultContentNegotiation):
     """DRF's negotiation would refuse `Accept: application/msgpack` before the view runs: the
     view negotiates its answer itself (`fetch_cache.negotiate`), and errors are JSON."""
 
@@ -88,7 +88,7 @@ class MetadataFetchView(APIView):
     (controlplane.runtime.fetch_cache), as JSON or MessagePack, gzip or zstd or neither."""
 
     permission_classes = [ClusterActionPermission]
-    content_negotiation_class = _ErrorsAsJson
+    content_negotiation_class = ErrorsAsJson
 
     @extend_schema(
         parameters=[MetadataFetchQuerySerializer],
@@ -125,7 +125,7 @@ class MetadataFetchView(APIView):
 
         generation = notifier.generation
         answer = fetch()
-        if not answer.records and wait_s > 0:
+        if not answer.records and not answer.snapshot and wait_s > 0:
             long_poll: LongPoll | None = request.META.get(LONG_POLL)
             if long_poll is not None:  # the server waits on its event loop, not in this thread
                 long_poll.defer(

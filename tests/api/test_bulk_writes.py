@@ -7,13 +7,16 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import time
 import uuid
+from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
+from controlplane.runtime import write_behind
 from controlplane.runtime.bulk import COPY_MIN_ROWS, Column, prepared_update, prepared_upsert
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerEvent, RequestContext
@@ -71,6 +74,28 @@ def test_staged_upserts_and_updates_change_exactly_their_rows(count):
         _upsert_then_update(count)
 
 
+def test_a_second_staged_write_of_the_same_shape_never_reads_the_firsts_rows():
+    """Stages are per shape and per connection: one transaction's second write of a shape
+    starts from an empty stage, not from the first write's rows."""
+    keys = [("TOPIC", f"t{i}", "retention.ms") for i in range(COPY_MIN_ROWS + 3)]
+    with commit_scope():
+        prepared_upsert(
+            table="cp_config",
+            columns=CONFIG_COLUMNS,
+            rows=[(*key, "0") for key in keys],
+            conflict=["resource_type", "resource_name", "name"],
+            update=["value"],
+        )()
+        for value in ("1", "2"):  # the same keys twice in a row: the second value wins
+            prepared_update(
+                table="cp_config",
+                columns=CONFIG_COLUMNS,
+                rows=[(*key, value) for key in keys],
+                key=["resource_type", "resource_name", "name"],
+            )()
+    assert set(ConfigEntry.objects.values_list("value", flat=True)) == {"2"}
+
+
 def _upsert_then_update(count: int) -> None:
     keys = [("TOPIC", f"t{i}", "retention.ms") for i in range(count)]
     upsert = prepared_upsert(
@@ -97,6 +122,46 @@ def _upsert_then_update(count: int) -> None:
     values = dict(ConfigEntry.objects.values_list("resource_name", "value"))
     assert len(values) == count
     assert values == {key[1]: "2" if i % 2 == 0 else "3" for i, key in enumerate(keys)}
+
+
+def test_a_staged_update_looks_its_rows_up_by_the_key_index_for_that_statement_only():
+    """A large update joins its staged rows to the table through the key's index, never by
+    hashing or sorting the whole table (its cost is its rows', not the table's: a controlled
+    shutdown at a million partitions), and the planner's join settings are back right after."""
+    count = COPY_MIN_ROWS + 3
+    plans: list[str] = []
+
+    def explained(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if sql.startswith("UPDATE cp_config"):
+            with connection.cursor() as cursor:
+                cursor.execute("EXPLAIN " + sql, params)
+                plans.append("\n".join(row[0] for row in cursor.fetchall()))
+        return execute(sql, params, many, context)
+
+    with commit_scope(), transaction.atomic():
+        ConfigEntry.objects.bulk_create(  # not staged: a stage's rows last until the commit
+            ConfigEntry(
+                resource_type="TOPIC", resource_name=f"t{i}", name="retention.ms", value="1"
+            )
+            for i in range(4 * count)
+        )
+        with connection.execute_wrapper(explained):
+            prepared_update(
+                table="cp_config",
+                columns=CONFIG_COLUMNS,
+                rows=[("TOPIC", f"t{i}", "retention.ms", "2") for i in range(0, 4 * count, 4)],
+                key=["resource_type", "resource_name", "name"],
+            )()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT current_setting('enable_hashjoin'), current_setting('enable_mergejoin')"
+            )
+            assert cursor.fetchone() == ("on", "on")
+    assert len(plans) == 1
+    assert "Hash Join" not in plans[0] and "Merge Join" not in plans[0], plans[0]
+    assert "Index" in plans[0], plans[0]
+    updated = ConfigEntry.objects.filter(value="2").count()
+    assert updated == count
 
 
 def test_a_large_commit_counts_each_copy_as_one_statement_whatever_its_size():
@@ -149,3 +214,27 @@ def test_a_commit_renews_the_lease_and_leaves_the_collector_on():
     assert stored >= before + runtime.lease_ms > soon
     assert runtime.lease.expires_ms == stored
     assert gc.isenabled()
+
+
+def test_a_long_commit_leaves_its_controller_a_whole_lease(monkeypatch):
+    """The lease is renewed by the transaction's last statement: a commit whose statements run
+    for long (100,000 partitions on a loaded machine) must not spend the lease it leaves."""
+    runtime = get_runtime()
+    cluster_id = cluster_get_or_create().cluster_id
+    runtime.handle(ControllerEvent("BrokerRegistration", registration_body(1, cluster_id)))
+    finished: list[int] = []
+    real_exit = write_behind.WriteBehind.__exit__
+
+    def slow_statements(self: Any, *exc: Any) -> Any:
+        outcome = real_exit(self, *exc)
+        time.sleep(0.3)  # what a slow statement would have taken
+        finished.append(now_ms())
+        return outcome
+
+    monkeypatch.setattr(write_behind.WriteBehind, "__exit__", slow_statements)
+    answer = runtime.handle(ControllerEvent("BrokerRegistration", registration_body(2, cluster_id)))
+    assert answer.response["error_code"] == 0
+    assert len(finished) == 1
+    stored = Cluster.objects.get(pk=1).lease_expires_ms
+    assert stored >= finished[0] + runtime.lease_ms
+    assert runtime.lease is not None and runtime.lease.expires_ms == stored

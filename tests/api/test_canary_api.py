@@ -351,3 +351,25 @@ def test_rollout_complete_and_bad_queries(api, tokens, register):
         assert status == 400 and body["error"] == "INVALID_REQUEST", (query, body)
     status, body = api.get("/api/v1/canary/rollout?version=1", token=tokens["admin"])
     assert json.loads(json.dumps(body))["verdict"] == "NOT_STARTED"
+
+
+def test_the_guard_counts_canaries_registered_before_a_retention_cut(
+    api, tokens, register, monkeypatch
+):
+    from controlplane.models import Cluster
+    from controlplane.runtime import snapshots
+    from tests.api.test_metadata_snapshots import KEEP_ONE
+
+    monkeypatch.setattr(snapshots, "RETENTION_FLOORS", [])  # no audit export holds it back
+    for broker_id in range(3):
+        register(broker_id, unfence=True, software_version="1.0")
+    canaries = [register(b, unfence=True, pod=CANARY, software_version="1.1") for b in (100, 101)]
+    baking = rollout(api, tokens["admin"], "1.1")
+    assert baking["verdict"] == "HOLD" and "still baking" in baking["explanation"]
+    snapshots.metadata_snapshot_create(config=KEEP_ONE)
+    alter_configs(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "0")
+    snapshots.metadata_snapshot_create(config=KEEP_ONE)  # the older snapshot and its log go
+    assert Cluster.objects.get(pk=1).log_start_offset > max(canaries)
+    healthy = rollout(api, tokens["admin"], "1.1")
+    assert healthy["verdict"] == "PROCEED", healthy
+    assert healthy["evidence"]["canary"]["brokers"] == [100, 101]

@@ -21,6 +21,7 @@ from controlplane.runtime.projections import (
     register_projection,
 )
 from controlplane.runtime.request_ids import COLLISION_LISTENERS
+from controlplane.runtime.snapshots import RETENTION_FLOORS
 
 
 def _registries() -> dict[str, list[Any]]:
@@ -32,6 +33,7 @@ def _registries() -> dict[str, list[Any]]:
         "commit audit": list(COMMIT_AUDIT),
         "scrape collectors": list(SCRAPE_COLLECTORS),
         "auditors": list(AUDITORS),
+        "retention floors": list(RETENTION_FLOORS),
     }
 
 
@@ -58,12 +60,14 @@ def test_every_app_plugs_in_from_ready() -> None:
         "timeline",
     ]
     assert [job.__name__ for job in TIMER_JOBS] == [
+        "metadata_snapshot_when_due",
         "apply_waiting_reports",
         "rebalance_when_due",
         "mirror_members_expire",
         "export_when_due",
     ]
     assert [type(c).__name__ for c in SCRAPE_COLLECTORS] == [
+        "SnapshotCollector",
         "ClusterCollector",
         "ReplicationCollector",
         "CanaryCollector",
@@ -72,6 +76,7 @@ def test_every_app_plugs_in_from_ready() -> None:
     assert [f.__name__ for f in AUDITORS] == ["audit_executed"]
     assert [f.__name__ for f in FENCING_LISTENERS] == ["audit_fencing_hold_off"]
     assert [f.__name__ for f in COLLISION_LISTENERS] == ["audit_request_id_collisions"]
+    assert [f.__name__ for f in RETENTION_FLOORS] == ["audit_exported_offset"]
 
 
 def _job(runtime: object) -> None: ...

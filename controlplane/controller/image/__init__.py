@@ -15,7 +15,12 @@ from controlplane.controller.image.cluster import (
     BrokerRegistration,
     BrokerStatus,
 )
-from controlplane.controller.image.metadata import MetadataDelta, MetadataImage, replay_log
+from controlplane.controller.image.metadata import (
+    MetadataDelta,
+    MetadataImage,
+    image_from_records,
+    replay_log,
+)
 from controlplane.controller.image.topics import PartitionRegistration, TopicInfo, TopicPartition
 
 __all__ = [
@@ -27,5 +32,6 @@ __all__ = [
     "PartitionRegistration",
     "TopicInfo",
     "TopicPartition",
+    "image_from_records",
     "replay_log",
 ]

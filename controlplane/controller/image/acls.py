@@ -30,6 +30,11 @@ class AclsImage:
     def as_comparable(self) -> dict[str, Any]:
         return {"acls": {k: v.to_data() for k, v in sorted(self.acls.items())}}
 
+    def records(self) -> Iterator[Record]:
+        """The records that rebuild this part in an empty image: each ACL's own, by id."""
+        for acl_id in sorted(self.acls):
+            yield self.acls[acl_id]
+
 
 class AclsDelta:
     """ACLs changed over an AclsImage, by id; None marks a removed ACL."""

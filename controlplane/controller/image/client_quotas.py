@@ -6,10 +6,15 @@ Replays ClientQuotaRecord.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from controlplane.controller.records import ClientQuotaRecord, QuotaEntity, Record
+
+
+def _entity_order(entity: QuotaEntity) -> tuple[tuple[str, bool, str], ...]:
+    """A total order of entities: a default entity (name None) before the named ones."""
+    return tuple((entity_type, name is not None, name or "") for entity_type, name in entity)
 
 
 @dataclasses.dataclass(slots=True)
@@ -39,6 +44,13 @@ class ClientQuotasImage:
                 for e, v in sorted(self.client_quotas.items(), key=lambda item: repr(item[0]))
             }
         }
+
+    def records(self) -> Iterator[Record]:
+        """The records that rebuild this part in an empty image: one per quota key, by entity
+        and key."""
+        for entity in sorted(self.client_quotas, key=_entity_order):
+            for key, value in sorted(self.client_quotas[entity].items()):
+                yield ClientQuotaRecord(entity=entity, key=key, value=value)
 
 
 class ClientQuotasDelta:

@@ -117,6 +117,32 @@ class ClusterImage:
     def as_comparable(self) -> dict[str, Any]:
         return {"brokers": {k: v.as_comparable() for k, v in sorted(self.brokers.items())}}
 
+    def records(self) -> Iterator[Record]:
+        """The records that rebuild this part in an empty image, by broker id: each
+        registration whole (its epoch, fencing, controlled shutdown and where it began), then
+        the log dirs its heartbeats report offline, if any."""
+        for broker_id in sorted(self.brokers):
+            broker = self.brokers[broker_id]
+            yield RegisterBrokerRecord(
+                broker_id=broker_id,
+                incarnation_id=broker.incarnation_id,
+                broker_epoch=broker.epoch,
+                listeners=broker.listeners,
+                rack=broker.rack,
+                pod=broker.pod,
+                log_dirs=broker.log_dirs,
+                fenced=broker.fenced,
+                in_controlled_shutdown=broker.in_controlled_shutdown,
+                software_version=broker.software_version,
+                controlled_shutdown_offset=broker.controlled_shutdown_offset,
+            )
+            if broker.offline_log_dirs:
+                yield BrokerRegistrationChangeRecord(
+                    broker_id=broker_id,
+                    broker_epoch=broker.epoch,
+                    offline_log_dirs=broker.offline_log_dirs,
+                )
+
 
 class ClusterDelta:
     """Registrations changed over a ClusterImage; None marks an unregistered broker."""
@@ -156,6 +182,7 @@ class ClusterDelta:
             log_dirs=record.log_dirs,
             fenced=record.fenced,
             in_controlled_shutdown=record.in_controlled_shutdown,
+            controlled_shutdown_offset=record.controlled_shutdown_offset,
             software_version=record.software_version,
         )
 

@@ -6,7 +6,7 @@ Replays ConfigRecord; a removed topic's configs go with it (`replay_remove_topic
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from controlplane.controller.records import ConfigRecord, Record
@@ -39,6 +39,13 @@ class ConfigurationsImage:
                 f"{t}:{n}": dict(sorted(v.items())) for (t, n), v in sorted(self.configs.items())
             }
         }
+
+    def records(self) -> Iterator[Record]:
+        """The records that rebuild this part in an empty image: one per value, by resource
+        and name."""
+        for (resource_type, resource_name), entries in sorted(self.configs.items()):
+            for name, value in sorted(entries.items()):
+                yield ConfigRecord(resource_type, resource_name, name, value)
 
 
 class ConfigurationsDelta:

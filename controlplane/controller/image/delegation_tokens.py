@@ -33,6 +33,12 @@ class DelegationTokenImage:
             "delegation_tokens": {k: v.to_data() for k, v in sorted(self.delegation_tokens.items())}
         }
 
+    def records(self) -> Iterator[Record]:
+        """The records that rebuild this part in an empty image: each live token's latest
+        record (its creation or last renewal), by id."""
+        for token_id in sorted(self.delegation_tokens):
+            yield self.delegation_tokens[token_id]
+
 
 class DelegationTokenDelta:
     """Tokens created, renewed or removed (None) over a DelegationTokenImage."""

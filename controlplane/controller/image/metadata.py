@@ -6,13 +6,15 @@ AclsImage, DelegationTokenImage), and MirrorMaker 2's (MirrorImage).
 that owns its type (one dict lookup), so a new record type is added to its domain's part alone.
 Handlers read the state through the delta, so a batch of requests sees its own earlier changes.
 Replaying every record of the log into an empty image rebuilds the state exactly;
-`verify_metadata` depends on that.
+`verify_metadata` depends on that. So does a snapshot (Kafka's MetadataImage.write): each part
+yields the records that rebuild it in an empty image (`snapshot_records`), and
+`image_from_records` replays them.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from controlplane.controller.image.acls import AclsDelta, AclsImage
@@ -39,12 +41,24 @@ from controlplane.controller.records import (
     NO_OFFSET,
     AccessControlEntryRecord,
     DelegationTokenRecord,
+    PartitionRecord,
     QuotaEntity,
     Record,
     RemoveTopicRecord,
+    TopicRecord,
 )
 
 Replayer = Callable[[Any, int], None]  # applies one record at its offset
+
+
+class ImagePart(Protocol):
+    """A part of the image: it can say itself as records, for a snapshot."""
+
+    def records(self) -> Iterator[Record]:
+        """The records that, replayed in order into an empty image (after the records of the
+        parts before it), rebuild the part exactly; in a deterministic order, so that equal
+        parts yield equal records."""
+        ...
 
 
 class DerivedIndex(Protocol):
@@ -150,6 +164,28 @@ class MetadataImage:
         self.last_offset = delta.last_offset
         for index in self.derived.values():
             index.advance(delta)
+
+    def parts(self) -> tuple[ImagePart, ...]:
+        """Every part, in the order a snapshot writes them: what a part's replay checks or
+        reads comes before it (brokers, then topics and their partitions, then configs, some
+        of which belong to topics). A new part goes here, or it is missing from snapshots."""
+        return (
+            self.cluster_image,
+            self.topics_image,
+            self.configs_image,
+            self.client_quotas_image,
+            self.acls_image,
+            self.delegation_tokens_image,
+            self.mirror_image,
+        )
+
+    def snapshot_records(self) -> Iterator[Record]:
+        """The records of a snapshot of this image (Kafka's MetadataImage.write): replayed in
+        order into an empty image by `image_from_records`, they rebuild it exactly. A
+        generator (an image may hold a million partitions); the same records, in the same
+        order, for equal images, so two copies can compare checksums of them."""
+        for part in self.parts():
+            yield from part.records()
 
     def as_comparable(self) -> dict[str, Any]:
         return {
@@ -274,7 +310,7 @@ class MetadataDelta:
         return self.cluster_delta.all_brokers()
 
     def broker_has_leaderships(self, broker_id: int) -> bool:
-        return bool(self.topics_delta.partitions_led_by(broker_id))
+        return self.topics_delta.broker_has_leaderships(broker_id)
 
     def topic(self, topic_id: str) -> TopicInfo | None:
         return self.topics_delta.topic(topic_id)
@@ -339,4 +375,54 @@ def replay_log(cluster_id: str, records: list[Record]) -> MetadataImage:
     for record in records:
         delta.replay(record)
     image.apply(delta)
+    return image
+
+
+# A snapshot is loaded in deltas of this many records, as the log's are committed: a delta of a
+# million partitions would hold them all a second time until applied.
+SNAPSHOT_RECORDS_PER_DELTA = 10_000
+
+
+def image_from_records(
+    *, cluster_id: str, records: Iterable[Record], last_offset: int
+) -> MetadataImage:
+    """The image a snapshot describes: its records (`MetadataImage.snapshot_records`) replayed
+    into an empty image, which is then at `last_offset`, the offset the snapshot was taken at
+    (the log goes on from the next one). The records are replayed at offsets of their own
+    (0, 1, ...), which no state keeps: every offset the image holds (broker epochs, where a
+    controlled shutdown began, the mirror's offsets) is carried in the records."""
+    image = MetadataImage(cluster_id=cluster_id)
+    delta = MetadataDelta(image)
+    topics = image.topics_image
+    # A topic and its partitions (a TopicRecord, then its PartitionRecords 0..n-1, as
+    # `TopicsImage.records` yields them) go straight into the image, whole (`load_topic`, which
+    # checks them as replay would); every other record is replayed through a delta, applied
+    # before the next topic so that the records' order holds.
+    topic: TopicRecord | None = None
+    partitions: list[PartitionRecord] = []
+    for record in records:
+        if (
+            isinstance(record, PartitionRecord)
+            and topic is not None
+            and record.topic_id == topic.topic_id
+        ):
+            partitions.append(record)
+            continue
+        if topic is not None:
+            topics.load_topic(topic, partitions)
+            topic, partitions = None, []
+        if isinstance(record, TopicRecord):
+            if delta.replayed:
+                image.apply(delta)
+                delta = MetadataDelta(image)
+            topic = record
+            continue
+        delta.replay(record)
+        if len(delta.replayed) == SNAPSHOT_RECORDS_PER_DELTA:
+            image.apply(delta)
+            delta = MetadataDelta(image)
+    if topic is not None:
+        topics.load_topic(topic, partitions)
+    image.apply(delta)
+    image.last_offset = last_offset
     return image

@@ -1,7 +1,9 @@
 """MirrorMaker 2's part of the image (KIP-710): the configuration text and each flow's group.
 
 Replays MirrorMakerConfigRecord, MirrorGroupRecord, MirrorAssignmentRecord,
-MirrorTaskConfigsRecord and MirrorTargetStateRecord. A flow is keyed by (source, target) alias.
+MirrorTaskConfigsRecord and MirrorTargetStateRecord, and the snapshot's whole-state forms
+(MirrorMakerConfigSnapshotRecord, MirrorFlowSnapshotRecord). A flow is keyed by (source, target)
+alias.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from typing import Any
 from controlplane.controller.mirror_records import (
     TARGET_STATES,
     MirrorAssignmentRecord,
+    MirrorFlowSnapshotRecord,
     MirrorGroupRecord,
     MirrorMakerConfigRecord,
+    MirrorMakerConfigSnapshotRecord,
     MirrorMember,
     MirrorTargetStateRecord,
     MirrorTaskConfigsRecord,
@@ -115,6 +119,27 @@ class MirrorImage:
             "mirror_flows": {f"{s}->{t}": g.as_data() for (s, t), g in sorted(self.flows.items())},
         }
 
+    def records(self) -> Iterator[Record]:
+        """The records that rebuild this part in an empty image: the configuration, then each
+        flow whole, by (source, target). Whole-state records, since the state keeps the offsets
+        it was written at and a flow's assignment may be of an older generation than its
+        members."""
+        if self.config is not None:
+            yield MirrorMakerConfigSnapshotRecord(text=self.config.text, offset=self.config.offset)
+        for (source, target), group in sorted(self.flows.items()):
+            yield MirrorFlowSnapshotRecord(
+                source=source,
+                target=target,
+                generation=group.generation,
+                leader=group.leader,
+                members=group.members,
+                assignment_generation=group.assignment_generation,
+                assignments=group.assignments,
+                task_configs=dict(sorted(group.task_configs.items())),
+                target_states=dict(sorted(group.target_states.items())),
+                offset=group.offset,
+            )
+
 
 class MirrorDelta:
     """The configuration and flow groups changed over a MirrorImage."""
@@ -131,6 +156,8 @@ class MirrorDelta:
             MirrorAssignmentRecord: self.replay_assignment,
             MirrorTaskConfigsRecord: self.replay_task_configs,
             MirrorTargetStateRecord: self.replay_target_state,
+            MirrorMakerConfigSnapshotRecord: self.replay_config_snapshot,
+            MirrorFlowSnapshotRecord: self.replay_flow_snapshot,
         }
 
     # --- reads through the changes ---------------------------------------------------------
@@ -209,3 +236,27 @@ class MirrorDelta:
         current = self.flow(key)
         states = {**current.target_states, record.connector: record.state}
         self.changed_flows[key] = dataclasses.replace(current, target_states=states, offset=offset)
+
+    def replay_config_snapshot(self, record: MirrorMakerConfigSnapshotRecord, offset: int) -> None:
+        self.changed_config = MirrorConfig(record.text, record.offset)
+
+    def replay_flow_snapshot(self, record: MirrorFlowSnapshotRecord, offset: int) -> None:
+        key = (record.source, record.target)
+        if bool(record.members) != bool(record.leader) or (
+            record.leader and record.leader not in {m.member_id for m in record.members}
+        ):
+            raise ValueError(
+                f"MirrorFlowSnapshotRecord for {key}: its leader is not one of its members"
+            )
+        if not TARGET_STATES.issuperset(record.target_states.values()):
+            raise ValueError(f"MirrorFlowSnapshotRecord for {key} with an unknown target state")
+        self.changed_flows[key] = FlowGroup(
+            generation=record.generation,
+            leader=record.leader,
+            members=record.members,
+            assignment_generation=record.assignment_generation,
+            assignments=record.assignments,
+            task_configs=dict(record.task_configs),
+            target_states=dict(record.target_states),
+            offset=record.offset,
+        )

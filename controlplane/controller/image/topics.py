@@ -3,6 +3,11 @@
 
 Replays TopicRecord, PartitionRecord and PartitionChangeRecord; RemoveTopicRecord is replayed
 through `MetadataDelta`, since a topic's configs go with it.
+
+Compact, for a million partitions in a controller of well under 1 GiB (issue 23): partitions
+share their replica, ISR and offline tuples (a cluster has few distinct assignments, and an ISR
+is most often its replicas), every key of a topic's partitions shares the topic's id string,
+and the indexes by broker hold one entry per partition, not seven (`PartitionGroup`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,48 @@ from controlplane.controller.records import (
 )
 
 TopicPartition = tuple[str, int]  # (topic id, partition index)
+Brokers = tuple[int, ...]
+
+# The one tuple of each value (see `shared_brokers`); cleared past a bound, as it only saves
+# memory and a cluster's distinct assignments are far fewer.
+_SHARED_BROKERS: dict[Brokers, Brokers] = {}
+SHARED_VALUES_MAX = 1 << 16
+
+
+def shared_brokers(brokers: Brokers) -> Brokers:
+    """The tuple equal to `brokers` that every partition holding these brokers shares: two
+    tuples of three brokers cost 128 bytes a partition, a shared one nothing."""
+    found = _SHARED_BROKERS.get(brokers)
+    if found is not None:
+        return found
+    if len(_SHARED_BROKERS) >= SHARED_VALUES_MAX:
+        _SHARED_BROKERS.clear()
+    _SHARED_BROKERS[brokers] = brokers
+    return brokers
+
+
+def shared_isr(isr: Brokers, replicas: Brokers) -> Brokers:
+    """The partition's replicas tuple itself when the ISR is all of them (most often, and then
+    shared even when assignments are too many for `shared_brokers` to keep them all)."""
+    return replicas if isr == replicas else shared_brokers(isr)
+
+
+# Partition indexes past CPython's cached small ints, one int object each, for every topic's
+# keys: 28 bytes a partition of a large topic otherwise.
+_SHARED_INDEXES: dict[int, int] = {}
+SHARED_INDEX_CACHED = 256  # CPython shares the ints up to this one already
+
+
+def _shared_index(index: int) -> int:
+    if index <= SHARED_INDEX_CACHED:
+        return index
+    found = _SHARED_INDEXES.get(index)
+    if found is not None:
+        return found
+    if len(_SHARED_INDEXES) >= SHARED_VALUES_MAX:
+        _SHARED_INDEXES.clear()
+    _SHARED_INDEXES[index] = index
+    return index
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -46,28 +93,41 @@ class PartitionRegistration:
 
     @classmethod
     def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
+        replicas = shared_brokers(record.replicas)
         return cls(
-            replicas=record.replicas,
-            isr=record.isr,
+            replicas=replicas,
+            isr=shared_isr(record.isr, replicas),
             leader=record.leader,
             leader_epoch=record.leader_epoch,
             partition_epoch=record.partition_epoch,
-            offline_replicas=record.offline_replicas,
+            offline_replicas=shared_brokers(record.offline_replicas),
             is_canary=record.is_canary,
             canary_isolated=record.canary_isolated,
         )
 
     def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
         leader_changed = change.leader != NO_LEADER_CHANGE
+        replicas = self.replicas if change.replicas is None else shared_brokers(change.replicas)
+        # Hot (twice per partition of a large commit): `shared_isr` and `shared_brokers` inline.
+        isr = change.isr
+        if isr is None:
+            isr = self.isr
+        elif isr == replicas:
+            isr = replicas
+        else:
+            isr = _SHARED_BROKERS.get(isr) or shared_brokers(isr)
+        offline = change.offline_replicas
+        if offline is None:
+            offline = self.offline_replicas
+        elif offline:  # () is one object already
+            offline = _SHARED_BROKERS.get(offline) or shared_brokers(offline)
         return PartitionRegistration(
-            replicas=self.replicas if change.replicas is None else change.replicas,
-            isr=self.isr if change.isr is None else change.isr,
+            replicas=replicas,
+            isr=isr,
             leader=change.leader if leader_changed else self.leader,
             leader_epoch=self.leader_epoch + 1 if leader_changed else self.leader_epoch,
             partition_epoch=self.partition_epoch + 1,
-            offline_replicas=self.offline_replicas
-            if change.offline_replicas is None
-            else change.offline_replicas,
+            offline_replicas=offline,
             is_canary=self.is_canary,
             canary_isolated=self.canary_isolated
             if change.canary_isolated is None
@@ -85,20 +145,47 @@ class PartitionRegistration:
         return dataclasses.asdict(self)
 
 
-def _index_add(index: dict[int, set[TopicPartition]], key: int, tp: TopicPartition) -> None:
-    bucket = index.get(key)
-    if bucket is None:
-        index[key] = {tp}
+# Partitions alike in what the indexes by broker ask of them: (replicas, ISR, leader).
+PartitionGroup = tuple[Brokers, Brokers, int]
+# A group's partitions: the key of its one partition, or a set of two or more (where
+# assignments are spread at random, most groups are of one, and an empty set is 216 bytes).
+GroupMembers = TopicPartition | set[TopicPartition]
+
+
+def _with_shared_brokers(partition: PartitionRegistration) -> PartitionRegistration:
+    """`partition`, or its equal holding the shared tuples when it was built with its own (a
+    loaded row, a direct construction): records' partitions share them already."""
+    replicas, isr, offline = partition.replicas, partition.isr, partition.offline_replicas
+    shared_replicas = shared_brokers(replicas)
+    shared = shared_replicas, shared_isr(isr, shared_replicas), shared_brokers(offline)
+    if shared[0] is replicas and shared[1] is isr and shared[2] is offline:
+        return partition
+    return PartitionRegistration(
+        replicas=shared[0],
+        isr=shared[1],
+        leader=partition.leader,
+        leader_epoch=partition.leader_epoch,
+        partition_epoch=partition.partition_epoch,
+        offline_replicas=shared[2],
+        is_canary=partition.is_canary,
+        canary_isolated=partition.canary_isolated,
+    )
+
+
+def _link(index: dict[int, set[PartitionGroup]], broker_id: int, group: PartitionGroup) -> None:
+    groups = index.get(broker_id)
+    if groups is None:
+        index[broker_id] = {group}
     else:
-        bucket.add(tp)
+        groups.add(group)
 
 
-def _index_discard(index: dict[int, set[TopicPartition]], key: int, tp: TopicPartition) -> None:
-    bucket = index.get(key)
-    if bucket is not None:
-        bucket.discard(tp)
-        if not bucket:
-            del index[key]
+def _unlink(index: dict[int, set[PartitionGroup]], broker_id: int, group: PartitionGroup) -> None:
+    groups = index.get(broker_id)
+    if groups is not None:
+        groups.discard(group)
+        if not groups:
+            del index[broker_id]
 
 
 @dataclasses.dataclass(slots=True)
@@ -108,57 +195,204 @@ class TopicsImage:
     partitions: dict[TopicPartition, PartitionRegistration] = dataclasses.field(
         default_factory=dict
     )
-    # Kafka's BrokersToIsrs, and its kin: partitions by broker, kept as partitions change.
-    replica_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
-    isr_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
-    leader_index: dict[int, set[TopicPartition]] = dataclasses.field(default_factory=dict)
+    # Kafka's BrokersToIsrs, and its kin, compacted: the partitions of each group (one entry a
+    # partition, where three sets by broker held seven), and each broker's groups as a replica,
+    # an ISR member and the leader (with Kafka's placement, a few thousand groups however many
+    # partitions). Derived from `partitions`, kept as they change; never compared.
+    groups: dict[PartitionGroup, GroupMembers] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
+    groups_by_replica: dict[int, set[PartitionGroup]] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
+    groups_by_isr_member: dict[int, set[PartitionGroup]] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
+    groups_by_leader: dict[int, set[PartitionGroup]] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
+    )
 
+    # --- partitions by broker ---------------------------------------------------------------
     def broker_has_leaderships(self, broker_id: int) -> bool:
-        return bool(self.leader_index.get(broker_id))
+        return broker_id in self.groups_by_leader  # a broker's entry goes with its last group
 
+    def partitions_with_replica(self, broker_id: int) -> set[TopicPartition]:
+        return self._members(self.groups_by_replica, broker_id)
+
+    def partitions_with_isr_member(self, broker_id: int) -> set[TopicPartition]:
+        return self._members(self.groups_by_isr_member, broker_id)
+
+    def partitions_led_by(self, broker_id: int) -> set[TopicPartition]:
+        """The partitions `broker_id` leads (NO_LEADER: the leaderless ones)."""
+        return self._members(self.groups_by_leader, broker_id)
+
+    def _members(
+        self, index: dict[int, set[PartitionGroup]], broker_id: int
+    ) -> set[TopicPartition]:
+        found: set[TopicPartition] = set()
+        groups = self.groups
+        for group in index.get(broker_id, ()):
+            members = groups[group]
+            if isinstance(members, set):
+                found |= members
+            else:
+                found.add(members)
+        return found
+
+    # The indexes by broker as whole dicts, built from the groups on each read (O(partitions)):
+    # for tests and tools; the controller asks broker by broker.
+    @property
+    def replica_index(self) -> dict[int, set[TopicPartition]]:
+        return {b: self.partitions_with_replica(b) for b in self.groups_by_replica}
+
+    @property
+    def isr_index(self) -> dict[int, set[TopicPartition]]:
+        return {b: self.partitions_with_isr_member(b) for b in self.groups_by_isr_member}
+
+    @property
+    def leader_index(self) -> dict[int, set[TopicPartition]]:
+        return {b: self.partitions_led_by(b) for b in self.groups_by_leader}
+
+    # --- changes ------------------------------------------------------------------------------
     def put_partition(self, tp: TopicPartition, partition: PartitionRegistration | None) -> None:
-        old = self.partitions.pop(tp, None)
-        if old is not None and partition is not None:
-            self.partitions[tp] = partition
-            self._reindex(tp, old, partition)
-            return
-        if old is not None:
-            for replica in old.replicas:
-                _index_discard(self.replica_index, replica, tp)
-            for replica in old.isr:
-                _index_discard(self.isr_index, replica, tp)
-            _index_discard(self.leader_index, old.leader, tp)
+        partitions = self.partitions
+        old = partitions.get(tp)
         if partition is None:
+            if old is not None:
+                del partitions[tp]
+                self._ungroup(tp, old)
             return
-        self.partitions[tp] = partition
-        for replica in partition.replicas:
-            _index_add(self.replica_index, replica, tp)
-        for replica in partition.isr:
-            _index_add(self.isr_index, replica, tp)
-        _index_add(self.leader_index, partition.leader, tp)
+        if old is None or partition.replicas is not old.replicas:
+            # New or reassigned, perhaps built with tuples of its own (a loaded row); a change
+            # from `merge`, the hot path of a large commit, shares them already.
+            partition = _with_shared_brokers(partition)
+        if old is not None:
+            if (
+                partition.leader == old.leader
+                and partition.isr == old.isr
+                and partition.replicas == old.replicas
+            ):
+                # Still in its group (offline replicas or canary isolation changed): the key
+                # stays the one stored, which its group holds too.
+                partitions[tp] = partition
+                return
+            del partitions[tp]
+            self._ungroup(tp, old)
+        tp = self._shared_key(tp)
+        partitions[tp] = partition
+        self._group(tp, partition)
 
-    def _reindex(
-        self, tp: TopicPartition, old: PartitionRegistration, new: PartitionRegistration
-    ) -> None:
-        """Only the index entries that differ: an election or an ISR change (most of a large
-        commit's changes) leaves the replicas alone and moves one or two brokers."""
-        if old.replicas != new.replicas:
-            for replica in old.replicas:
-                if replica not in new.replicas:
-                    _index_discard(self.replica_index, replica, tp)
-            for replica in new.replicas:
-                if replica not in old.replicas:
-                    _index_add(self.replica_index, replica, tp)
-        if old.isr != new.isr:
-            for replica in old.isr:
-                if replica not in new.isr:
-                    _index_discard(self.isr_index, replica, tp)
-            for replica in new.isr:
-                if replica not in old.isr:
-                    _index_add(self.isr_index, replica, tp)
-        if old.leader != new.leader:
-            _index_discard(self.leader_index, old.leader, tp)
-            _index_add(self.leader_index, new.leader, tp)
+    def _shared_key(self, tp: TopicPartition) -> TopicPartition:
+        """`tp` with its topic's own id string, not the one of the record or row it came from
+        (a standby's records and a loaded row each bring their own copy), and a shared int."""
+        topic_id, index = tp
+        topic = self.topics.get(topic_id)
+        shared_id = topic_id if topic is None else topic.topic_id
+        shared_index = _shared_index(index)
+        if shared_id is topic_id and shared_index is index:
+            return tp
+        return (shared_id, shared_index)
+
+    def _group(self, tp: TopicPartition, partition: PartitionRegistration) -> None:
+        group = (partition.replicas, partition.isr, partition.leader)
+        members = self.groups.get(group)
+        if isinstance(members, set):
+            members.add(tp)
+            return
+        if members is not None:
+            if members != tp:
+                self.groups[group] = {members, tp}
+            return
+        self.groups[group] = tp
+        for broker_id in partition.replicas:
+            _link(self.groups_by_replica, broker_id, group)
+        for broker_id in partition.isr:
+            _link(self.groups_by_isr_member, broker_id, group)
+        _link(self.groups_by_leader, partition.leader, group)
+
+    def _ungroup(self, tp: TopicPartition, partition: PartitionRegistration) -> None:
+        group = (partition.replicas, partition.isr, partition.leader)
+        members = self.groups.get(group)
+        if isinstance(members, set):
+            members.discard(tp)
+            if len(members) == 1:
+                self.groups[group] = members.pop()
+            return
+        if members is None or members != tp:
+            return  # put in `partitions` directly (a read-only view), never grouped
+        del self.groups[group]
+        for broker_id in partition.replicas:
+            _unlink(self.groups_by_replica, broker_id, group)
+        for broker_id in partition.isr:
+            _unlink(self.groups_by_isr_member, broker_id, group)
+        _unlink(self.groups_by_leader, partition.leader, group)
+
+    def load_topic(self, record: TopicRecord, partitions: list[PartitionRecord]) -> None:
+        """Put a topic and its partitions, as a snapshot holds them (its TopicRecord, then its
+        PartitionRecords 0..n-1), straight into the image: what replaying them through a delta
+        makes, without a delta's bookkeeping (a million partitions load in seconds). Checked
+        as replay checks them, all before anything is put, so a snapshot that is not one is
+        refused (ValueError) with the image as it was."""
+        topic_id = record.topic_id
+        if topic_id in self.topics or record.name in self.topic_ids:
+            raise ValueError(f"TopicRecord for existing topic {record.name} ({topic_id})")
+        for index, partition in enumerate(partitions):
+            if partition.partition_id != index or partition.topic_id != topic_id:
+                raise ValueError(
+                    f"PartitionRecord ({partition.topic_id}, {partition.partition_id}) out of "
+                    f"order or not of topic {topic_id}"
+                )
+        self.put_topic(topic_id, TopicInfo(topic_id, record.name, len(partitions)))
+        stored = self.partitions
+        groups = self.groups
+        by_replica, by_isr_member = self.groups_by_replica, self.groups_by_isr_member
+        by_leader = self.groups_by_leader
+        shared = _SHARED_BROKERS
+        new = PartitionRegistration
+        for index, partition in enumerate(partitions):
+            # `PartitionRegistration.from_record`, `put_partition` and `_group`, inline: the
+            # topic is new, so each partition is too.
+            replicas = partition.replicas
+            replicas = shared.get(replicas) or shared_brokers(replicas)
+            isr = partition.isr
+            isr = replicas if isr == replicas else shared.get(isr) or shared_brokers(isr)
+            offline = partition.offline_replicas
+            if offline:
+                offline = shared.get(offline) or shared_brokers(offline)
+            leader = partition.leader
+            registration = new(
+                replicas,
+                isr,
+                leader,
+                partition.leader_epoch,
+                partition.partition_epoch,
+                offline,
+                partition.is_canary,
+                partition.canary_isolated,
+            )
+            tp = (topic_id, index if index <= SHARED_INDEX_CACHED else _shared_index(index))
+            stored[tp] = registration
+            group = (replicas, isr, leader)
+            members = groups.get(group)
+            if members is None:
+                groups[group] = tp
+                for broker_id in replicas:
+                    linked = by_replica.get(broker_id)
+                    if linked is None:
+                        by_replica[broker_id] = {group}
+                    else:
+                        linked.add(group)
+                for broker_id in isr:
+                    linked = by_isr_member.get(broker_id)
+                    if linked is None:
+                        by_isr_member[broker_id] = {group}
+                    else:
+                        linked.add(group)
+                _link(by_leader, leader, group)
+            elif isinstance(members, set):
+                members.add(tp)
+            else:
+                groups[group] = {members, tp}
 
     def put_topic(self, topic_id: str, topic: TopicInfo | None) -> None:
         old = self.topics.pop(topic_id, None)
@@ -181,6 +415,31 @@ class TopicsImage:
                 f"{t}:{p}": v.as_comparable() for (t, p), v in sorted(self.partitions.items())
             },
         }
+
+    def records(self) -> Iterator[Record]:
+        """The records that rebuild this part in an empty image, by topic id: each topic, then
+        its partitions in index order (as replay requires), each as it is now (its epochs
+        included). One record at a time: a snapshot of a million partitions is streamed."""
+        partitions = self.partitions
+        for topic_id in sorted(self.topics):
+            topic = self.topics[topic_id]
+            yield TopicRecord(name=topic.name, topic_id=topic_id)
+            for index in range(topic.partition_count):
+                partition = partitions[(topic_id, index)]
+                # Positional, in PartitionRecord's field order: a million of these, and keyword
+                # arguments cost half as much again.
+                yield PartitionRecord(
+                    index,
+                    topic_id,
+                    partition.replicas,
+                    partition.isr,
+                    partition.leader,
+                    partition.leader_epoch,
+                    partition.partition_epoch,
+                    partition.offline_replicas,
+                    partition.is_canary,
+                    partition.canary_isolated,
+                )
 
 
 class TopicsDelta:
@@ -230,23 +489,39 @@ class TopicsDelta:
         return self.image.partitions.get(tp)
 
     def partitions_with_replica(self, broker_id: int) -> set[TopicPartition]:
-        return self._indexed(self.image.replica_index, broker_id, lambda p: broker_id in p.replicas)
+        found = self.image.partitions_with_replica(broker_id)
+        return self._indexed(found, lambda p: broker_id in p.replicas)
 
     def partitions_with_isr_member(self, broker_id: int) -> set[TopicPartition]:
-        return self._indexed(self.image.isr_index, broker_id, lambda p: broker_id in p.isr)
+        found = self.image.partitions_with_isr_member(broker_id)
+        return self._indexed(found, lambda p: broker_id in p.isr)
 
     def partitions_led_by(self, broker_id: int) -> set[TopicPartition]:
-        return self._indexed(self.image.leader_index, broker_id, lambda p: p.leader == broker_id)
+        found = self.image.partitions_led_by(broker_id)
+        return self._indexed(found, lambda p: p.leader == broker_id)
+
+    def broker_has_leaderships(self, broker_id: int) -> bool:
+        """Whether `broker_id` leads a partition, without gathering them (each heartbeat asks):
+        the first one of the image's it still leads answers."""
+        changed = self.changed_partitions
+        image = self.image
+        for group in image.groups_by_leader.get(broker_id, ()):
+            members = image.groups[group]
+            if not isinstance(members, set):
+                members = {members}
+            for tp in members:
+                if tp not in changed:
+                    return True
+        return any(p is not None and p.leader == broker_id for p in changed.values())
 
     def _indexed(
-        self,
-        index: dict[int, set[TopicPartition]],
-        broker_id: int,
-        member: Callable[[PartitionRegistration], bool],
+        self, found: set[TopicPartition], member: Callable[[PartitionRegistration], bool]
     ) -> set[TopicPartition]:
+        """The image's partitions `found` (a set of their own) as this delta changed them."""
         changed = self.changed_partitions
-        found = {tp for tp in index.get(broker_id, ()) if tp not in changed}
-        found.update(tp for tp, p in changed.items() if p is not None and member(p))
+        if changed:
+            found.difference_update(changed)
+            found.update(tp for tp, p in changed.items() if p is not None and member(p))
         return found
 
     def replay_topic(self, record: TopicRecord, offset: int) -> None:
