@@ -104,6 +104,10 @@ class MetadataSnapshotFetchQuerySerializer(StrictSerializer):
 class MetadataSnapshotFetchSerializer(MetadataSnapshotFetchQuerySerializer):
     """The query and the snapshot's id from the path."""
 
+    # Any int64 is an id the schema allows; one no snapshot has (a negative one too) is
+    # SNAPSHOT_NOT_FOUND, as Kafka answers an unknown SnapshotId.
     end_offset = serializers.IntegerField(
-        min_value=0, max_value=INT64_MAX, help_text="The snapshot's id (its end offset)."
+        min_value=-INT64_MAX - 1,
+        max_value=INT64_MAX,
+        help_text="The snapshot's id (its end offset).",
     )
