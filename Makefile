@@ -4,9 +4,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PORT ?= 8000
 INTERNAL_PORT ?= 8001
+KAFKA_PORT ?= 9092
+KAFKA_SASL_PORT ?= 9093
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -20,13 +22,14 @@ install-test: $(PY)
 	$(PY) -m pip install -q -e '.[test]'
 	bash scripts/install-java.sh
 	bash scripts/install-chromium.sh
+	bash scripts/install-kafkajs.sh
 
 services:
 	bash scripts/ensure-services.sh
 
 ## run: set everything up and start the control plane (embedded default) with a demo cluster
 run: install
-	PORT=$(PORT) INTERNAL_PORT=$(INTERNAL_PORT) bash scripts/run-embedded.sh
+	PORT=$(PORT) INTERNAL_PORT=$(INTERNAL_PORT) KAFKA_PORT=$(KAFKA_PORT) KAFKA_SASL_PORT=$(KAFKA_SASL_PORT) bash scripts/run-embedded.sh
 
 lint:
 	$(VENV)/bin/ruff check .
@@ -55,7 +58,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -90,6 +93,10 @@ bench-image-memory: install-test
 ## bench-canary: a 10,000-partition topic at 3.125 % on 60 brokers (6 canary) vs isolation off
 bench-canary: install-test services
 	$(PY) -m bench.canary_placement $(BENCH_ARGS)
+
+## bench-wire: the Kafka protocol listener vs REST through kafka-python: Metadata of 1,000 x 10, CreateTopics
+bench-wire: install-test services
+	$(PY) -m bench.wire_protocol $(BENCH_ARGS)
 
 ## bench-admin: admin writes direct vs forwarded in an Envelope (KIP-590): latency, writes/s
 bench-admin: install-test services

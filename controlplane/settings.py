@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "audit.apps.AuditConfig",
     "timeline.apps.TimelineConfig",
     "frontend.apps.FrontendConfig",
+    "wire.apps.WireConfig",
 ]
 
 MIDDLEWARE = [
@@ -239,6 +240,14 @@ CP_SUPER_USERS = frozenset(
 )
 CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND = env_bool("CP_ALLOW_EVERYONE_IF_NO_ACL_FOUND", False)
 CP_MAX_BODY_BYTES = env_int("CP_MAX_BODY_BYTES", 1_048_576)
+# The Kafka protocol listener hosted by the embedded web worker (`PLAINTEXT://HOST:PORT`,
+# comma-separated); distributed, `manage.py serve_kafka` is a process of its own.
+CP_KAFKA_LISTENERS = [
+    text.strip() for text in os.environ.get("CP_KAFKA_LISTENERS", "").split(",") if text.strip()
+]
+CP_KAFKA_ADVERTISED_HOST = os.environ.get("CP_KAFKA_ADVERTISED_HOST") or None
+CP_KAFKA_LISTENER_STARTER = "wire.runner.start_embedded"
+CP_KAFKA_PORT_PER_NODE = env_bool("CP_KAFKA_PORT_PER_NODE", False)
 # Requests per second per principal on the public listener, per web process (0: no limit).
 CP_API_RATE_LIMIT = float(os.environ.get("CP_API_RATE_LIMIT", "200"))
 CP_API_RATE_BURST = float(os.environ.get("CP_API_RATE_BURST", str(2 * CP_API_RATE_LIMIT)))

@@ -10,7 +10,9 @@ of its own, retried on the other node with the same id until acknowledged or giv
 
 Faults, in order: kill -9 the active controller; SIGSTOP it past its lease, then SIGCONT (it must
 not write again); restart Redis; restart PostgreSQL; kill -9 web node A (and start it again);
-hold 50 slow connections on both public listeners for 30 s; lose two of the three racks' brokers
+kill -9 the Kafka protocol listener (`serve_kafka`) while a stock client (kafka-python) creates
+topics through it, and start it again (the client reconnects; nothing is applied twice); hold 50
+slow connections on both public listeners for 30 s; lose two of the three racks' brokers
 at once (their heartbeats stop): after the session timeout every partition with a surviving ISR
 member must have a live leader, and when the racks come back their brokers rejoin the ISR and
 the preferred leaders return (Celery beat's rebalance). After each: every acknowledged write
@@ -32,6 +34,7 @@ import itertools
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -50,7 +53,8 @@ from devtools.private_services import (
     private_services,
 )
 from devtools.slow_clients import SlowClients, probe
-from devtools.stack import PYTHON, ROOT, Http, Stack, running_stack, wait_for
+from devtools.stack import PYTHON, ROOT, Http, Stack, free_port, running_stack, wait_for
+from devtools.wire_writers import WireWriter
 
 TOPIC = "campaign"
 BROKERS = 6
@@ -90,6 +94,8 @@ class FaultCampaign:
         self.broker_token = stack.tokens["broker"]
         self.server_5xx_of_dead_nodes: Counter[str] = Counter()
         self.simulator: subprocess.Popen[bytes] | None = None
+        self.wire_writer: WireWriter | None = None
+        self.kafka_port = 0
 
     # --- the stack and its load ---------------------------------------------------------
     def start(self) -> None:
@@ -130,6 +136,8 @@ class FaultCampaign:
         self.simulator = self.stack.spawn("simulator", argv, stdin=subprocess.PIPE)
         self.stack.start_worker()
         self.stack.start_beat()
+        self.kafka_port = free_port()
+        self.start_kafka_listener()
         wait_for(lambda: self.unfenced() == BROKERS, 90, "every broker unfenced")
         wait_for(
             lambda: web_b.get(f"/api/v1/topics/{TOPIC}", self.stack.tokens["admin"])[0] == 200,
@@ -151,6 +159,24 @@ class FaultCampaign:
         self.history = history
         history.start()
         wait_for(lambda: len(history.history()) >= 20, 60, "history operations flowing")
+        wire = WireWriter(f"127.0.0.1:{self.kafka_port}", self.stack.tokens["admin"])
+        self.wire_writer = wire
+        wire.start()
+        wait_for(lambda: len(wire.acknowledged) >= 3, 60, "Kafka-protocol writes flowing")
+
+    def start_kafka_listener(self) -> None:
+        """`serve_kafka` (SASL_PLAINTEXT), on the same port across restarts."""
+        self.stack.spawn(
+            "serve_kafka",
+            [
+                PYTHON,
+                "manage.py",
+                "serve_kafka",
+                "--listener",
+                f"SASL_PLAINTEXT://127.0.0.1:{self.kafka_port}",
+            ],
+        )
+        wait_for(lambda: _listening(self.kafka_port), 30, "serve_kafka to listen")
 
     def start_controller(self) -> None:
         self.controllers += 1
@@ -188,6 +214,8 @@ class FaultCampaign:
         writers.pause()
         if self.history is not None:
             self.history.pause()
+        if self.wire_writer is not None:
+            self.wire_writer.pause()
         verified, problems = self.verify_metadata()
         if problems:
             extra["verify_metadata_problems"] = problems
@@ -204,6 +232,8 @@ class FaultCampaign:
         writers.resume()
         if self.history is not None:
             self.history.resume()
+        if self.wire_writer is not None:
+            self.wire_writer.resume()
         self.results.append(result)
         return result
 
@@ -265,6 +295,24 @@ class FaultCampaign:
         time.sleep(2)
         self.web["web-a"] = self.stack.start_web("web-a", workers=1, threads=8)
         return {}
+
+    def kill_kafka_listener(self) -> dict[str, Any]:
+        """kill -9 `serve_kafka` while the stock client writes through it, then start it again
+        on the same port: the client reconnects and goes on; nothing is applied twice."""
+        wire = self.wire_writer
+        assert wire is not None
+        before = len(wire.acknowledged)
+        self.stack.kill("serve_kafka", signal.SIGKILL)
+        killed = time.monotonic()
+        time.sleep(1)
+        self.start_kafka_listener()
+        wait_for(lambda: wire.first_acknowledged_after(killed + 1), 60, "Kafka-protocol writes")
+        return {
+            "wire_writes_acknowledged_before": before,
+            "wire_writes_resumed_after_s": round(
+                min(t for t in wire.acknowledged.values() if t > killed) - killed, 2
+            ),
+        }
 
     def slow_clients(self, seconds: float = 30.0) -> dict[str, Any]:
         """50 slow connections on web node B's public listener: the process whose internal
@@ -369,6 +417,23 @@ class FaultCampaign:
         )
         return {str(r[0]): int(r[1]) for r in rows}
 
+    def wire_writes_in_log(self) -> dict[str, Any]:
+        """The Kafka-protocol writer's topics: each acknowledged one created once in the log."""
+        assert self.wire_writer is not None
+        rows = self.stack.sql(
+            "SELECT data->>'name', count(*) FROM cp_metadata_record"
+            " WHERE record_type = 'TopicRecord' AND data->>'name' LIKE 'wire-campaign-%%'"
+            " GROUP BY data->>'name'"
+        )
+        created = {str(r[0]): int(r[1]) for r in rows}
+        acknowledged = set(self.wire_writer.acknowledged)
+        return {
+            "acknowledged": len(acknowledged),
+            "acknowledged_found_in_log_once": sum(1 for t in acknowledged if created.get(t) == 1),
+            "duplicates": sum(1 for count in created.values() if count > 1),
+            "outcomes": dict(self.wire_writer.outcomes),
+        }
+
     def report(self) -> dict[str, Any]:
         assert self.writers is not None
         acknowledged = {w.request_id for w in self.writers.acknowledged()}
@@ -408,11 +473,20 @@ class FaultCampaign:
                 "applied_but_not_acknowledged": len(set(found) - acknowledged),
             },
             "admin_writers_saw": statuses,
+            "wire_writes": self.wire_writes_in_log(),
             "server_5xx": dict(server_5xx),
             "server_500": sum(n for status, n in server_5xx.items() if status not in UNAVAILABLE),
             "verify_metadata_after_every_fault": all(r.verify_metadata for r in self.results),
             "linearizability": None if self.history is None else self.history.report(),
         }
+
+
+def _listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return True
+    except OSError:
+        return False
 
 
 def _longest_stall(acks: list[float], began: float, ended: float) -> float:
@@ -436,6 +510,7 @@ FAULTS: list[tuple[str, str]] = [
     ("restart Redis", "restart_redis"),
     ("restart PostgreSQL", "restart_postgres"),
     ("kill -9 a web node", "kill_web_node"),
+    ("kill -9 the Kafka protocol listener during admin writes", "kill_kafka_listener"),
     ("50 slow connections on the public listener for 30 s", "slow_clients"),
     ("lose two of three racks' brokers at once, then bring them back", "lose_two_racks"),
 ]
@@ -466,6 +541,8 @@ def campaign_stack(directory: Path) -> Iterator[FaultCampaign]:
                         campaign.writers.stop()
                     if campaign.history is not None:
                         campaign.history.stop()
+                    if campaign.wire_writer is not None:
+                        campaign.wire_writer.stop()
         finally:
             for key, value in saved.items():
                 if value is None:

@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 PORT="${PORT:-8000}"
 INTERNAL_PORT="${INTERNAL_PORT:-8001}"
+KAFKA_PORT="${KAFKA_PORT:-9092}"
+KAFKA_SASL_PORT="${KAFKA_SASL_PORT:-9093}"
 URL="http://127.0.0.1:${PORT}"
 INTERNAL_URL="http://127.0.0.1:${INTERNAL_PORT}"
 if [ "$PORT" = "$INTERNAL_PORT" ]; then
@@ -16,6 +18,12 @@ unset DATABASE_URL CELERY_BROKER_URL
 export CP_SUPER_USERS="${CP_SUPER_USERS:-User:admin}"
 # One process, two listeners: the public one on PORT, the brokers' (internal) one on INTERNAL_PORT.
 export CP_LISTENER=public CP_INTERNAL_PORT="$INTERNAL_PORT"
+# Kafka's own protocol for stock admin clients, hosted by the same (embedded) process: PLAINTEXT
+# is User:ANONYMOUS, SASL_PLAINTEXT takes SASL/PLAIN with a principal's name and token.
+export CP_KAFKA_LISTENERS="PLAINTEXT://127.0.0.1:${KAFKA_PORT},SASL_PLAINTEXT://127.0.0.1:${KAFKA_SASL_PORT}"
+# Each simulated broker at a port of its own (chosen by the OS): every client, kafkajs included,
+# sees one address per node id.
+export CP_KAFKA_PORT_PER_NODE=1
 
 $PY manage.py migrate --noinput -v0
 $PY manage.py collectstatic --noinput -v0
@@ -74,6 +82,7 @@ cat <<MSG
     UI:        ${URL}/ui/        (log in as "admin" with the token below)
     API docs:  ${URL}/api/docs/
     Metrics:   ${URL}/metrics
+    Kafka protocol: PLAINTEXT 127.0.0.1:${KAFKA_PORT} (User:ANONYMOUS), SASL_PLAINTEXT 127.0.0.1:${KAFKA_SASL_PORT} (SASL/PLAIN)
   Demo cluster: 6 simulated brokers (5 broker + 1 canary-broker, 3 racks) and the topic
   demo-orders (12 partitions, RF 3); simulator log in var/simulator.log
 
@@ -81,6 +90,8 @@ cat <<MSG
 ${ADMIN_TOKEN}
 
   Try: curl -H "Authorization: Bearer ${ADMIN_TOKEN}" ${URL}/api/v1/cluster
+  Or, with a stock Kafka client (kafka-python), list the topics over Kafka's protocol:
+    .venv/bin/python -c "from kafka import KafkaAdminClient; print(KafkaAdminClient(bootstrap_servers='127.0.0.1:${KAFKA_SASL_PORT}', security_protocol='SASL_PLAINTEXT', sasl_mechanism='PLAIN', sasl_plain_username='admin', sasl_plain_password='${ADMIN_TOKEN}').list_topics())"
   Ctrl-C stops everything.
 MSG
 wait

@@ -101,6 +101,19 @@ def internal_keep_alive_s(keepalive_s: float, heartbeat_interval_ms: int) -> int
     )
 
 
+async def _start_kafka_listener(log: Any) -> Any:
+    """Embedded, the web worker is the controller: it hosts the Kafka protocol listener too
+    (`CP_KAFKA_LISTENERS`) on its own event loop; distributed, `serve_kafka` is a process."""
+    from django.conf import settings
+
+    if not settings.CP_KAFKA_LISTENERS:
+        return None
+    from django.utils.module_loading import import_string
+
+    # Named by the settings: the server knows no app (the import contracts say so).
+    return await import_string(settings.CP_KAFKA_LISTENER_STARTER)(log)
+
+
 def listener_of_socket(port: int) -> str:
     from django.conf import settings
 
@@ -190,6 +203,7 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
             "serving %s",
             ", ".join(f"{name} on {len(bound)} socket(s)" for name, bound in sockets.items()),
         )
+        kafka = await _start_kafka_listener(self.log)
         internal_apps = [app for app in apps if app.name == "internal"]
         lag = IngressLagReporter(internal_apps) if internal_apps else None
         try:
@@ -209,3 +223,5 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
                 await server.shutdown()
             for app in apps:
                 app.close()
+            if kafka is not None:
+                await kafka.close()

@@ -32,7 +32,7 @@ from controlplane.api.fields import (
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import client_host, is_authorized
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
-from controlplane.controller.api_keys import ADMIN_APIS_BY_KEY
+from controlplane.controller.api_keys import ADMIN_APIS_BY_KEY, ApiKey
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.http_errors import HTTP_STATUS, error_body
 from controlplane.metrics import FORWARDING
@@ -113,6 +113,61 @@ def principal_decode(value: Any) -> AuthenticatedPrincipal:
     return principal_forwarded(name, token_authenticated=token_authenticated)
 
 
+def authorize_sender(sender: AuthenticatedPrincipal, host: str) -> None:
+    """Only brokers (CLUSTER_ACTION on the cluster) send an Envelope: a refusal is counted.
+    Shared by the REST Envelope and the wire listener's."""
+    if not is_authorized(
+        sender,
+        host=host,
+        operation=AclOperation.CLUSTER_ACTION,
+        resource_type=ResourceType.CLUSTER,
+        resource_name=CLUSTER_NAME,
+    ):
+        FORWARDING.authorization_failed.inc()
+        raise ApiError(
+            Errors.CLUSTER_AUTHORIZATION_FAILED,
+            f"{sender.principal} is not authorized for CLUSTER_ACTION on the cluster: "
+            "only brokers may send an Envelope.",
+        )
+
+
+def inner_api_name(api_key: int) -> str:
+    api = ADMIN_APIS_BY_KEY.get(api_key)
+    return api.name if api else f"apiKey {api_key}"
+
+
+def forwarded_api(api_key: int) -> ApiKey:
+    """The API an Envelope carries: only the writes Kafka forwards (else INVALID_REQUEST)."""
+    api = ADMIN_APIS_BY_KEY.get(api_key)
+    if api is None or not api.forwardable:
+        raise ApiError(
+            Errors.INVALID_REQUEST,
+            f"{inner_api_name(api_key)} cannot be forwarded in an Envelope.",
+        )
+    return api
+
+
+def forwarded_caller(
+    principal: AuthenticatedPrincipal,
+    sender: AuthenticatedPrincipal,
+    *,
+    sender_host: str,
+    client_host: str,
+    client_id: str,
+    request_id: str,
+    broker_id: int | None,
+) -> Caller:
+    """The original client as the inner request runs (the forwarding broker noted); counted."""
+    FORWARDING.redirected.labels(sender.principal).inc()
+    return Caller(
+        principal,
+        host=client_host,
+        client_id=client_id,
+        request_id=request_id,
+        forwarding=Forwarding(sender.principal, sender_host, broker_id),
+    )
+
+
 def envelope_error(error: ApiError) -> Response:
     response = Response(
         {**error_body(error.error, error.message), "response_data": None},
@@ -145,39 +200,23 @@ class EnvelopeView(AuditedRpcView):
     def _forward(self, request: Request) -> Response:
         sender = principal_of(request)
         host = client_host(request)
-        if not is_authorized(
-            sender,
-            host=host,
-            operation=AclOperation.CLUSTER_ACTION,
-            resource_type=ResourceType.CLUSTER,
-            resource_name=CLUSTER_NAME,
-        ):
-            FORWARDING.authorization_failed.inc()
-            raise ApiError(
-                Errors.CLUSTER_AUTHORIZATION_FAILED,
-                f"{sender.principal} is not authorized for CLUSTER_ACTION on the cluster: "
-                "only brokers may send an Envelope.",
-            )
+        authorize_sender(sender, host)
         body = EnvelopeSerializer.validated(request.data)
         header = body["request_header"]
-        api = ADMIN_APIS_BY_KEY.get(header["request_api_key"])
-        self.inner_api = api.name if api else f"apiKey {header['request_api_key']}"
-        if api is None or not api.forwardable:
-            raise ApiError(
-                Errors.INVALID_REQUEST,
-                f"{self.inner_api} cannot be forwarded in an Envelope.",
-            )
+        self.inner_api = inner_api_name(header["request_api_key"])
+        api = forwarded_api(header["request_api_key"])
         if not isinstance(body["request_data"], dict):
             raise ApiError(Errors.INVALID_REQUEST, "request_data: expected a JSON object.")
         principal = principal_decode(body["request_principal"])
-        FORWARDING.redirected.labels(sender.principal).inc()
         self.inner_ran = True
-        caller = Caller(
+        caller = forwarded_caller(
             principal,
-            host=body["client_host_address"],
+            sender,
+            sender_host=host,
+            client_host=body["client_host_address"],
             client_id=header["client_id"] or "",
             request_id=getattr(request._request, "request_id", ""),
-            forwarding=Forwarding(sender.principal, host, body["forwarding_broker_id"]),
+            broker_id=body["forwarding_broker_id"],
         )
         answer = execute(REGISTRY[api.name], body["request_data"], caller)
         code = answer.data.get("error_code")

@@ -1,14 +1,15 @@
-"""The fault campaign (devtools/campaign.py): under steady load from the broker simulator and
-admin writers, kill -9 the active controller, pause it past its lease, restart Redis and
-PostgreSQL (private instances of the campaign's own), kill a web node, hold 50 slow connections,
-lose two of three racks' brokers at once. After each: every acknowledged write in the log exactly
-once, verify_metadata clean; no broker fenced by the slow clients (nor by any fault but the
-racks' loss); the paused controller wrote nothing once its lease was gone; after the racks' loss
-every partition with a surviving ISR member is led by a survivor within the session timeout and
-the timer's period (the fencing rule, issue 20), and the preferred leaders return when the racks
-do. Throughout, history clients on both web nodes write and read topic configs, ACLs and quotas;
-the whole history is checked linearizable (devtools.linearizability), the smallest failing
-window printed when it is not.
+"""The fault campaign (devtools/campaign.py): under steady load from the broker simulator and admin
+writers, kill -9 the active controller, pause it past its lease, restart Redis and PostgreSQL
+(private instances of the campaign's own), kill a web node, kill the Kafka protocol listener under
+a stock client's writes (it reconnects, nothing applied twice), hold 50 slow connections, lose two
+of three racks' brokers at once. After each: every acknowledged write in the log exactly once,
+verify_metadata clean; no broker fenced by the slow clients (nor by any fault but the racks' loss);
+the paused controller wrote nothing once its lease was gone; after the racks' loss every partition
+with a surviving ISR member is led by a survivor within the session timeout and the timer's period
+(the fencing rule, issue 20), and the preferred leaders return when the racks do. Throughout,
+history clients on both web nodes write and read topic configs, ACLs and quotas; the whole history
+is checked linearizable (devtools.linearizability), the smallest failing window printed when it is
+not.
 
 Its own marker (`campaign`): `make campaign` runs it, as .ci/run does after `make test`; it writes
 bench/results/fault_campaign.json, the figures of README's table.
@@ -54,6 +55,11 @@ def test_fault_campaign(tmp_path: Path) -> None:
     assert writes["acknowledged_found_in_log_once"] == writes["acknowledged"]
     assert writes["acknowledged_missing"] == 0 and writes["duplicates"] == 0
     assert report["verify_metadata_after_every_fault"]
+    wire = report["wire_writes"]  # the stock client through serve_kafka, killed once
+    assert wire["acknowledged"] > 0 and wire["duplicates"] == 0
+    assert wire["acknowledged_found_in_log_once"] == wire["acknowledged"]
+    killed = faults["kill -9 the Kafka protocol listener during admin writes"]
+    assert killed["extra"]["wire_writes_resumed_after_s"] < 30
     assert report["server_500"] == 0, report["server_5xx"]
     paused = faults["SIGSTOP the active controller past its lease, then SIGCONT"]
     assert paused["extra"]["records_written_after_losing_the_lease"] == 0

@@ -410,6 +410,35 @@ def check_listeners_are_separate(document: dict[str, Any]) -> list[str]:
     return problems
 
 
+def check_kafka_listener(document: dict[str, Any]) -> list[str]:
+    """The Kafka protocol listener is a service of its own running `serve_kafka` with at least
+    one --listener PROTOCOL://HOST:PORT whose port is published, and its metrics directory (its
+    counters join /metrics in multiprocess mode)."""
+    from wire.server import Listener
+
+    problems = []
+    found = [s for s in document["services"].values() if "serve_kafka" in command_words(s)]
+    if len(found) != 1:
+        return [f"{len(found)} services run serve_kafka: want one"]
+    (service,) = found
+    words = [str(word) for word in command_words(service)]
+    listeners = [words[i + 1] for i, word in enumerate(words[:-1]) if word == "--listener"]
+    if not listeners:
+        problems.append("serve_kafka without --listener")
+    published = {str(port).split(":")[-1] for port in service.get("ports", [])}
+    for text in listeners:
+        try:
+            listener = Listener.parse(text)
+        except ValueError as error:
+            problems.append(str(error))
+            continue
+        if str(listener.port) not in published:
+            problems.append(f"listener {text} is not published")
+    if "PROMETHEUS_MULTIPROC_DIR" not in environment_of(service):
+        problems.append("serve_kafka without PROMETHEUS_MULTIPROC_DIR")
+    return problems
+
+
 def check_host_ports_unique(document: dict[str, Any]) -> list[str]:
     seen: dict[str, str] = {}
     problems = []
@@ -485,6 +514,7 @@ SEMANTIC_CHECKS: list[Callable[[dict[str, Any]], list[str]]] = [
     check_gunicorn_without_control_socket,
     check_listeners_run_the_control_planes_worker,
     check_listeners_are_separate,
+    check_kafka_listener,
     check_host_ports_unique,
     check_named_volumes_declared,
     check_build_context,
@@ -514,6 +544,7 @@ def test_expected_services_are_defined(compose: dict[str, Any]) -> None:
         "migrate",
         "web",
         "internal",
+        "kafka",
         "worker",
         "beat",
         "spark-master",

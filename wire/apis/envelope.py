@@ -1,0 +1,221 @@
+"""KIP-590's Envelope on the wire: a broker forwards a client's admin write, header and all.
+
+The same path as the REST Envelope (shell/api/envelope.py, whose checks this reuses): the sender
+must hold CLUSTER_ACTION (refusals counted and audited as the Envelope); the inner request must
+be one Kafka forwards; the original principal is read back as Kafka's DefaultKafkaPrincipalBuilder
+wrote it (a version-prefixed DefaultPrincipalData) and the client address as Kafka sends it (the
+raw 4 or 16 address bytes). The inner request then runs through the listener's own handler of
+its API as the original principal, the forwarding broker noted, so it is authorized, applied and
+audited as itself; its encoded response (header included) is the Envelope's `response_data`.
+NOT_CONTROLLER and REQUEST_TIMED_OUT are the Envelope's own errors, so the broker retries.
+"""
+
+from __future__ import annotations
+
+import io
+import ipaddress
+import logging
+import struct
+import time
+from typing import Any
+
+from kio.schema.default_principal_data.v0.data import DefaultPrincipalData
+from kio.schema.envelope.v0.response import EnvelopeResponse
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+
+from audit.resources import envelope as envelope_resources
+from audit.services import audit_event_record
+from controlplane.controller.errors import ApiError, Errors
+from controlplane.http_errors import HTTP_STATUS, error_body
+from controlplane.principals import AuthenticatedPrincipal
+from shell.api.envelope import (
+    RETRIED_BY_THE_SENDER,
+    authorize_sender,
+    forwarded_api,
+    forwarded_caller,
+    inner_api_name,
+    principal_decode,
+)
+from wire.apis.base import WIRE_APIS, WireRequest, wire_api
+from wire.convert import to_data
+from wire.protocol import (
+    SIZE,
+    InvalidRequest,
+    RequestHeader,
+    encode_body,
+    encode_response,
+    peek_header,
+    read_body,
+    read_header,
+)
+
+logger = logging.getLogger(__name__)
+
+_PRINCIPAL_VERSION = struct.Struct(">h")
+_RETRIED = frozenset(int(e) for e in RETRIED_BY_THE_SENDER)
+
+
+def decode_principal(data: bytes | None) -> AuthenticatedPrincipal:
+    """Kafka's KafkaPrincipalSerde bytes: int16 version, then DefaultPrincipalData of it."""
+    failure = ApiError(
+        Errors.PRINCIPAL_DESERIALIZATION_FAILURE, "request_principal: not a DefaultPrincipalData."
+    )
+    if data is None or len(data) < _PRINCIPAL_VERSION.size:
+        raise failure
+    (version,) = _PRINCIPAL_VERSION.unpack_from(data)
+    if version != DefaultPrincipalData.__version__:
+        raise failure
+    try:
+        decoded, _ = entity_reader(DefaultPrincipalData)(memoryview(data), _PRINCIPAL_VERSION.size)
+    except Exception:  # any byte string at all may have been sent
+        raise failure from None
+    return principal_decode(
+        {
+            "type": decoded.type_,
+            "name": decoded.name,
+            "token_authenticated": decoded.token_authenticated,
+        }
+    )
+
+
+def encode_principal(principal: str, *, token_authenticated: bool = False) -> bytes:
+    """What a forwarding broker sends for `principal` ("User:name")."""
+    kind, _, name = principal.partition(":")
+    buffer = io.BytesIO()
+    buffer.write(_PRINCIPAL_VERSION.pack(DefaultPrincipalData.__version__))
+    entity_writer(DefaultPrincipalData)(
+        buffer,
+        DefaultPrincipalData(type_=kind, name=name, token_authenticated=token_authenticated),
+    )
+    return buffer.getvalue()
+
+
+def _client_address(data: bytes) -> str:
+    try:
+        return str(ipaddress.ip_address(bytes(data)))
+    except ValueError:
+        raise ApiError(
+            Errors.INVALID_REQUEST, "Failed to parse client address from envelope."
+        ) from None
+
+
+def _inner(data: bytes) -> tuple[RequestHeader, Any]:
+    """The forwarded request header and body, read as the listener reads a frame (Kafka's
+    parseRequest: INVALID_REQUEST for anything it cannot read)."""
+    try:
+        api_key, api_version, _ = peek_header(data)
+    except InvalidRequest:
+        raise ApiError(Errors.INVALID_REQUEST, "request_data: no request header.") from None
+    forwarded_api(api_key)
+    served = WIRE_APIS.get(api_key)
+    if served is None or not served.min_version <= api_version <= served.max_version:
+        raise ApiError(
+            Errors.INVALID_REQUEST,
+            f"{inner_api_name(api_key)} v{api_version} is not served by this listener.",
+        )
+    try:
+        header = read_header(data)
+        return header, read_body(header, data)
+    except InvalidRequest:
+        raise ApiError(
+            Errors.INVALID_REQUEST, f"request_data: not a {served.name} v{api_version} request."
+        ) from None
+
+
+def _retried_by_the_sender(response: Any) -> int | None:
+    """NOT_CONTROLLER or REQUEST_TIMED_OUT when that is the inner request's whole answer (the
+    whole-request error every item carries): the broker retries the Envelope."""
+    codes: set[int] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if key == "error_code" and isinstance(item, int):
+                    codes.add(item)
+                else:
+                    walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(to_data(response))
+    return codes.pop() if len(codes) == 1 and codes <= _RETRIED else None
+
+
+def _encoded(header: RequestHeader, response: Any) -> bytes:
+    """The inner response as Kafka's envelope carries it: its header and body, unframed."""
+    frame = encode_response(
+        header.api_key, header.api_version, header.correlation_id, encode_body(response)
+    )
+    return frame[SIZE.size :]
+
+
+def _refused(request: WireRequest, error: ApiError, inner_api: str, started: float) -> Any:
+    """The Envelope's own error, audited as the Envelope (as the REST one audits its refusals)."""
+    caller = request.caller
+    answer = error_body(error.error, error.message)
+    try:
+        audit_event_record(
+            api="Envelope",
+            namers=envelope_resources,
+            principal=caller.name,
+            client_id=caller.client_id,
+            client_host=caller.host,
+            request_id=caller.request_id,
+            http_status=HTTP_STATUS.get(error.error, 400),
+            body=None,
+            answer=answer,
+            notes={"inner_api": inner_api},
+            first_offset=None,
+            last_offset=None,
+            forwarding=None,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+    except Exception:  # the answer stands: a refusal that could not be audited is logged
+        logger.exception("could not audit a refused Envelope")
+    return EnvelopeResponse(response_data=None, error_code=ErrorCode(int(error.error)))
+
+
+@wire_api("Envelope", 58, (0, 0))
+def envelope(request: WireRequest) -> Any:
+    started = time.perf_counter()
+    sender = request.caller.principal
+    inner_api = ""
+    try:
+        data = bytes(request.body.request_data)
+        if len(data) >= 2:  # named in the audit row of a refusal, as the REST Envelope does
+            inner_api = inner_api_name(struct.unpack_from(">h", data)[0])
+        authorize_sender(sender, request.caller.host)
+        client_host = _client_address(request.body.client_host_address)
+        principal = decode_principal(request.body.request_principal)
+        header, body = _inner(data)
+    except ApiError as error:
+        return _refused(request, error, inner_api, started)
+    caller = forwarded_caller(
+        principal,
+        sender,
+        sender_host=request.caller.host,
+        client_host=client_host,
+        client_id=header.client_id,
+        request_id=request.caller.request_id,
+        broker_id=None,  # Kafka's Envelope does not name the broker; its principal is noted
+    )
+    forwarded = WireRequest(
+        api_key=header.api_key,
+        api_version=header.api_version,
+        correlation_id=header.correlation_id,
+        body=body,
+        caller=caller,
+        advertised=request.advertised,
+        listener=request.listener,
+    )
+    try:
+        response = WIRE_APIS[header.api_key].handler(forwarded)
+    except Exception:  # the broker is answered, never left waiting
+        logger.exception("forwarded %s failed", inner_api)
+        return EnvelopeResponse(response_data=None, error_code=ErrorCode.unknown_server_error)
+    retried = _retried_by_the_sender(response)
+    if retried is not None:  # ran and was audited as itself: not audited as an Envelope
+        return EnvelopeResponse(response_data=None, error_code=ErrorCode(retried))
+    return EnvelopeResponse(response_data=_encoded(header, response), error_code=ErrorCode.none)

@@ -1,0 +1,150 @@
+"""CreateTopics (19), DeleteTopics (20), CreatePartitions (37) and ElectLeaders (43): each
+decoded request becomes the REST body of its RPC (`replicas.rpcs`), runs through
+`controlplane.rpc.execute` (authorization, validation, quotas, the controller, the audit row)
+and its answer becomes the response of the request's version. Nothing here decides anything.
+
+A whole-request error (`execute` answers a status other than 200 with an error body and no
+items: NOT_CONTROLLER, throttling, an invalid body, a broker principal's write) is put on every
+item, as Kafka's `getErrorResponse` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from controlplane.rpc import REGISTRY, RpcAnswer, execute
+from wire.apis.base import WireRequest, wire_api
+from wire.apis.common import CONFIG_SOURCES, kafka_codes, respond, throttle_ms
+from wire.convert import to_data
+
+Data = dict[str, Any]
+
+# ElectLeaders' electionType (v1+; v0 elects preferred leaders only)
+ELECTION_TYPES = {0: "PREFERRED", 1: "UNCLEAN"}
+
+
+def run(name: str, body: Data, request: WireRequest) -> RpcAnswer:
+    """The RPC `name` as the REST view runs it, for this request's caller."""
+    return execute(REGISTRY[name], body, request.caller)
+
+
+def whole_request_error(answer: RpcAnswer, items: str) -> Data | None:
+    """The error of a request refused as a whole (no `items` in its answer), as item fields."""
+    if answer.status == 200 or items in answer.data:
+        return None
+    data = kafka_codes(answer.data)
+    return {
+        "error_code": int(data.get("error_code", -1)),
+        "error_message": data.get("error_message"),
+    }
+
+
+def _rename_timeout(data: Data) -> Data:
+    out = dict(data)
+    out["timeout_ms"] = out.pop("timeout", 60_000)
+    return out
+
+
+def _answered(
+    request: WireRequest,
+    answer: RpcAnswer,
+    items: str,
+    refused_item: Callable[[Data], list[Data]],
+    translate: Callable[[Data], Data] = lambda item: item,
+) -> Any:
+    refusal = whole_request_error(answer, items)
+    throttle = throttle_ms(answer)  # kio's timedelta, from milliseconds by from_data
+    if refusal is not None:
+        results = refused_item(refusal)
+    else:
+        results = [translate(item) for item in answer.data[items]]
+    return respond(request, {"throttle_time": throttle, items: results})
+
+
+# --- CreateTopics ----------------------------------------------------------------------------
+def _created(item: Data) -> Data:
+    configs = item.get("configs")
+    if configs is not None:
+        item = {
+            **item,
+            "configs": [
+                {**c, "config_source": CONFIG_SOURCES.get(str(c.get("config_source")), -1)}
+                for c in configs
+            ],
+        }
+    return item
+
+
+@wire_api("CreateTopics", 19, (2, 7))
+def create_topics(request: WireRequest) -> Any:
+    body = _rename_timeout(to_data(request.body))
+    answer = run("CreateTopics", body, request)
+    return _answered(
+        request,
+        answer,
+        "topics",
+        lambda error: [{"name": t["name"], **error} for t in body["topics"]],
+        _created,
+    )
+
+
+# --- DeleteTopics ----------------------------------------------------------------------------
+@wire_api("DeleteTopics", 20, (1, 6))
+def delete_topics(request: WireRequest) -> Any:
+    body = _rename_timeout(to_data(request.body))
+
+    def refused(error: Data) -> list[Data]:
+        by_name = [{"name": name, **error} for name in body.get("topic_names", ())]
+        return by_name + [{**t, **error} for t in body.get("topics", ())]
+
+    return _answered(request, run("DeleteTopics", body, request), "responses", refused)
+
+
+# --- CreatePartitions ------------------------------------------------------------------------
+@wire_api("CreatePartitions", 37, (0, 3))
+def create_partitions(request: WireRequest) -> Any:
+    body = _rename_timeout(to_data(request.body))
+    return _answered(
+        request,
+        run("CreatePartitions", body, request),
+        "results",
+        lambda error: [{"name": t["name"], **error} for t in body["topics"]],
+    )
+
+
+# --- ElectLeaders ----------------------------------------------------------------------------
+@wire_api("ElectLeaders", 43, (0, 2))
+def elect_leaders(request: WireRequest) -> Any:
+    data = _rename_timeout(to_data(request.body))
+    # v0 has no election type (preferred); an unknown one is left for validation to refuse.
+    election = int(data.pop("election_type", 0))
+    data["election_type"] = ELECTION_TYPES.get(election, str(election))
+    answer = run("ElectLeaders", data, request)
+    throttle = throttle_ms(answer)  # kio's timedelta, from milliseconds by from_data
+    refusal = whole_request_error(answer, "replica_election_results")
+    if refusal is None:
+        return respond(
+            request,
+            {
+                "throttle_time": throttle,
+                "error_code": answer.data.get("error_code", 0),
+                "replica_election_results": answer.data["replica_election_results"],
+            },
+        )
+    # Kafka's getErrorResponse: the error on every partition asked for, and at the top (v1+).
+    results = [
+        {
+            "topic": t["topic"],
+            "partition_result": [{"partition_id": p, **refusal} for p in t["partitions"]],
+        }
+        for t in data.get("topic_partitions") or ()
+    ]
+    return respond(
+        request,
+        {
+            "throttle_time": throttle,
+            "error_code": refusal["error_code"],
+            "replica_election_results": results,
+        },
+    )

@@ -1,0 +1,148 @@
+"""kio entities to and from the REST API's bodies: Kafka's fields, snake_cased, on both sides.
+
+The REST API already speaks Kafka's request and response fields (snake_case), so one generic
+walk turns a decoded request into the body `controlplane.rpc.execute` takes, and its answer
+into the response entity of the request's version: a field the version lacks is dropped, one
+the answer lacks keeps the schema's default. Handlers rename the few fields kio spells
+differently (`throttle_time` for ThrottleTimeMs, `timeout` for TimeoutMs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    FieldClass,
+    classify_field,
+    is_optional,
+)
+
+Data = dict[str, Any]
+ZERO_UUID = uuid.UUID(int=0)
+
+
+def to_data(entity: Any) -> Any:
+    """A kio entity (or value) as plain JSON-able data: dicts, lists, ints, strings."""
+    if dataclasses.is_dataclass(entity) and not isinstance(entity, type):
+        return {f.name: to_data(getattr(entity, f.name)) for f in dataclasses.fields(entity)}
+    if isinstance(entity, tuple):
+        return [to_data(item) for item in entity]
+    if isinstance(entity, datetime.timedelta):
+        return round(entity.total_seconds() * 1000)
+    if isinstance(entity, datetime.datetime):
+        return round(entity.timestamp() * 1000)
+    if isinstance(entity, uuid.UUID):
+        return None if entity == ZERO_UUID else str(entity)
+    if isinstance(entity, bool | str | bytes) or entity is None:
+        return entity
+    if isinstance(entity, ErrorCode):
+        return int(entity.value)
+    if isinstance(entity, int):
+        return int(entity)
+    if isinstance(entity, float):
+        return float(entity)
+    return entity
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    kind: FieldClass
+    kafka_type: str | None
+    optional: bool
+    required: bool  # no default in the schema: a zero value is supplied when the data lacks it
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[_Field, ...]:
+    out = []
+    for f in dataclasses.fields(cls):
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append(
+            _Field(
+                f.name, classify_field(f), f.metadata.get("kafka_type"), is_optional(f), required
+            )
+        )
+    return tuple(out)
+
+
+def from_data(cls: type, data: Mapping[str, Any]) -> Any:
+    """The kio entity `cls` from `data` (dict keys = kio's field names; extras ignored)."""
+    values: Data = {}
+    for spec in _fields(cls):
+        if spec.name in data:
+            values[spec.name] = _value(spec, data[spec.name])
+        elif spec.required:
+            values[spec.name] = _zero(spec)
+    return cls(**values)
+
+
+def _value(spec: _Field, value: Any) -> Any:
+    kind = spec.kind
+    if value is None and spec.optional:  # a null array is not an empty one (all keys vs none)
+        return None
+    if isinstance(kind, EntityTupleField):
+        return tuple(from_data(kind.type_, item) for item in (value or ()))
+    if isinstance(kind, EntityField):
+        return None if value is None else from_data(kind.type_, value)
+    if kind.is_array:
+        return tuple(_scalar(spec, item) for item in (value or ()))
+    return _scalar(spec, value)
+
+
+def _scalar(spec: _Field, value: Any) -> Any:
+    if value is None:
+        return None if spec.optional else _zero(spec)
+    match spec.kafka_type:
+        case "timedelta_i32" | "timedelta_i64":
+            return datetime.timedelta(milliseconds=int(value))
+        case "datetime_i64":
+            return datetime.datetime.fromtimestamp(int(value) / 1000, datetime.UTC)
+        case "uuid":
+            return uuid.UUID(str(value)) if value else (None if spec.optional else ZERO_UUID)
+        case "error_code":
+            return ErrorCode(int(value))
+        case "string":
+            return str(value)
+        case "bool":
+            return bool(value)
+        case "bytes" | "records":
+            return value if isinstance(value, bytes) else str(value).encode()
+        case _:
+            primitive: Any = spec.kind.type_  # kio's NewType-like int and float types
+            return primitive(value)
+
+
+def _zero(spec: _Field) -> Any:
+    if spec.kind.is_array:
+        return ()
+    if isinstance(spec.kind, EntityField):
+        return None
+    if spec.optional:
+        return None
+    match spec.kafka_type:
+        case "timedelta_i32" | "timedelta_i64":
+            return datetime.timedelta(0)
+        case "datetime_i64":
+            return datetime.datetime.fromtimestamp(0, datetime.UTC)
+        case "uuid":
+            return ZERO_UUID
+        case "error_code":
+            return ErrorCode.none
+        case "string":
+            return ""
+        case "bool":
+            return False
+        case "bytes" | "records":
+            return b""
+        case _:
+            primitive: Any = spec.kind.type_
+            return primitive(0)

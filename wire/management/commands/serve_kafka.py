@@ -1,0 +1,103 @@
+"""`manage.py serve_kafka --listener PLAINTEXT://HOST:PORT [--listener SASL_PLAINTEXT://...]`:
+Kafka's own protocol for stock admin clients, on this control plane's controller, authorizer
+and audit trail (wire.server)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from wire.apis import load_all
+from wire.server import Limits, Listener, WireServer, ssl_context
+
+DEFAULTS = Limits()
+
+
+class Command(BaseCommand):
+    help = "Serve Kafka's wire protocol for admin clients (kafka-python, librdkafka, kafkajs...)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--listener",
+            action="append",
+            required=True,
+            help="PROTOCOL://HOST:PORT; PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (repeatable)",
+        )
+        parser.add_argument(
+            "--advertised-host",
+            default=None,
+            help="the host clients are told to reconnect to (default: the listener's host)",
+        )
+        parser.add_argument(
+            "--port-per-node",
+            action="store_true",
+            help="advertise each node id at a port of its own on each listener (chosen by the "
+            "OS), as a Kafka proxy does: for clients that key connections by address (kafkajs)",
+        )
+        parser.add_argument("--ssl-certfile", default=None)
+        parser.add_argument("--ssl-keyfile", default=None)
+        parser.add_argument("--ssl-cafile", default=None, help="CA of client certificates")
+        parser.add_argument("--max-frame-bytes", type=int, default=DEFAULTS.max_frame_bytes)
+        parser.add_argument("--idle-timeout-s", type=float, default=DEFAULTS.idle_timeout_s)
+        parser.add_argument(
+            "--authentication-timeout-s", type=float, default=DEFAULTS.authentication_timeout_s
+        )
+        parser.add_argument("--max-in-flight", type=int, default=DEFAULTS.max_in_flight)
+        parser.add_argument(
+            "--max-connections-per-ip", type=int, default=DEFAULTS.max_connections_per_ip
+        )
+        parser.add_argument("--max-connections", type=int, default=DEFAULTS.max_connections)
+        parser.add_argument("--threads", type=int, default=DEFAULTS.threads)
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if settings.EMBEDDED:
+            raise CommandError(
+                "serve_kafka needs the distributed setup (CELERY_BROKER_URL): embedded, the web "
+                "process is the controller and hosts the listener itself (CP_KAFKA_LISTENERS)"
+            )
+        try:
+            listeners = [Listener.parse(text) for text in options["listener"]]
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        context = None
+        if any(listener.tls for listener in listeners):
+            if not (options["ssl_certfile"] and options["ssl_keyfile"]):
+                raise CommandError("SSL listeners need --ssl-certfile and --ssl-keyfile")
+            context = ssl_context(
+                options["ssl_certfile"], options["ssl_keyfile"], options["ssl_cafile"]
+            )
+        limits = Limits(
+            max_frame_bytes=options["max_frame_bytes"],
+            idle_timeout_s=options["idle_timeout_s"],
+            authentication_timeout_s=options["authentication_timeout_s"],
+            max_in_flight=options["max_in_flight"],
+            max_connections_per_ip=options["max_connections_per_ip"],
+            max_connections=options["max_connections"],
+            threads=options["threads"],
+        )
+        load_all()
+        server = WireServer(
+            listeners,
+            limits=limits,
+            ssl_context=context,
+            advertised_host=options["advertised_host"],
+            port_per_node=options["port_per_node"],
+        )
+        asyncio.run(self._serve(server))
+
+    async def _serve(self, server: WireServer) -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        for bound in await server.start():
+            self.stdout.write(
+                f"Kafka protocol listener {bound.listener.protocol}://{bound.host}:{bound.port}",
+            )
+        self.stdout.flush()
+        await stop.wait()
+        await server.close()

@@ -1,0 +1,70 @@
+"""The listener's metrics, named as jmx_exporter names Kafka's `kafka.network:type=RequestMetrics`
+and `kafka.server:type=socket-server-metrics` MBeans. Prometheus has no meters: a `_total`
+counter is Kafka's `-count`, and `rate()` of it the `-rate`; TotalTimeMs is a histogram in ms.
+They live in the process's registry (multiprocess mode when PROMETHEUS_MULTIPROC_DIR is set),
+so a listener process's figures join the web node's `/metrics`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from prometheus_client import Counter, Gauge, Histogram
+
+REQUESTS = Counter(
+    "kafka_network_requestmetrics_requests",
+    "Kafka protocol requests served, by API and version (RequestsPerSec)",
+    ["request", "version"],
+)
+ERRORS = Counter(
+    "kafka_network_requestmetrics_errors",
+    "Error codes in Kafka protocol responses, by API and error (ErrorsPerSec)",
+    ["request", "error"],
+)
+TOTAL_TIME_MS = Histogram(
+    "kafka_network_requestmetrics_totaltimems",
+    "Kafka protocol request time from the whole frame read to the response written (ms)",
+    ["request"],
+    buckets=(0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000),
+)
+CONNECTIONS = Gauge(
+    "kafka_server_socketservermetrics_connection_count",
+    "Open Kafka protocol connections, by listener",
+    ["listener"],
+    multiprocess_mode="livesum",
+)
+CONNECTIONS_REFUSED = Counter(
+    "kafka_server_socketservermetrics_connections_refused",
+    "Kafka protocol connections closed by a limit or a malformed frame, by reason",
+    ["listener", "reason"],
+)
+AUTHENTICATIONS = Counter(
+    "kafka_server_socketservermetrics_authentications",
+    "SASL authentications, by listener and result (successful-authentication / failed-)",
+    ["listener", "result"],
+)
+
+
+def error_names(entity: Any, depth: int = 2) -> list[str]:
+    """The error codes a response carries at its top and its items' level (a topic's, a
+    resource's: not every partition's), as names; Kafka counts each one, NONE included."""
+    from kio.schema.errors import ErrorCode
+
+    found: list[str] = []
+
+    def walk(value: Any, level: int) -> None:
+        if isinstance(value, tuple):
+            for item in value:
+                walk(item, level)
+            return
+        if not dataclasses.is_dataclass(value) or level > depth:
+            return
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name)
+            if isinstance(item, ErrorCode):
+                found.append(item.name.upper())
+            elif isinstance(item, tuple) and item and dataclasses.is_dataclass(item[0]):
+                walk(item, level + 1)
+
+    walk(entity, 0)
+    return found

@@ -1,0 +1,481 @@
+"""The Kafka protocol listener: asyncio for the sockets, a thread pool for the handlers.
+
+Each connection reads whole frames (bounded by the maximum frame size) into a queue of at most
+`max_in_flight` requests and answers them in order, as Kafka answers a connection's requests.
+A SASL listener's connection starts unauthenticated: only ApiVersions, SaslHandshake and
+SaslAuthenticate are served until SASL/PLAIN succeeds, within the authentication timeout.
+Handlers run on the pool (Django, the controller) and their answers are encoded there too, so
+the event loop only moves bytes. What Kafka would not parse closes the connection; nothing of
+it reaches a handler, so nothing is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import functools
+import logging
+import re
+import ssl
+import time
+import uuid
+from collections import Counter as Tally
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+
+from controlplane.principals import AuthenticatedPrincipal
+from controlplane.rpc import Caller
+from wire import metrics
+from wire.apis.base import WIRE_APIS, Advertised, WireApi, WireRequest
+from wire.convert import from_data
+from wire.protocol import (
+    API_VERSIONS_KEY,
+    DEFAULT_MAX_FRAME_BYTES,
+    InvalidRequest,
+    RequestHeader,
+    encode_body,
+    encode_response,
+    frame_size,
+    peek_header,
+    read_body,
+    read_header,
+    unsupported_api_versions,
+)
+from wire.sasl import MECHANISMS, SaslFailed, authenticate_plain
+
+logger = logging.getLogger(__name__)
+
+SASL_HANDSHAKE_KEY = 17
+SASL_AUTHENTICATE_KEY = 36
+# The APIs of the connection itself, served by the server (they change its state).
+SESSION_APIS: dict[int, tuple[str, int, int]] = {
+    API_VERSIONS_KEY: ("ApiVersions", 0, 4),
+    SASL_HANDSHAKE_KEY: ("SaslHandshake", 1, 1),  # v0 (raw SASL tokens after it) is not served
+    SASL_AUTHENTICATE_KEY: ("SaslAuthenticate", 0, 2),
+}
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+ANONYMOUS = AuthenticatedPrincipal(0, "ANONYMOUS", False, False)
+LISTENER_PATTERN = re.compile(
+    r"^(?P<protocol>[A-Za-z_]+)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\[\]]*):(?P<port>\d{1,5})$"
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Listener:
+    """`PROTOCOL://host:port`, as Kafka's `listeners`; port 0 binds a free one."""
+
+    protocol: str
+    host: str
+    port: int
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @classmethod
+    def parse(cls, text: str) -> Listener:
+        """`PROTOCOL://HOST:PORT` (an IPv6 host in brackets); ValueError when malformed. Not
+        urlsplit: a URL scheme has no underscore, and SASL_PLAINTEXT has."""
+        match = LISTENER_PATTERN.match(text.strip())
+        if match is None:
+            raise ValueError(f"{text!r}: expected PROTOCOL://HOST:PORT")
+        protocol = match["protocol"].upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            protocols = ", ".join(SECURITY_PROTOCOLS)
+            raise ValueError(f"{text!r}: the protocol must be one of {protocols}")
+        port = int(match["port"])
+        if port > 65535:
+            raise ValueError(f"{text!r}: port {port} is out of range")
+        host = match["host"].strip("[]") or "0.0.0.0"
+        return cls(protocol, host, port)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Limits:
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES  # Kafka's socket.request.max.bytes
+    idle_timeout_s: float = 600.0  # Kafka's connections.max.idle.ms
+    authentication_timeout_s: float = 10.0  # a SASL connection's time to authenticate
+    max_in_flight: int = 16  # requests read ahead of their answers, per connection
+    max_connections_per_ip: int = 1000  # Kafka's max.connections.per.ip
+    max_connections: int = 10000  # Kafka's max.connections
+    threads: int = 8  # the handlers' pool (Django and the controller run there)
+
+
+@dataclasses.dataclass(slots=True)
+class _Connection:
+    listener: Listener
+    host: str
+    principal: AuthenticatedPrincipal | None  # None until SASL succeeds
+    handshake_done: bool = False
+    client_id: str = ""
+
+
+class _Close(Exception):
+    """End this connection (what Kafka would not parse, or refused authentication)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Bound:
+    listener: Listener
+    host: str
+    port: int
+
+
+class WireServer:
+    """Serves every listener on the running event loop (serve_kafka's own, or the embedded web
+    worker's)."""
+
+    def __init__(
+        self,
+        listeners: list[Listener],
+        *,
+        limits: Limits | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        advertised_host: str | None = None,
+        port_per_node: bool = False,
+    ) -> None:
+        if any(listener.tls for listener in listeners) and ssl_context is None:
+            raise ValueError("SSL and SASL_SSL listeners need a certificate and key")
+        self.listeners = listeners
+        self.limits = limits or Limits()
+        self.ssl_context = ssl_context
+        self.advertised_host = advertised_host
+        self.port_per_node = port_per_node
+        self._node_ports: dict[tuple[int, int], int] = {}  # (listener index, node id) -> port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._binding: asyncio.Lock | None = None
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            self.limits.threads, thread_name_prefix="kafka-wire"
+        )
+        self.bound: list[Bound] = []
+        self._servers: list[asyncio.Server] = []
+        self._per_ip: Tally[str] = Tally()
+        self._open = 0
+        self._connections: set[asyncio.Task[Any]] = set()
+
+    # --- lifecycle ------------------------------------------------------------------------
+    async def start(self) -> list[Bound]:
+        self._loop = asyncio.get_running_loop()
+        self._binding = asyncio.Lock()
+        for listener in self.listeners:
+            port = await self._serve_port(listener, listener.port)
+            self.bound.append(Bound(listener, listener.host, port))
+        return self.bound
+
+    async def _serve_port(self, listener: Listener, port: int) -> int:
+        server = await asyncio.start_server(
+            functools.partial(self._connection, listener=listener),
+            listener.host,
+            port,
+            ssl=self.ssl_context if listener.tls else None,
+            ssl_handshake_timeout=self.limits.authentication_timeout_s if listener.tls else None,
+            limit=64 * 1024,
+        )
+        self._servers.append(server)
+        return int(server.sockets[0].getsockname()[1])
+
+    def node_port(self, bound: Bound, node_id: int) -> int:
+        """The port node `node_id` is advertised at on `bound`'s listener (port per node):
+        bound on first use, from a handler's thread, on the event loop; kept while the
+        process lives."""
+        key = (self.bound.index(bound), node_id)
+        port = self._node_ports.get(key)
+        if port is not None:
+            return port
+        assert self._loop is not None
+        future = asyncio.run_coroutine_threadsafe(self._bind_node(key, bound), self._loop)
+        return future.result(timeout=10)
+
+    async def _bind_node(self, key: tuple[int, int], bound: Bound) -> int:
+        assert self._binding is not None
+        async with self._binding:
+            if key not in self._node_ports:
+                self._node_ports[key] = await self._serve_port(bound.listener, 0)
+            return self._node_ports[key]
+
+    async def close(self) -> None:
+        for server in self._servers:
+            server.close()
+        for task in list(self._connections):
+            task.cancel()
+        await asyncio.gather(*self._connections, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def advertised(self, bound: Bound) -> Advertised:
+        host = self.advertised_host or bound.host
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        if not self.port_per_node:
+            return Advertised(host, bound.port)
+        return Advertised(host, bound.port, functools.partial(self.node_port, bound))
+
+    def served(self) -> dict[int, tuple[int, int]]:
+        versions = {key: (low, high) for key, (_, low, high) in SESSION_APIS.items()}
+        versions.update({key: (a.min_version, a.max_version) for key, a in WIRE_APIS.items()})
+        return versions
+
+    # --- one connection -------------------------------------------------------------------
+    async def _connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: Listener
+    ) -> None:
+        peer = writer.get_extra_info("peername") or ("", 0)
+        host = str(peer[0])
+        refused = self._refusal(host)
+        if refused is not None:
+            metrics.CONNECTIONS_REFUSED.labels(listener.protocol, refused).inc()
+            writer.close()
+            return
+        self._open += 1
+        self._per_ip[host] += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+            task.add_done_callback(self._connections.discard)
+        metrics.CONNECTIONS.labels(listener.protocol).inc()
+        bound = next(b for b in self.bound if b.listener is listener)
+        conn = _Connection(listener, host, None if listener.sasl else ANONYMOUS)
+        queue: asyncio.Queue[tuple[bytes, float] | None] = asyncio.Queue(self.limits.max_in_flight)
+        answering = asyncio.create_task(self._answer(conn, queue, writer, bound))
+        try:
+            await self._read(conn, reader, queue, answering)
+        finally:
+            if not answering.done():
+                answering.cancel()
+            writer.close()
+            self._open -= 1
+            self._per_ip[host] -= 1
+            if self._per_ip[host] <= 0:
+                del self._per_ip[host]
+            metrics.CONNECTIONS.labels(listener.protocol).dec()
+
+    def _refusal(self, host: str) -> str | None:
+        if self._open >= self.limits.max_connections:
+            return "max_connections"
+        if self._per_ip[host] >= self.limits.max_connections_per_ip:
+            return "max_connections_per_ip"
+        return None
+
+    async def _read(
+        self,
+        conn: _Connection,
+        reader: asyncio.StreamReader,
+        queue: asyncio.Queue[tuple[bytes, float] | None],
+        answering: asyncio.Task[None],
+    ) -> None:
+        limits = self.limits
+        try:
+            while not answering.done():
+                timeout = (
+                    limits.idle_timeout_s
+                    if conn.principal is not None
+                    else limits.authentication_timeout_s
+                )
+                prefix = await asyncio.wait_for(reader.readexactly(4), timeout)
+                size = frame_size(prefix, limits.max_frame_bytes)
+                frame = await asyncio.wait_for(reader.readexactly(size), timeout)
+                await queue.put((frame, time.perf_counter()))
+            return
+        except InvalidRequest as error:
+            metrics.CONNECTIONS_REFUSED.labels(conn.listener.protocol, "invalid_frame").inc()
+            logger.info("closing %s: %s", conn.host, error)
+        except TimeoutError:
+            reason = "idle" if conn.principal is not None else "authentication_timeout"
+            metrics.CONNECTIONS_REFUSED.labels(conn.listener.protocol, reason).inc()
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
+            pass
+        # Requests already read are still answered before the connection closes.
+        try:
+            queue.put_nowait(None)
+        except asyncio.QueueFull:
+            answering.cancel()
+            return
+        await asyncio.wait([answering], timeout=limits.idle_timeout_s)
+
+    async def _answer(
+        self,
+        conn: _Connection,
+        queue: asyncio.Queue[tuple[bytes, float] | None],
+        writer: asyncio.StreamWriter,
+        bound: Bound,
+    ) -> None:
+        try:
+            while True:
+                item = await queue.get()
+                if item is None:
+                    return
+                frame, received = item
+                response = await self._respond(conn, frame, bound, received)
+                writer.write(response)
+                await writer.drain()
+        except _Close as error:
+            logger.info("closing %s (%s): %s", conn.host, conn.client_id, error)
+            if error.args and isinstance(error.args[-1], bytes):  # a last answer, then close
+                writer.write(error.args[-1])
+                await writer.drain()
+        except (ConnectionError, ssl.SSLError):
+            pass
+        finally:
+            writer.close()
+
+    async def _respond(
+        self, conn: _Connection, frame: bytes, bound: Bound, received: float
+    ) -> bytes:
+        api_key, api_version, correlation_id = peek_header(frame)
+        if api_key == API_VERSIONS_KEY and api_version > SESSION_APIS[API_VERSIONS_KEY][2]:
+            self._count("ApiVersions", api_version, ["UNSUPPORTED_VERSION"], received)
+            return unsupported_api_versions(correlation_id, self.served())
+        try:
+            header = read_header(frame)
+        except InvalidRequest as error:
+            raise _Close(str(error)) from None
+        conn.client_id = header.client_id
+        if api_key in SESSION_APIS:
+            name, low, high = SESSION_APIS[api_key]
+            if not low <= api_version <= high:
+                raise _Close(f"{name} v{api_version} is not served")
+            body = self._body(header, frame)
+            return await self._session(conn, header, body, received)
+        if conn.principal is None:  # Kafka: IllegalSaslStateException, then the close
+            raise _Close(f"apiKey {api_key} before SASL authentication")
+        api = WIRE_APIS.get(api_key)
+        if api is None or not api.min_version <= api_version <= api.max_version:
+            raise _Close(f"apiKey {api_key} v{api_version} is not served")
+        request = WireRequest(
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+            body=self._body(header, frame),
+            caller=Caller(
+                conn.principal,
+                host=conn.host,
+                client_id=header.client_id,
+                request_id=str(uuid.uuid4()),
+            ),
+            advertised=self.advertised(bound),
+            listener=conn.listener.protocol,
+        )
+        loop = asyncio.get_running_loop()
+        response = await loop.run_in_executor(self.pool, self._handle, api, request, received)
+        if response is None:
+            raise _Close(f"{api.name} failed")
+        return response
+
+    @staticmethod
+    def _body(header: RequestHeader, frame: bytes) -> Any:
+        try:
+            return read_body(header, frame)
+        except InvalidRequest as error:
+            raise _Close(str(error)) from None
+
+    def _handle(self, api: WireApi, request: WireRequest, received: float) -> bytes | None:
+        """On the pool: the handler, then the encoding (never on the event loop)."""
+        from django.db import close_old_connections
+
+        close_old_connections()
+        try:
+            answer = api.handler(request)
+            body = answer if isinstance(answer, bytes) else encode_body(answer)
+            errors = [] if isinstance(answer, bytes) else metrics.error_names(answer)
+        except Exception:
+            logger.exception("%s v%d failed", api.name, request.api_version)
+            self._count(api.name, request.api_version, ["UNKNOWN_SERVER_ERROR"], received)
+            return None
+        finally:
+            close_old_connections()
+        self._count(api.name, request.api_version, errors, received)
+        return encode_response(request.api_key, request.api_version, request.correlation_id, body)
+
+    @staticmethod
+    def _count(name: str, version: int, errors: list[str], received: float) -> None:
+        metrics.REQUESTS.labels(name, str(version)).inc()
+        for error in errors:
+            metrics.ERRORS.labels(name, error).inc()
+        metrics.TOTAL_TIME_MS.labels(name).observe((time.perf_counter() - received) * 1000)
+
+    # --- ApiVersions and SASL -------------------------------------------------------------
+    async def _session(
+        self, conn: _Connection, header: RequestHeader, body: Any, received: float
+    ) -> bytes:
+        key, version = header.api_key, header.api_version
+        name = SESSION_APIS[key][0]
+        response_class = load_response_schema(key, version)
+        if key == API_VERSIONS_KEY:
+            data: dict[str, Any] = {
+                "error_code": 0,
+                "api_keys": [
+                    {"api_key": k, "min_version": low, "max_version": high}
+                    for k, (low, high) in sorted(self.served().items())
+                ],
+            }
+        elif key == SASL_HANDSHAKE_KEY:
+            data = self._handshake(conn, body.mechanism)
+        else:
+            data = await self._authenticate(conn, body.auth_bytes)
+        response = from_data(response_class, data)
+        self._count(name, version, [ErrorCode(data["error_code"]).name.upper()], received)
+        encoded = encode_response(key, version, header.correlation_id, encode_body(response))
+        if key == SASL_AUTHENTICATE_KEY and conn.principal is None:
+            raise _Close("SASL authentication failed", encoded)  # answered, then closed
+        return encoded
+
+    def _handshake(self, conn: _Connection, mechanism: str) -> dict[str, Any]:
+        mechanisms = list(MECHANISMS) if conn.listener.sasl else []
+        if not conn.listener.sasl or conn.principal is not None:
+            return {"error_code": int(ErrorCode.illegal_sasl_state), "mechanisms": mechanisms}
+        if mechanism not in MECHANISMS:
+            return {
+                "error_code": int(ErrorCode.unsupported_sasl_mechanism),
+                "mechanisms": mechanisms,
+            }
+        conn.handshake_done = True
+        return {"error_code": 0, "mechanisms": mechanisms}
+
+    async def _authenticate(self, conn: _Connection, auth_bytes: bytes) -> dict[str, Any]:
+        if not conn.handshake_done or conn.principal is not None:
+            return {
+                "error_code": int(ErrorCode.illegal_sasl_state),
+                "error_message": "SaslAuthenticate before SaslHandshake, or after success.",
+                "auth_bytes": b"",
+            }
+        loop = asyncio.get_running_loop()
+        try:
+            principal = await loop.run_in_executor(self.pool, _authenticate_plain, auth_bytes)
+        except SaslFailed as error:
+            metrics.AUTHENTICATIONS.labels(conn.listener.protocol, "failed").inc()
+            return {
+                "error_code": int(ErrorCode.sasl_authentication_failed),
+                "error_message": str(error),
+                "auth_bytes": b"",
+            }
+        conn.principal = principal
+        metrics.AUTHENTICATIONS.labels(conn.listener.protocol, "successful").inc()
+        return {"error_code": 0, "error_message": None, "auth_bytes": b""}
+
+
+def _authenticate_plain(auth_bytes: bytes) -> AuthenticatedPrincipal:
+    from django.db import close_old_connections
+
+    close_old_connections()
+    try:
+        return authenticate_plain(bytes(auth_bytes))
+    finally:
+        close_old_connections()
+
+
+def ssl_context(certfile: str, keyfile: str, cafile: str | None = None) -> ssl.SSLContext:
+    """The SSL listeners' context: TLS 1.2 and newer; client certificates when a CA is given."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=cafile)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(certfile, keyfile)
+    if cafile:
+        context.verify_mode = ssl.CERT_OPTIONAL
+    return context
