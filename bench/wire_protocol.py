@@ -132,7 +132,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     stack.wait_active("controller")
     sasl_port = start_listener(stack)
     brokers = brokers_unfenced(stack, http_urls.internal, 3)
-    http = bearer_client(http_urls.public, stack.tokens["admin"], timeout_s=60)
+    http = bearer_client(http_urls.base, stack.tokens["admin"], timeout_s=60)
     try:
         create_topics(http, args.topics, args.partitions)
         admin = KafkaAdminClient(

@@ -562,6 +562,8 @@ def run(directory: Path | None = None) -> dict[str, Any]:
         assert campaign.writers is not None and campaign.history is not None
         campaign.writers.stop()
         campaign.history.stop()
+        if campaign.wire_writer is not None:
+            campaign.wire_writer.stop()  # before the log is read, so every answer it got is in
         return campaign.report()
 
 

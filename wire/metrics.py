@@ -7,9 +7,10 @@ so a listener process's figures join the web node's `/metrics`."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, multiprocess
 
 REQUESTS = Counter(
     "kafka_network_requestmetrics_requests",
@@ -68,3 +69,13 @@ def error_names(entity: Any, depth: int = 2) -> list[str]:
 
     walk(entity, 0)
     return found
+
+
+def scraped_registry() -> CollectorRegistry:
+    """What `serve_kafka --metrics-port` serves: this process's registry, or in multiprocess
+    mode every process's files in PROMETHEUS_MULTIPROC_DIR (the listener's, in a container)."""
+    if "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        return REGISTRY
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+    return registry

@@ -29,6 +29,7 @@ from controlplane.controller.config_schema import BROKER_CONFIGS, TOPIC_CONFIGS
 from controlplane.models import ConfigEntry
 from controlplane.principals import principal_by_token, principal_create
 from controlplane.rpc import Caller
+from tests.api.test_configs_api import acl
 from wire.apis.base import WIRE_APIS, Advertised, WireRequest
 from wire.apis.common import CONFIG_SOURCES
 from wire.apis.configs import CONFIG_TYPES
@@ -113,18 +114,6 @@ def last_audit(api_name: str) -> AuditEvent:
 def grant(api: Any, tokens: dict[str, str], *acls: dict[str, str]) -> None:
     status, answer = rest(api, "create-acls", {"creations": list(acls)}, tokens["admin"])
     assert status == 200 and all(r["error_code"] == 0 for r in answer["results"]), answer
-
-
-def acl(rtype: str, name: str, operation: str, principal: str = "User:alice") -> dict[str, str]:
-    return {
-        "resource_type": rtype,
-        "resource_name": name,
-        "pattern_type": "LITERAL",
-        "principal": principal,
-        "host": "*",
-        "operation": operation,
-        "permission_type": "ALLOW",
-    }
 
 
 @pytest.fixture

@@ -109,6 +109,18 @@ def test_kafka_python_topic_lifecycle(
     assert row.client_host == "127.0.0.1"
 
 
+def test_a_wire_change_is_seen_in_the_ui(
+    admin: KafkaAdminClient, client: Any, tokens: dict[str, str]
+) -> None:
+    from tests.ui.conftest import ui_login
+
+    admin.create_topics([NewTopic("seen-in-ui", num_partitions=2, replication_factor=3)])
+    ui_login(client, "admin", tokens["admin"])
+    assert b"seen-in-ui" in client.get("/ui/topics/").content
+    trail = client.get("/ui/audit/", {"client_id": CLIENT_ID}).content.decode()
+    assert "CreateTopics" in trail and "User:admin" in trail and CLIENT_ID in trail
+
+
 def test_kafka_python_configs_legacy_and_incremental(
     admin: KafkaAdminClient, api: Any, tokens: dict[str, str]
 ) -> None:

@@ -10,8 +10,10 @@ from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from prometheus_client import start_http_server
 
 from wire.apis import load_all
+from wire.metrics import scraped_registry
 from wire.server import Limits, Listener, WireServer, ssl_context
 
 DEFAULTS = Limits()
@@ -37,6 +39,14 @@ class Command(BaseCommand):
             action="store_true",
             help="advertise each node id at a port of its own on each listener (chosen by the "
             "OS), as a Kafka proxy does: for clients that key connections by address (kafkajs)",
+        )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            default=None,
+            help="serve this process's Prometheus metrics at http://0.0.0.0:PORT/ (a process of "
+            "its own on another machine or container; on the web node's machine, a shared "
+            "PROMETHEUS_MULTIPROC_DIR joins them to the web node's /metrics)",
         )
         parser.add_argument("--ssl-certfile", default=None)
         parser.add_argument("--ssl-keyfile", default=None)
@@ -79,6 +89,8 @@ class Command(BaseCommand):
             max_connections=options["max_connections"],
             threads=options["threads"],
         )
+        if options["metrics_port"] is not None:
+            start_http_server(options["metrics_port"], registry=scraped_registry())
         load_all()
         server = WireServer(
             listeners,
