@@ -37,6 +37,16 @@ def broker_id_list() -> list[int]:
     return list(broker_list().values_list("broker_id", flat=True))
 
 
+def broker_live_ids() -> list[int]:
+    """The unfenced brokers' ids: a replica on any other broker (fenced, or gone) is offline,
+    as the controller's health index counts it (controlplane.controller.health)."""
+    return list(
+        Broker.objects.filter(fenced=False)
+        .order_by("broker_id")
+        .values_list("broker_id", flat=True)
+    )
+
+
 def brokers_alive() -> list[dict[str, Any]]:
     """The unfenced brokers as DescribeCluster lists them: id, first listener, rack and pod
     (KIP-1095), by id."""

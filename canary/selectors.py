@@ -199,9 +199,51 @@ def _window(start: rollout.Registration) -> rollout.Window:
     )
 
 
+def _fleet_version(version: str, brokers: list[rollout.BrokerNow]) -> dict[str, Any] | None:
+    """COMPLETE when `version` is the fleet's current version, not a rollout: every broker that
+    reports a version reports it, or every non-canary broker does while the canary brokers run
+    another (the version a canary is moving away from). The guard alone answered HOLD ("deploy
+    it to the canary brokers first") for the version the whole fleet already runs. Brokers that
+    report no version cannot be judged either way, so they are left out and named."""
+    known = [b for b in brokers if b.software_version is not None]
+    fleet = [b for b in known if b.pod != CANARY_BROKER_POD]
+    running = sorted(b.broker_id for b in known if b.software_version == version)
+    if not running or not fleet or any(b.software_version != version for b in fleet):
+        return None
+    others = sorted({str(b.software_version) for b in known if b.software_version != version})
+    if not others and len(known) == len(brokers):
+        return None  # every broker runs it: the guard's own COMPLETE says so
+    unknown = sorted(b.broker_id for b in brokers if b.software_version is None)
+    if others:
+        canary = sorted(b.broker_id for b in known if b.software_version != version)
+        why = (
+            f"Version {version} is the fleet's current version: every non-canary broker "
+            f"({len(fleet)}) runs it, so it is not a rollout. Canary broker(s) "
+            f"{', '.join(map(str, canary))} run {', '.join(others)}: that is the rollout to "
+            "check."
+        )
+    else:
+        why = (
+            f"Every broker that reports a version ({len(known)}) reports version {version}: "
+            "the rollout is complete."
+        )
+    if unknown:
+        why += f" Broker(s) {', '.join(map(str, unknown))} report no version."
+    return {
+        "verdict": rollout.COMPLETE,
+        "version": version,
+        "explanation": why,
+        "brokers_running_version": running,
+        "evidence": {},
+    }
+
+
 def canary_rollout(*, version: str) -> dict[str, Any]:
     """GET /api/v1/canary/rollout: the verdict on rolling `version` out, with its evidence."""
     brokers = _brokers_now()
+    fleet_version = _fleet_version(version, brokers)
+    if fleet_version is not None:
+        return fleet_version
     running = {b.broker_id for b in brokers if b.software_version == version}
     bake = rollout.bake_of(version, brokers, _registrations(running))
     window = rollout.Window() if bake.start is None else _window(bake.start)

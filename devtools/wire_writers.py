@@ -35,6 +35,7 @@ class WireWriter:
         self._stop.set()
         self._go.set()
         self._thread.join(timeout=60)
+        self._close_client()  # its own I/O thread would go on reconnecting to a dead listener
 
     def pause(self) -> None:
         """No new topic once this returns, and the one in flight answered (or given up)."""

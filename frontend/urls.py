@@ -124,6 +124,7 @@ urlpatterns = [
     path("ui/quotas/set/", quotas.quota_set_view, name="quota-set"),
     path("ui/tokens/", tokens.token_list_view, name="token-list"),
     path("ui/tokens/new/", tokens.token_create_view, name="token-create"),
+    path("ui/tokens/created/", tokens.token_created_view, name="token-created"),
     path("ui/tokens/renew/", tokens.token_renew_view, name="token-renew"),
     path("ui/tokens/expire/", tokens.token_expire_view, name="token-expire"),
     path("ui/audit/", audit.audit_list_view, name="audit-list"),
@@ -133,6 +134,9 @@ urlpatterns = [
     path("ui/audit/reports/<str:name>/", audit.audit_report_view, name="audit-report"),
     # KIP-710's MirrorMaker 2 flows.
     path("ui/mirror/", mirror.flow_list_view, name="mirror-flows"),
+    # Before the flow's routes, which two segments would match (a cluster alias is no "config").
+    path("ui/mirror/config/", mirror.mirror_config_view, name="mirror-config"),
+    path("ui/mirror/config/apply/", mirror.mirror_config_apply_view, name="mirror-config-apply"),
     path("ui/mirror/<str:source>/<str:target>/", mirror.flow_detail_view, name="mirror-flow"),
     path(
         "ui/mirror/<str:source>/<str:target>/<str:action>/",

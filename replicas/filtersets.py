@@ -7,8 +7,20 @@ from typing import Any
 import django_filters
 from django.db.models import F, Q, QuerySet
 
+from brokers.selectors import broker_live_ids
 from controlplane.filtersets import IntegerFilter, StrictBooleanFilter
 from replicas.models import Partition, Topic
+
+
+def offline_partitions_q() -> Q:
+    """Partitions with an offline replica, as the controller's health index counts them
+    ("Offline replicas"): one AlterReplicaState marked offline, or one on a broker that is not
+    live (fenced or gone), as Kafka's MetadataResponse lists `offline_replicas`. `replica_ids`
+    is ",1,2,3,": a replica off the live brokers is a number no live id matches (a lookahead,
+    which PostgreSQL's and Python's regular expressions both have)."""
+    live = broker_live_ids()
+    not_live = rf",(?!(?:{'|'.join(map(str, live))}),)[0-9]+," if live else r",[0-9]+,"
+    return Q(offline_replica_count__gt=0) | Q(replica_ids__regex=not_live)
 
 
 class TopicFilterSet(django_filters.FilterSet):  # type: ignore[misc]
@@ -66,9 +78,8 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     def filter_offline(
         self, queryset: QuerySet[Partition], name: str, value: Any
     ) -> QuerySet[Partition]:
-        if value:
-            return queryset.filter(offline_replica_count__gt=0)
-        return queryset.filter(offline_replica_count=0)
+        offline = offline_partitions_q()
+        return queryset.filter(offline) if value else queryset.exclude(offline)
 
     # The health filters compare the partition's ISR size with its replica count and with its
     # topic's effective min.insync.replicas (the controller's count in cp_topic_health).

@@ -35,7 +35,7 @@ HEALTH_GAUGES = (
     ),
     (
         "kafka_log_logmanager_offlinelogdirectorycount",
-        "Offline log directories, reported by heartbeats or AlterReplicaState "
+        "Offline log directories: those the brokers' latest heartbeats name "
         "(OfflineLogDirectoryCount)",
         "offline_log_dirs",
     ),
@@ -70,12 +70,12 @@ class ReplicationCollector(Collector):
         )
         yield gauge(
             "kafka_controller_offline_partitions_all_replicas",
-            "Partitions every replica of which is offline (KIP-589 log dir failures)",
+            "Partitions every replica of which is offline (a failed log dir or a fenced broker)",
             summary["offline_partitions"],
         )
         yield gauge(
             "kafka_controller_offline_replicas",
-            "Replicas in OfflineReplica state after a log dir failure (KIP-589)",
+            "Offline replicas: on a failed log dir (KIP-589) or a fenced broker",
             summary["offline_replicas"],
         )
         # Cluster health, named as jmx_exporter names Kafka's MBeans (CONTRACT.md).

@@ -53,6 +53,16 @@ def topic_list(*, topic_ids: Iterable[str] | None = None) -> QuerySet[Topic]:
     return topics
 
 
+def replication_factors(*, topic_ids: Iterable[str]) -> dict[str, int]:
+    """Each topic's replication factor as Kafka's TopicCommand reports it: its partition 0's
+    replica count (one query, one row a topic)."""
+    rows = Partition.objects.filter(topic_id__in=list(topic_ids), partition_index=0)
+    return {
+        topic_id: len(replicas or [])
+        for topic_id, replicas in rows.values_list("topic_id", "replicas")
+    }
+
+
 def topic_names_by_id(*, topic_ids: list[str]) -> dict[str, str]:
     """The names of the topics with these ids (unknown ids are left out), in one query."""
     if not topic_ids:
@@ -134,10 +144,13 @@ def partitions_on_broker(
 
 
 def offline_partitions_on_broker(
-    *, broker_id: int, exclude_topics: Collection[str] | None = None
+    *, broker_id: int, exclude_topics: Collection[str] | None = None, fenced: bool = False
 ) -> QuerySet[Partition]:
-    """The partitions whose replica on the broker is offline, leaving out `exclude_topics`."""
-    partitions = partition_list().filter(offline_ids__contains=f",{broker_id},")
+    """The partitions whose replica on the broker is offline, leaving out `exclude_topics`:
+    marked by AlterReplicaState, or every one while the broker is `fenced` (the health index's
+    model, controlplane.controller.health)."""
+    held = "replica_ids" if fenced else "offline_ids"
+    partitions = partition_list().filter(**{f"{held}__contains": f",{broker_id},"})
     if exclude_topics is not None:
         partitions = partitions.exclude(topic__name__in=exclude_topics)
     return partitions

@@ -9,9 +9,10 @@ import hmac
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import F, Q, QuerySet, Value
 
 from controlplane.authz import is_authorized
+from controlplane.controller.acls.bindings import WILDCARD_RESOURCE as WILDCARD
 from controlplane.controller.acls.bindings import (
     AclBindingFilter,
     AclOperation,
@@ -37,10 +38,35 @@ def acl_list(
 ) -> QuerySet[Acl, AclRow]:
     """The ACLs of the projection as rows of ACL_FIELDS, filtered by exact field values and
     ordered by `order_by` (else by the model's order). Lazy: a page is a count and a slice."""
-    acls = Acl.objects.filter(**(filters or {}))
+    wanted = dict(filters or {})
+    if wanted.get("pattern_type") == MATCH:
+        del wanted["pattern_type"]
+        acls = _matching(Acl.objects.filter(**_without(wanted, "resource_name")), wanted)
+    else:
+        acls = Acl.objects.filter(**wanted)
     if order_by:
         acls = acls.order_by(*order_by)
     return acls.values_list(*ACL_FIELDS)
+
+
+MATCH = "MATCH"  # Kafka's PatternType.MATCH: every pattern that applies to one resource name
+
+
+def _without(filters: Mapping[str, str], key: str) -> dict[str, str]:
+    return {k: v for k, v in filters.items() if k != key}
+
+
+def _matching(acls: QuerySet[Acl], filters: Mapping[str, str]) -> QuerySet[Acl]:
+    """Kafka's MATCH: the LITERAL ACLs of the name and of `*`, and every PREFIXED one whose
+    prefix the name starts with (what the authorizer applies to that resource). Without a
+    name, MATCH filters nothing."""
+    name = filters.get("resource_name")
+    if not name:
+        return acls
+    return acls.annotate(_matched_name=Value(name)).filter(
+        Q(pattern_type="LITERAL", resource_name__in=[name, WILDCARD])
+        | Q(pattern_type="PREFIXED", _matched_name__startswith=F("resource_name"))
+    )
 
 
 def acl_get(*, acl_id: str) -> AclRow | None:

@@ -194,6 +194,24 @@ def _remove(path: Path) -> None:
 PALETTE = ("#2f6fb0", "#d9822b", "#3a9a5b", "#c23b3b", "#7c5cb8", "#8a6d3b", "#4aa3a3")
 
 
+# A series named for an outcome or a state is coloured by what it means, whatever its order:
+# success green, failure red, partial orange, in progress blue (issue 25: FAILED was blue and
+# SUCCESS orange, by order of first appearance).
+MEANING = {
+    "SUCCESS": "#3a9a5b",
+    "SUCCEEDED": "#3a9a5b",
+    "FAILED": "#c23b3b",
+    "DENIED": "#c23b3b",
+    "PARTIAL": "#d9822b",
+    "RUNNING": "#2f6fb0",
+    "PENDING": "#2f6fb0",
+}
+
+
+def series_colour(name: str, index: int) -> str:
+    return MEANING.get(str(name).upper(), PALETTE[index % len(PALETTE)])
+
+
 def chart_config(chart: Chart, rows: Sequence[Row]) -> dict[str, Any]:
     """A Chart.js configuration of `chart` over `rows` (summed per label, in order of first
     appearance)."""
@@ -215,7 +233,9 @@ def chart_config(chart: Chart, rows: Sequence[Row]) -> dict[str, Any]:
             "label": name,
             "data": [sums.get((name, label), 0) for label in labels],
             "backgroundColor": (
-                list(PALETTE) if chart.kind == "doughnut" else PALETTE[i % len(PALETTE)]
+                [series_colour(label, j) for j, label in enumerate(labels)]
+                if chart.kind == "doughnut"
+                else series_colour(name, i)
             ),
         }
         for i, name in enumerate(names)

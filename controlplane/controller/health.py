@@ -9,6 +9,19 @@ partitions (the controller's OfflinePartitionsCount), partitions off their prefe
 ControllerMetricsChanges counts it, leaderless ones included) and offline log dirs
 (LogManager's OfflineLogDirectoryCount).
 
+One model of a log dir's and a replica's state, for every reader (the API, the pages, /metrics):
+
+- A log dir is offline while the broker's latest heartbeat names it (`offline_log_dirs`); a
+  heartbeat that no longer names it, or a new incarnation (registration clears the list), brings
+  it back online. A fenced broker does not heartbeat: its other dirs are unknown, not online.
+  AlterReplicaState (KIP-589) names replicas, not dirs: what it reports are offline replicas,
+  and the broker's next heartbeat names the dir. Counting an unnamed dir from offline replicas
+  alone would outlive a repair (replicas stay offline until a leader takes them back), and the
+  image, all this index may depend on, keeps no history to tell the two apart.
+- A replica is offline when AlterReplicaState marked it (until it is back in the ISR or its
+  broker registers anew) or its broker is fenced or gone, as Kafka's MetadataResponse counts
+  `offline_replicas` (KRaftMetadataCache.getOfflineReplicas).
+
 `HealthIndex` is built once from the image, then advanced by each delta: only the partitions
 a delta changed are counted again (and every partition of a topic whose effective
 `min.insync.replicas` changed), so a commit costs what it changed, never a scan of the cluster.
@@ -20,7 +33,8 @@ Pure: no Django, no I/O.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import enum
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from controlplane.controller.config_schema import (
     BROKER,
@@ -96,9 +110,9 @@ class TopicHealth:
 class BrokerLoad:
     """What one broker holds: its replicas, how many it leads, how many are in sync or offline,
     how many it is the preferred leader of, and of the partitions it leads, how many are
-    under-replicated or under min ISR (Kafka's per-broker ReplicaManager gauges). Offline log
-    dirs: those its heartbeats report, or one unnamed dir when only AlterReplicaState (which
-    names replicas, not dirs) told of its offline replicas."""
+    under-replicated or under min ISR (Kafka's per-broker ReplicaManager gauges). Offline
+    replicas: marked by AlterReplicaState, or every one it holds while it is fenced. Offline log
+    dirs: those its latest heartbeat names (`log_dir_states`)."""
 
     broker_id: int
     leaders: int = 0
@@ -147,15 +161,67 @@ class HealthChanges:
     changed: bool
 
 
+class LogDirState(enum.StrEnum):
+    ONLINE = "online"
+    OFFLINE = "offline"
+    UNKNOWN = "unknown"  # its broker is fenced: no heartbeat says how it is
+
+
+def log_dir_states(
+    log_dirs: Sequence[str], offline_log_dirs: Collection[str], fenced: bool
+) -> list[tuple[str, LogDirState]]:
+    """Each of a broker's log dirs and its state (the module's model): offline while the latest
+    heartbeat names it, unknown when the broker is fenced (not heartbeating), else online. A dir
+    a heartbeat names that the registration does not list is offline too (listed last)."""
+    offline = set(offline_log_dirs)
+    states = [
+        (
+            d,
+            LogDirState.OFFLINE
+            if d in offline
+            else LogDirState.UNKNOWN
+            if fenced
+            else LogDirState.ONLINE,
+        )
+        for d in log_dirs
+    ]
+    listed = set(log_dirs)
+    states.extend((d, LogDirState.OFFLINE) for d in sorted(offline - listed))
+    return states
+
+
+def offline_log_dirs_of(registration: BrokerRegistration | None) -> int:
+    """A broker's offline log dirs: those its latest heartbeat names (a new incarnation starts
+    with none)."""
+    if registration is None:
+        return 0
+    return len(set(registration.offline_log_dirs))
+
+
+def live_brokers(brokers: Iterable[BrokerRegistration]) -> frozenset[int]:
+    """The brokers whose replicas are not offline for being on a fenced (or gone) broker."""
+    return frozenset(b.broker_id for b in brokers if not b.fenced)
+
+
+def offline_replicas_of(p: PartitionRegistration, live: Collection[int]) -> tuple[int, ...]:
+    """A partition's offline replicas: marked by AlterReplicaState, or on a broker not live."""
+    down = [r for r in p.replicas if r not in live]
+    if not down:
+        return p.offline_replicas
+    return tuple(sorted({*p.offline_replicas, *down}))
+
+
 def _count(
     p: PartitionRegistration,
     min_isr: int,
     sign: int,
     topic: list[int],
     brokers: dict[int, list[int]],
+    live: Collection[int],
 ) -> None:
     """Add (sign 1) or take away (-1) one partition's share of its topic's counts and of its
-    brokers' loads. Hot: a large commit calls it twice per changed partition."""
+    brokers' loads, with `live` the brokers not fenced at that moment. Hot: a large commit
+    calls it twice per changed partition."""
     replicas, isr, leader = p.replicas, p.isr, p.leader
     in_sync = len(isr)
     under_replicated = in_sync < len(replicas)
@@ -173,7 +239,7 @@ def _count(
         topic[IMBALANCED] += sign
     if p.is_canary and not p.canary_isolated:
         topic[CANARY_NOT_ISOLATED] += sign
-    offline = p.offline_replicas
+    offline = offline_replicas_of(p, live)
     if offline:
         topic[OFFLINE_REPLICAS] += sign * len(offline)
         if replicas and set(replicas) <= set(offline):
@@ -202,16 +268,6 @@ def _load(brokers: dict[int, list[int]], broker_id: int) -> list[int]:
     return load
 
 
-def offline_log_dirs_of(registration: BrokerRegistration | None, offline_replicas: int) -> int:
-    """A broker's offline log dirs: those its heartbeats name, else one when it has offline
-    replicas (AlterReplicaState told of a failed dir without naming it)."""
-    if registration is None:
-        return 0
-    if registration.offline_log_dirs:
-        return len(registration.offline_log_dirs)
-    return 1 if offline_replicas else 0
-
-
 class HealthIndex:
     """Health figures of the image it was built from, advanced delta by delta."""
 
@@ -232,6 +288,7 @@ class HealthIndex:
         configs = ConfigView(_image_lookup(image), index.static_configs)
         counts: dict[str, list[int]] = {}
         loads: dict[int, list[int]] = {}
+        live = live_brokers(image.all_brokers())
         min_isr = {
             topic_id: _min_isr(configs, topic.name) for topic_id, topic in image.topics.items()
         }
@@ -239,7 +296,7 @@ class HealthIndex:
             topic = counts.get(topic_id)
             if topic is None:
                 topic = counts[topic_id] = [0] * TOPIC_FIELDS
-            _count(partition, min_isr[topic_id], 1, topic, loads)
+            _count(partition, min_isr[topic_id], 1, topic, loads, live)
         for topic_id in image.topics:
             values = counts.get(topic_id) or [0] * TOPIC_FIELDS
             index.topics[topic_id] = TopicHealth(
@@ -303,7 +360,7 @@ def _broker_load(
         preferred_leaders=v[PREFERRED],
         under_replicated_partitions=v[LED_UNDER_REPLICATED],
         under_min_isr_partitions=v[LED_UNDER_MIN_ISR],
-        offline_log_dirs=offline_log_dirs_of(registration, v[OFFLINE]),
+        offline_log_dirs=offline_log_dirs_of(registration),
     )
 
 
@@ -354,6 +411,17 @@ def _topic_partitions(
             yield partition
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Liveness:
+    """The live brokers before a delta and after it."""
+
+    before: frozenset[int]
+    after: frozenset[int]
+
+    def changed(self) -> frozenset[int]:
+        return self.before ^ self.after
+
+
 def _recount_topic(
     index: HealthIndex,
     delta: MetadataDelta,
@@ -361,6 +429,7 @@ def _recount_topic(
     new_min: Mapping[str, int],
     values: list[int],
     loads: dict[int, list[int]],
+    live: _Liveness,
 ) -> None:
     """Take away every partition of the topic as it was, add every one as it is."""
     base = delta.base
@@ -368,11 +437,11 @@ def _recount_topic(
     old_min = index.topics[topic_id].min_insync_replicas
     count = base_topic.partition_count if base_topic else 0
     for before in _topic_partitions(base.partitions, topic_id, count):
-        _count(before, old_min, -1, values, loads)
+        _count(before, old_min, -1, values, loads, live.before)
     topic = delta.topic(topic_id)
     if topic is not None:
         for _, after in delta.topic_partitions(topic):
-            _count(after, new_min[topic_id], 1, values, loads)
+            _count(after, new_min[topic_id], 1, values, loads, live.after)
 
 
 def _recount_partition(
@@ -383,19 +452,41 @@ def _recount_partition(
     new_min: Mapping[str, int],
     values: list[int],
     loads: dict[int, list[int]],
+    live: _Liveness,
 ) -> None:
     before = delta.base.partitions.get(tp)
     if before is not None:
         old_topic = index.topics.get(tp[0])
         old_min = old_topic.min_insync_replicas if old_topic else new_min.get(tp[0], 1)
-        _count(before, old_min, -1, values, loads)
+        _count(before, old_min, -1, values, loads, live.before)
     if after is not None:
-        _count(after, new_min[tp[0]], 1, values, loads)
+        _count(after, new_min[tp[0]], 1, values, loads, live.after)
+
+
+def _liveness_recounted(
+    delta: MetadataDelta, live: _Liveness
+) -> dict[TopicPartition, PartitionRegistration | None]:
+    """The partitions a delta changed, and every partition with a replica on a broker fenced or
+    unfenced by it (its replicas went offline or came back): those are counted again."""
+    changed = delta.changed_partitions
+    flipped = live.changed()
+    if not flipped:
+        return changed
+    recounted = dict(changed)
+    for broker_id in flipped:
+        held = delta.base.replica_index.get(broker_id, set()) | delta.partitions_with_replica(
+            broker_id
+        )
+        for tp in held:
+            if tp not in recounted:
+                recounted[tp] = delta.partition(tp)
+    return recounted
 
 
 def _changes(index: HealthIndex, delta: MetadataDelta) -> HealthChanges:
     configs = ConfigView(delta.config, index.static_configs)
-    changed = delta.changed_partitions
+    live = _Liveness(live_brokers(delta.base.all_brokers()), live_brokers(delta.all_brokers()))
+    changed = _liveness_recounted(delta, live)
     rechecked = _min_isr_rechecked(index, delta)
     touched_topics = {tp[0] for tp in changed} | rechecked | set(delta.changed_topics)
     topic_values: dict[str, list[int]] = {}
@@ -419,10 +510,12 @@ def _changes(index: HealthIndex, delta: MetadataDelta) -> HealthChanges:
         and new_min.get(topic_id) != index.topics[topic_id].min_insync_replicas
     }
     for topic_id in whole:
-        _recount_topic(index, delta, topic_id, new_min, topic_values[topic_id], loads)
+        _recount_topic(index, delta, topic_id, new_min, topic_values[topic_id], loads, live)
     for tp, partition in changed.items():
         if tp[0] not in whole:
-            _recount_partition(index, delta, tp, partition, new_min, topic_values[tp[0]], loads)
+            _recount_partition(
+                index, delta, tp, partition, new_min, topic_values[tp[0]], loads, live
+            )
 
     topics: dict[str, TopicHealth | None] = {}
     for topic_id, values in topic_values.items():

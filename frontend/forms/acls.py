@@ -161,7 +161,10 @@ class AclFilterForm(forms.Form):
     )
     resource_name = name_field("Resource name", required=False)
     pattern_type = forms.ChoiceField(
-        label="Pattern", required=False, choices=[("", "any"), *choices(PATTERN_TYPES)]
+        label="Pattern",
+        required=False,
+        # MATCH (Kafka's): every ACL that applies to the resource name, literal, prefixed or `*`
+        choices=[("", "any"), *choices(PATTERN_TYPES), ("MATCH", "MATCH (all that apply)")],
     )
     operation = forms.ChoiceField(
         label="Operation", required=False, choices=[("", "any"), *choices(OPERATIONS)]

@@ -80,3 +80,19 @@ class QuotaFilterForm(forms.Form):
 
     def chosen_entity_type(self) -> str:
         return str(self.cleaned_data.get("entity_type") or "") if self.is_valid() else ""
+
+
+class EffectiveQuotaForm(forms.Form):
+    """Which quotas apply to a (user, client id) pair: what GET
+    /api/v1/client-quotas/effective answers. Names are kept as typed (a user or client id may
+    have spaces at its ends), as the API keeps them."""
+
+    user = forms.CharField(label="User", max_length=CONFIG_NAME_MAX, strip=False)
+    client_id = forms.CharField(label="Client id", max_length=CONFIG_NAME_MAX, strip=False)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        for name in ("user", "client_id"):
+            if "\x00" in str(cleaned.get(name) or ""):
+                self.add_error(name, "A name cannot hold a NUL character.")
+        return cleaned

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
+
+from controlplane.controller.config_schema import topic_config_def
+from controlplane.controller.errors import ApiError
 
 TOPIC_NAME_MAX = 249  # Kafka's limit; the API says so for anything longer
 INT32_MAX = 2**31 - 1
@@ -34,9 +38,22 @@ def _configs(text: str) -> list[dict[str, str]]:
     return configs
 
 
+def bad_configs(configs: list[dict[str, str]]) -> list[str]:
+    """Every config the controller would refuse, each named (the controller's CreateTopics stops
+    at the first): the pure core's own check, key by key."""
+    found = []
+    for config in configs:
+        try:
+            topic_config_def(config["name"]).parse(config["value"])
+        except ApiError as error:
+            found.append(error.message or error.error.name)
+    return found
+
+
 class TopicCreateForm(forms.Form):
     """CreateTopics for one topic. Empty counts take the cluster's defaults (num.partitions,
-    default.replication.factor), as Kafka's -1 does."""
+    default.replication.factor), as Kafka's -1 does; `defaults` are their effective values and
+    sources (`name -> (value, source)`), which the fields' help says."""
 
     name = forms.CharField(
         label="Name",
@@ -67,6 +84,23 @@ class TopicCreateForm(forms.Form):
         ),
         help_text="one key=value a line",
     )
+
+    def __init__(
+        self,
+        data: Mapping[str, Any] | None = None,
+        *,
+        defaults: Mapping[str, tuple[str, str]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(data, **kwargs)
+        for field, key in (
+            ("num_partitions", "num.partitions"),
+            ("replication_factor", "default.replication.factor"),
+        ):
+            if defaults and key in defaults:
+                value, source = defaults[key]
+                self.fields[field].help_text = f"empty: the cluster's {key}, {value} ({source})"
+                self.fields[field].widget.attrs["placeholder"] = value
 
     def clean_configs(self) -> list[dict[str, str]]:
         return _configs(self.cleaned_data["configs"])

@@ -203,7 +203,7 @@ class ExportRow:
         return self.state in ("PENDING", "RUNNING")
 
 
-EXPORT_BADGES = {"SUCCEEDED": "ok", "RUNNING": "warn", "PENDING": "muted", "FAILED": "danger"}
+EXPORT_BADGES = {"SUCCEEDED": "ok", "RUNNING": "info", "PENDING": "info", "FAILED": "danger"}
 
 
 def export_rows(exports: Iterable[AuditExport]) -> list[ExportRow]:

@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString
 from brokers.models import Broker
 from brokers.selectors import broker_as_dict
 from controlplane.controller.config_schema import redact_record_data
-from controlplane.controller.health import BrokerLoad
+from controlplane.controller.health import BrokerLoad, LogDirState, log_dir_states
 from controlplane.models import MetadataRecord
 from frontend.tables.columns import (
     Column,
@@ -44,10 +44,31 @@ def format_listener(listener: dict[str, Any]) -> str:
     )
 
 
+# Offline, as the health index, the API's `offline` filter and /metrics count it.
+OFFLINE_REPLICAS_MEANING = "offline: on a failed log dir (AlterReplicaState) or a fenced broker"
+LOG_DIR_BADGES = {
+    LogDirState.ONLINE: ("ok", "online"),
+    LogDirState.OFFLINE: ("danger", "offline"),
+    LogDirState.UNKNOWN: ("warn", "unknown (fenced)"),
+}
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class LogDirRow:
     log_dir: str
-    offline: bool
+    state: LogDirState
+
+    @property
+    def offline(self) -> bool:
+        return self.state is LogDirState.OFFLINE
+
+    @property
+    def badge(self) -> str:
+        return LOG_DIR_BADGES[self.state][0]
+
+    @property
+    def label(self) -> str:
+        return LOG_DIR_BADGES[self.state][1]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,18 +81,26 @@ class BrokerRow:
     pod: str
     rack: str | None
     listeners: list[str]
-    log_dirs: list[LogDirRow]
-    offline_log_dir_names: list[str]  # named by its heartbeats
+    log_dirs: list[LogDirRow]  # each with its state (controlplane.controller.health's model)
+    software_version: str | None  # what it runs (KIP-1095), as it registered
     last_contact_ms: int | None
     last_heartbeat: str
     last_heartbeat_at: str
     metadata_offset: int | None
     load: BrokerLoad  # what it holds (the controller's counts): leaders, replicas, the trouble
+    overloaded: bool = False  # twice the other brokers' median replicas or more
 
     @property
-    def unnamed_offline_dir(self) -> bool:
-        """AlterReplicaState told of a failed dir its heartbeats do not name."""
-        return self.load.offline_log_dirs > len(self.offline_log_dir_names)
+    def fenced(self) -> bool:
+        return self.state == "FENCED"
+
+    @property
+    def offline_dirs(self) -> int:
+        return sum(d.state is LogDirState.OFFLINE for d in self.log_dirs)
+
+    @property
+    def unknown_dirs(self) -> int:
+        return sum(d.state is LogDirState.UNKNOWN for d in self.log_dirs)
 
     @property
     def out_of_sync(self) -> int:
@@ -92,7 +121,11 @@ def broker_row(
     load: BrokerLoadRow | None = None,
 ) -> BrokerRow:
     data = broker_as_dict(broker, sessions)
-    offline_dirs = [str(d) for d in data["offline_log_dirs"] or []]
+    states = log_dir_states(
+        [str(d) for d in data["log_dirs"] or []],
+        [str(d) for d in data["offline_log_dirs"] or []],
+        bool(data["fenced"]),
+    )
     return BrokerRow(
         broker_id=data["broker_id"],
         state=data["state"],
@@ -102,8 +135,8 @@ def broker_row(
         pod=data["pod"],
         rack=data["rack"],
         listeners=[format_listener(item) for item in data["listeners"] or []],
-        log_dirs=[LogDirRow(str(d), str(d) in offline_dirs) for d in data["log_dirs"] or []],
-        offline_log_dir_names=offline_dirs,
+        log_dirs=[LogDirRow(d, state) for d, state in states],
+        software_version=data["software_version"],
         last_contact_ms=data["last_contact_ms"],
         last_heartbeat=format_age(data["last_contact_ms"], now_ms),
         last_heartbeat_at=format_ms(data["last_contact_ms"]),
@@ -119,7 +152,35 @@ def broker_rows(
     loads: dict[int, BrokerLoadRow] | None = None,
 ) -> list[BrokerRow]:
     loads = loads or {}
-    return [broker_row(b, sessions, now_ms, loads.get(b.broker_id)) for b in brokers]
+    rows = [broker_row(b, sessions, now_ms, loads.get(b.broker_id)) for b in brokers]
+    return flag_overloaded(rows)
+
+
+OVERLOAD_FACTOR = 2  # a broker holding twice the others' median is flagged (issue 25)
+
+
+def flag_overloaded(rows: list[BrokerRow]) -> list[BrokerRow]:
+    """Mark each broker holding OVERLOAD_FACTOR times the median replica count of the other
+    brokers or more: a skew a reassignment should fix, invisible in a column of numbers."""
+    flagged = []
+    for row in rows:
+        others = sorted(r.load.replicas for r in rows if r is not row)
+        median = others[len(others) // 2] if others else 0
+        overloaded = median > 0 and row.load.replicas >= OVERLOAD_FACTOR * median
+        flagged.append(dataclasses.replace(row, overloaded=overloaded) if overloaded else row)
+    return flagged
+
+
+def _replicas(row: BrokerRow, n: int) -> Any:
+    shown = link(_partitions(broker=row.broker_id), n)
+    if not row.overloaded:
+        return shown
+    flag = format_html(
+        '<span class="badge badge-warn" data-testid="overloaded" title="{}">{}</span>',
+        f"holds {OVERLOAD_FACTOR}x or more the median of the other brokers' replicas",
+        f"{OVERLOAD_FACTOR}x the median",
+    )
+    return format_html("{} {}", shown, flag)
 
 
 def _partitions(**filters: str | int) -> str:
@@ -149,10 +210,18 @@ def _figure(
 
 
 def _log_dirs(r: BrokerRow) -> SafeString:
-    if r.load.offline_log_dirs:
-        text = f"{r.load.offline_log_dirs} of {len(r.log_dirs) or 1} offline"
-        return badge("danger", text, testid="offline-log-dirs")
-    return format_html('<span class="muted">{} online</span>', len(r.log_dirs))
+    """The dirs' states as the API's `offline_log_dirs` and `fenced` say them: offline ones
+    first, then a fenced broker's unknown ones (never "online": no heartbeat says so)."""
+    parts = []
+    if r.offline_dirs:
+        text = f"{r.offline_dirs} of {len(r.log_dirs)} offline"
+        parts.append(badge("danger", text, testid="offline-log-dirs"))
+    if r.unknown_dirs:
+        text = f"{r.unknown_dirs} unknown (fenced)"
+        parts.append(badge("warn", text, testid="unknown-log-dirs"))
+    if not parts:
+        return format_html('<span class="muted">{} online</span>', len(r.log_dirs))
+    return format_html("{}", SafeString(" ".join(parts)))
 
 
 BROKER_COLUMNS = (
@@ -176,12 +245,7 @@ BROKER_COLUMNS = (
         lambda r: r.load.leaders,
         lambda r, n: link(_partitions(leader=r.broker_id), n),
     ),
-    _figure(
-        "replicas",
-        "Replicas",
-        lambda r: r.load.replicas,
-        lambda r, n: link(_partitions(broker=r.broker_id), n),
-    ),
+    _figure("replicas", "Replicas", lambda r: r.load.replicas, _replicas),
     _figure(
         "out_of_sync",
         "Out of ISR",
@@ -199,13 +263,28 @@ BROKER_COLUMNS = (
             ),
         ),
     ),
-    _figure(
+    Column(
         "offline_replicas",
         "Offline replicas",
-        lambda r: r.load.offline_replicas,
-        lambda r, n: count(n, lambda n: badge("danger", n)),
+        lambda r: count(
+            r.load.offline_replicas,
+            lambda n: link(_partitions(broker=r.broker_id, offline="true"), badge("danger", n)),
+        ),
+        sort=_by(lambda r: r.load.offline_replicas),
+        num=True,
+        testid="offline-replicas",
+        header_title=OFFLINE_REPLICAS_MEANING,
     ),
     Column("epoch", "Epoch", num=True),
+    Column(
+        "software_version",
+        "Version",
+        lambda r: dash_if_none(r.software_version),
+        sort=_by(lambda r: r.software_version or ""),
+        css="mono nowrap",
+        testid="software-version",
+        header_title="The software version it registered with (KIP-1095)",
+    ),
     Column("pod", "Pod", css="mono"),
     Column("rack", "Rack", lambda r: r.rack or "—", sort=_by(lambda r: r.rack or "")),
     Column("last_heartbeat", "Last heartbeat", title=lambda r: r.last_heartbeat_at),
@@ -214,7 +293,7 @@ BROKER_COLUMNS = (
     ),
 )
 # Sorts no column's header offers (links ask for them).
-BROKER_EXTRA_SORTS = {"offline_log_dirs": _by(lambda r: r.load.offline_log_dirs)}
+BROKER_EXTRA_SORTS = {"offline_log_dirs": _by(lambda r: r.offline_dirs)}
 
 
 def broker_table(rows: Sequence[BrokerRow]) -> Table:
@@ -225,7 +304,10 @@ def broker_table(rows: Sequence[BrokerRow]) -> Table:
         row_attributes=lambda r: {
             "id": f"broker-{r.broker_id}",
             "data-broker-id": r.broker_id,
-            "class": "offline" if r.load.offline_log_dirs else None,
+            "class": " ".join(
+                c for c, on in (("offline", r.offline_dirs), ("fenced", r.fenced)) if on
+            )
+            or None,
         },
     )
 

@@ -4,13 +4,15 @@ replicas."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import conditional_escape, format_html
 from django.utils.http import urlencode
+from django.utils.safestring import SafeString, mark_safe
 
 from controlplane.controller.records import NO_LEADER
 from frontend.tables.columns import Column, Table, badge, count, dash_if_none, link
@@ -29,13 +31,14 @@ class TopicRow:
     at_min_isr_count: int = 0
     imbalanced_count: int = 0
     min_isr: int | None = None
+    replication_factor: int | None = None  # partition 0's replica count, as TopicCommand
 
     @property
     def leaderless(self) -> bool:
         return self.leaderless_count > 0
 
 
-def topic_row(topic: Topic) -> TopicRow:
+def topic_row(topic: Topic, replication_factor: int | None = None) -> TopicRow:
     """A topic from `replicas.selectors.topic_list()` (with its health figures)."""
 
     def figure(name: str) -> int:
@@ -53,11 +56,15 @@ def topic_row(topic: Topic) -> TopicRow:
         at_min_isr_count=figure("at_min_isr_count"),
         imbalanced_count=figure("imbalanced_count"),
         min_isr=None if min_isr is None else int(min_isr),
+        replication_factor=replication_factor,
     )
 
 
-def topic_rows(topics: Iterable[Topic]) -> list[TopicRow]:
-    return [topic_row(topic) for topic in topics]
+def topic_rows(
+    topics: Iterable[Topic], replication_factors: Mapping[str, int] | None = None
+) -> list[TopicRow]:
+    factors = replication_factors or {}
+    return [topic_row(topic, factors.get(topic.topic_id)) for topic in topics]
 
 
 def topic_url(name: str, **filters: str) -> str:
@@ -88,11 +95,21 @@ def _figure(
     return Column(key, label, cell, sort=sort, num=True, testid=testid)
 
 
+SEPARATORS = re.compile(r"(?<=[-._])")
+
+
+def breakable(name: str) -> SafeString:
+    """A name that may wrap only after its `-`, `.` and `_` (a <wbr> after each), never
+    mid-word: "payments-events" never shows as "paymen / ts-events"."""
+    return mark_safe("<wbr>".join(conditional_escape(part) for part in SEPARATORS.split(name)))
+
+
 def _name(topic: TopicRow) -> Any:
+    name = breakable(topic.name)
     if not topic.leaderless:
-        return link(topic_url(topic.name), topic.name)
+        return link(topic_url(topic.name), name)
     flag = badge("danger", "leaderless", css="no-leader")
-    return format_html("{} {}", link(topic_url(topic.name), topic.name), flag)
+    return format_html("{} {}", link(topic_url(topic.name), name), flag)
 
 
 # What each figure's column sorts by: its field of the topic's health row (TopicHealth).
@@ -113,6 +130,14 @@ TOPIC_COLUMNS = (
         sort=("partition_count",),
         num=True,
         testid="partition-count",
+    ),
+    Column(
+        "replication_factor",
+        "RF",
+        lambda t: dash_if_none(t.replication_factor),
+        num=True,
+        testid="replication-factor",
+        header_title="Replication factor: partition 0's replicas, as kafka-topics.sh reports it",
     ),
     _figure(
         "under_replicated",

@@ -133,6 +133,28 @@ def audit_report_list_view(request: HttpRequest) -> HttpResponse:
     )
 
 
+PROGRESS_PARAM = "progress"
+
+
+def report_progress_page(request: HttpRequest, name: str) -> HttpResponse:
+    """The page a report opens on, at once: Spark takes 20 s or so the first time, and a blank
+    tab for that long looks broken. It shows progress and fetches the report (ui.js), then
+    replaces itself with it (made by then, so served from the kept file at once); a problem is
+    shown in place. Back from the report returns to the reports list."""
+    query = request.GET.copy()
+    query.pop(PROGRESS_PARAM, None)
+    report_url = f"{reverse('frontend:audit-report', args=[name])}?{query.urlencode()}"
+    title = next((r["title"] for r in REPORT_DESCRIPTIONS if r["name"] == name), name)
+    return render_admin(
+        request,
+        title=f"Audit report: {title}",
+        section="audit",
+        fragment="frontend/partials/audit_report_progress.html",
+        context={"name": name, "report_title": title, "report_url": report_url},
+        refresh=False,
+    )
+
+
 @principal_required
 def audit_report_view(request: HttpRequest, name: str) -> HttpResponse:
     """One report over the latest export, as HTML (its charts) or a CSV download."""
@@ -149,6 +171,8 @@ def audit_report_view(request: HttpRequest, name: str) -> HttpResponse:
             times[key] = parse_time(text, name=key) if text else None
         except BadTime as error:
             problem = problem or str(error)
+    if not problem and fmt == "html" and request.GET.get(PROGRESS_PARAM) == "1":
+        return report_progress_page(request, name)
     if not problem:
         wanted = ReportRequest(name, times["from"], times["to"], times["at"])
         try:

@@ -6,6 +6,7 @@ partitions to count them."""
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -24,6 +25,7 @@ from frontend.tables.charts import broker_bars, trend_charts
 from frontend.tables.cluster import (
     BROKER_COLUMNS,
     BROKER_EXTRA_SORTS,
+    OFFLINE_REPLICAS_MEANING,
     STATE_BADGES,
     BrokerRow,
     broker_row,
@@ -33,6 +35,7 @@ from frontend.tables.cluster import (
     record_table,
 )
 from frontend.tables.columns import row_keys, rows_sorted
+from frontend.tables.common import format_age, format_ms
 from frontend.tables.partitions import offline_replica_table, replica_table
 from frontend.tables.topics import broker_replica_rows
 from frontend.views.base import (
@@ -51,6 +54,7 @@ from replicas.selectors import (
     partitions_on_broker,
     replication_summary,
 )
+from timeline.models import TimelineEvent
 from timeline.selectors import timeline_event_list
 
 RECORDS_LIMIT = 100
@@ -58,6 +62,19 @@ BROKER_REPLICAS_PAGE_SIZE = 50
 OFFLINE_REPLICAS_LIMIT = 100
 SPARKLINE_MINUTES = 60
 RECENT_INCIDENTS = 5
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecentIncident:
+    """An incident of the overview's list, with when: how long ago, and the UTC time."""
+
+    event: TimelineEvent
+    ago: str
+    at: str
+
+    @property
+    def iso(self) -> str:
+        return dt.datetime.fromtimestamp(self.event.timestamp_ms / 1000, tz=dt.UTC).isoformat()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,9 +93,17 @@ def partitions_url(**filters: str) -> str:
     return f"{reverse('frontend:partition-list')}?{urlencode(filters)}"
 
 
-def health_figures(summary: dict[str, Any]) -> list[HealthFigure]:
+def health_figures(summary: dict[str, Any], fenced_brokers: int = 0) -> list[HealthFigure]:
     brokers_with_dirs = f"{reverse('frontend:broker-list')}?offline_log_dirs=true"
     return [
+        HealthFigure(
+            "fenced_brokers",
+            "Fenced brokers",
+            fenced_brokers,
+            f"{reverse('frontend:broker-list')}?state=FENCED",
+            "danger",
+            "not heartbeating: their replicas are offline, their log dirs unknown",
+        ),
         HealthFigure(
             "under_replicated_partitions",
             "Under-replicated partitions",
@@ -125,7 +150,7 @@ def health_figures(summary: dict[str, Any]) -> list[HealthFigure]:
             summary["offline_log_dirs"],
             brokers_with_dirs,
             "danger",
-            "failed log directories on the brokers",
+            "log dirs the brokers' latest heartbeats name offline",
         ),
         HealthFigure(
             "offline_replicas",
@@ -133,7 +158,7 @@ def health_figures(summary: dict[str, Any]) -> list[HealthFigure]:
             summary["offline_replicas"],
             partitions_url(offline="true"),
             "warn",
-            "replicas in a failed log dir (KIP-589)",
+            OFFLINE_REPLICAS_MEANING,
         ),
     ]
 
@@ -150,7 +175,12 @@ def overview_view(request: HttpRequest) -> HttpResponse:
     now = now_ms()
     samples = health_samples(since_ms=now - SPARKLINE_MINUTES * 60_000)
     hidden = hidden_topics(topic_visibility(request))
-    recent = list(timeline_event_list(incidents_only=True, hidden_topics=hidden)[:RECENT_INCIDENTS])
+    recent = [
+        RecentIncident(event, format_age(event.timestamp_ms, now), format_ms(event.timestamp_ms))
+        for event in timeline_event_list(incidents_only=True, hidden_topics=hidden)[
+            :RECENT_INCIDENTS
+        ]
+    ]
     return render_page(
         request,
         title="Cluster overview",
@@ -162,7 +192,7 @@ def overview_view(request: HttpRequest) -> HttpResponse:
             "pods": pods,
             "broker_total": sum(summary["broker_pods"].values()),
             "replication": replication,
-            "health": health_figures(replication),
+            "health": health_figures(replication, summary["broker_states"]["FENCED"]),
             "sparklines": trend_charts(
                 samples, now_ms=now, minutes=SPARKLINE_MINUTES, kind="sparkline"
             ),
@@ -183,7 +213,12 @@ def broker_list_view(request: HttpRequest) -> HttpResponse:
     rows = broker_rows(broker_list(), broker_sessions(), now_ms(), broker_loads())
     only_offline_dirs = request.GET.get("offline_log_dirs") == "true"
     if only_offline_dirs:
-        rows = [r for r in rows if r.load.offline_log_dirs]
+        rows = [r for r in rows if r.offline_dirs]
+    only_state = request.GET.get("state", "")
+    if only_state in STATE_BADGES:
+        rows = [r for r in rows if r.state == only_state]
+    else:
+        only_state = ""
     ordered, sort = sorted_brokers(request, rows)
     return render_page(
         request,
@@ -194,6 +229,7 @@ def broker_list_view(request: HttpRequest) -> HttpResponse:
             "brokers": broker_table(ordered),
             "sort": sort,
             "only_offline_dirs": only_offline_dirs,
+            "only_state": only_state,
             "bars": broker_bars(sorted(rows, key=lambda r: r.broker_id)),
         },
     )
@@ -216,7 +252,10 @@ def broker_detail_view(request: HttpRequest, broker_id: int) -> HttpResponse:
     records = record_rows(broker_records(broker_id=broker_id, limit=RECORDS_LIMIT))
     hidden = hidden_topics(topic_visibility(request))
     replicas = partitions_on_broker(broker_id=broker_id, exclude_topics=hidden)
-    offline = offline_partitions_on_broker(broker_id=broker_id, exclude_topics=hidden)
+    # A fenced broker's replicas are all offline (the health index's model).
+    offline = offline_partitions_on_broker(
+        broker_id=broker_id, exclude_topics=hidden, fenced=broker.fenced
+    )
     counts = broker_replica_counts(broker_id=broker_id, exclude_topics=hidden)
     page = paginate(request, replicas, BROKER_REPLICAS_PAGE_SIZE)
     offline_rows = broker_replica_rows(offline[: OFFLINE_REPLICAS_LIMIT + 1], broker_id)
@@ -235,6 +274,7 @@ def broker_detail_view(request: HttpRequest, broker_id: int) -> HttpResponse:
             "offline_replicas": offline_replica_table(offline_rows[:OFFLINE_REPLICAS_LIMIT]),
             "offline_truncated": len(offline_rows) > OFFLINE_REPLICAS_LIMIT,
             "offline_limit": OFFLINE_REPLICAS_LIMIT,
+            "offline_meaning": OFFLINE_REPLICAS_MEANING,
             "partitions_led_url": partitions_url(leader=str(broker_id)),
             "partitions_held_url": partitions_url(broker=str(broker_id)),
         },

@@ -37,6 +37,10 @@ class Confirmation:
     typed: str = ""  # what the operator types to confirm ("" : the button is enough)
     loud: bool = False  # data may be lost: said in red
     form: forms.Form | None = None  # inputs the operator fills in on this page (an HMAC)
+    # What the action would do, shown before its button (an election's plan): the template
+    # is included with `preview` as its context.
+    preview_template: str = ""
+    preview: Any = None
 
     @property
     def expected(self) -> str:

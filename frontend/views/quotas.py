@@ -9,9 +9,12 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
+from configs.projection import client_quota_map
 from configs.selectors import client_quota_entity_list, client_quota_list
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
-from frontend.forms.quotas import QuotaFilterForm, QuotaForm
+from controlplane.controller.quotas.control import entity_data
+from controlplane.controller.quotas.describe import effective_quotas, precedence
+from frontend.forms.quotas import EffectiveQuotaForm, QuotaFilterForm, QuotaForm
 from frontend.tables.common import KafkaProblem
 from frontend.tables.quotas import format_quota, quota_rows
 from frontend.views.base import (
@@ -57,13 +60,50 @@ def quota_list_view(request: HttpRequest) -> HttpResponse:
     entity_type = form.chosen_entity_type()
     page = paginate(request, client_quota_entity_list(entity_type=entity_type), QUOTAS_PAGE_SIZE)
     rows = quota_rows(client_quota_list(entity_keys=page.object_list))
+    asked = "user" in request.GET or "client_id" in request.GET
+    effective_form = EffectiveQuotaForm(request.GET if asked else None)
     return render_admin(
         request,
         title="Client quotas",
         section="quotas",
         fragment="frontend/partials/quota_list.html",
-        context={"form": form, "rows": rows, "page_obj": page, "entity_type": entity_type},
+        context={
+            "form": form,
+            "rows": rows,
+            "page_obj": page,
+            "entity_type": entity_type,
+            "effective_form": effective_form,
+            "effective": effective_answer(effective_form) if asked else None,
+        },
     )
+
+
+ENTITY_ORDER = ("user", "client-id", "ip")
+
+
+def _user_first(entity: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """An entity's parts as Kafka writes them (user, then client id: /config/users/u/clients/c)."""
+    return sorted(entity, key=lambda part: ENTITY_ORDER.index(part["entity_type"]))
+
+
+def effective_answer(form: EffectiveQuotaForm) -> dict[str, Any] | None:
+    """Which quota applies to the pair, per key, and from which entity: the API's reading
+    (GET /api/v1/client-quotas/effective, ClientQuotaManager's precedence), and that order
+    itself, most specific first, so the answer can be checked against it."""
+    if not form.is_valid():
+        return None
+    user, client_id = form.cleaned_data["user"], form.cleaned_data["client_id"]
+    answer = effective_quotas(client_quota_map(), user, client_id)
+    return {
+        **answer,
+        "values": [
+            {**item, "entity_label": describe_entity(_user_first(item["entity"]))}
+            for item in answer["values"]
+        ],
+        "order": [
+            describe_entity(_user_first(entity_data(e))) for e in precedence(user, client_id)
+        ],
+    }
 
 
 def quota_form_page(

@@ -3,13 +3,15 @@ and creating, renewing and expiring one through the API."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
-from django.views.decorators.debug import sensitive_post_parameters
+from django.views.decorators.debug import sensitive_post_parameters, sensitive_variables
+from django.views.decorators.http import require_GET
 
 from controlplane.authz import client_host
 from controlplane.controller.config_schema import CLUSTER_DEFAULT
@@ -100,10 +102,15 @@ def _token_form(step: str) -> View:
     return show
 
 
+CREATED_TOKEN_KEY = "frontend:created-token"
+
+
+@sensitive_variables("answer", "created", "shown")
 @login_required
 def _token_create_submit(request: HttpRequest) -> HttpResponse:
-    """CreateDelegationToken through the API. Its HMAC is in this response and nowhere else:
-    not in the session, not in a message, not in a log line, and the page is never cached."""
+    """CreateDelegationToken through the API, then post/redirect/get: the token (its HMAC too)
+    waits in the session for the one page that shows it, so reloading that page never creates
+    another token. The HMAC is never in a URL, a message or a log line."""
     form = TokenCreateForm(request.POST)
     if not form.is_valid():
         return token_form_page(request, "create", form)
@@ -114,15 +121,29 @@ def _token_create_submit(request: HttpRequest) -> HttpResponse:
             request, "create", form, problems=problems, status=refusal_status(answer, problems)
         )
     created = answer.data
+    row = token_rows([{**created, "renewers": form.body()["renewers"]}], now_ms())[0]
+    shown = {"token": dataclasses.asdict(row), "hmac": created.get("hmac") or ""}
+    request.session[CREATED_TOKEN_KEY] = shown
+    return HttpResponseRedirect(reverse("frontend:token-created"))
+
+
+@sensitive_variables("shown")
+@require_GET  # a HEAD (a prefetch, a link checker) must not take the one display
+@login_required  # the creator's page, as creating needed a login alone (the API authorized it)
+def token_created_view(request: HttpRequest) -> HttpResponse:
+    """The token just created, with its HMAC, once: taken out of the session as it is shown,
+    so a reload (or a second tab) finds it gone rather than creating or showing it again."""
+    shown = request.session.pop(CREATED_TOKEN_KEY, None)
     return render_admin(
         request,
-        title="Delegation token created",
+        title="Delegation token created" if shown else "Delegation token already shown",
         section="tokens",
         fragment="frontend/partials/token_created.html",
         context={
-            "token": token_rows([{**created, "renewers": form.body()["renewers"]}], now_ms())[0],
-            "hmac": created.get("hmac") or "",
+            "token": shown["token"] if shown else None,
+            "hmac": shown["hmac"] if shown else "",
         },
+        refresh=False,
     )
 
 

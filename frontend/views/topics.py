@@ -29,7 +29,13 @@ from frontend.views.base import (
     topic_visibility,
 )
 from replicas.filtersets import PartitionFilterSet
-from replicas.selectors import partition_list, topic_get, topic_id_list, topic_list
+from replicas.selectors import (
+    partition_list,
+    replication_factors,
+    topic_get,
+    topic_id_list,
+    topic_list,
+)
 
 TOPICS_PAGE_SIZE = 50
 PARTITIONS_PAGE_SIZE = 100
@@ -63,7 +69,8 @@ def topic_list_view(request: HttpRequest) -> HttpResponse:
         fragment="frontend/partials/topic_list.html",
         context={
             "query": request.GET.get("q", ""),
-            "topics": topic_table(topic_rows(topics)),
+            "topics": topic_table(topic_rows(topics, replication_factors(topic_ids=ids))),
+            "hidden_count": len(hidden or ()),
             "page_obj": page,
             "sort": sort,
         },
@@ -139,7 +146,9 @@ def topic_detail_view(request: HttpRequest, name: str) -> HttpResponse:
         section="topics",
         fragment="frontend/partials/topic_detail.html",
         context={
-            "topic": topic_row(topic),
+            "topic": topic_row(
+                topic, replication_factors(topic_ids=[topic.topic_id]).get(topic.topic_id)
+            ),
             "partitions": partition_table(
                 rows, elect_url=reverse("frontend:topic-elect", args=[topic.name])
             ),
@@ -163,7 +172,7 @@ def topic_detail_view(request: HttpRequest, name: str) -> HttpResponse:
                 {
                     "resource_type": "TOPIC",
                     "resource_name": name,
-                    "pattern_type": "LITERAL",
+                    "pattern_type": "MATCH",  # literal, prefixed and `*`: all that apply
                     "group": "resource",
                 }
             ),
@@ -190,6 +199,7 @@ def partition_list_view(request: HttpRequest) -> HttpResponse:
         section="partitions",
         fragment="frontend/partials/partition_list.html",
         context={
+            "hidden_topic_count": len(hidden or ()),
             "partitions": partition_table(partition_rows(page.object_list)),
             "page_obj": page,
             "sort": sort,

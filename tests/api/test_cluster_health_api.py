@@ -143,7 +143,9 @@ def test_health_through_a_fencing_a_failed_log_dir_and_its_repair(
     assert figures["leaderless_partitions"] == 1  # logs-2
     assert figures["preferred_replica_imbalance"] == 2  # orders-2 and logs-2
 
-    # Broker 1's log dir fails: its replicas go offline (AlterReplicaState, one unnamed dir).
+    # Broker 1's log dir fails: its replicas go offline and, reported by AlterReplicaState, its
+    # dir too (CONTRACT: "reported by heartbeats or AlterReplicaState"; a report naming no dir
+    # stands for Kafka's DirectoryId.LOST until a heartbeat says which, or that none is).
     status, body = kafka.replicas_offline(1, {"orders": [0, 1, 2, 3]})
     assert status == 200 and body["error_code"] == 0, body
     replica_state_apply_pending()  # when the controller has not taken it yet

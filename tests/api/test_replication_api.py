@@ -389,9 +389,15 @@ def test_alter_replica_state_marks_replicas_offline_and_moves_leadership(kafka, 
     assert (solo["leader_id"], solo["isr_nodes"], solo["offline_replicas"]) == (-1, [1], [1])
 
     records = MetadataRecord.objects.filter(request_id="ars-1").order_by("offset")
-    assert [r.record_type for r in records] == ["PartitionChangeRecord"] * 3
+    # The failed dir first (CONTRACT: AlterReplicaState reports offline log dirs), then the
+    # partitions.
+    assert [r.record_type for r in records] == [
+        "BrokerRegistrationChangeRecord",
+        *["PartitionChangeRecord"] * 3,
+    ]
     assert all(r.principal == "User:broker-a" for r in records)
-    assert all(r.data["offline_replicas"] == [1] for r in records)
+    assert records[0].data["offline_log_dirs"] == ["00000000-0000-0000-0000-000000000001"]
+    assert all(r.data["offline_replicas"] == [1] for r in records[1:])
     assert not PendingReplicaStateChange.objects.exists()  # applied (embedded: at once)
 
     _, offline = api.get("/api/v1/partitions?offline=true", token=tokens["admin"])
@@ -447,7 +453,8 @@ def test_a_retried_request_id_is_applied_once(kafka):
     p = kafka.partition("foo", 0)
     assert (p["offline_replicas"], p["isr_nodes"]) == ([], [2, 1])
     assert log_end() == end
-    assert MetadataRecord.objects.filter(request_id="same-id").count() == 1
+    # One application: the failed dir and the partition's change, once each.
+    assert MetadataRecord.objects.filter(request_id="same-id").count() == 2
 
 
 def test_a_report_from_before_a_re_registration_is_a_no_op(kafka, cluster_id):

@@ -130,7 +130,9 @@ def test_reports_that_arrive_together_are_applied_in_one_commit(
     assert len(log_inserts) == 1  # one commit for both reports
     assert not PendingReplicaStateChange.objects.exists()
     records = MetadataRecord.objects.filter(request_id__in=["report-0", "report-1"])
-    assert records.count() == 8
+    # Per report: its broker's failed dir (CONTRACT: AlterReplicaState reports offline log
+    # dirs), then its four partitions' changes.
+    assert records.count() == 10
     assert len({r.timestamp_ms for r in records}) == 1
     # Applying again finds nothing waiting and writes nothing.
     assert replica_state_apply_pending() == 0

@@ -1,5 +1,6 @@
-"""Every page of the UI checked with axe-core in Debian's Chromium: no serious or critical
-violation of WCAG 2.1 A and AA (contrast included), and none wider than a 1440 px window.
+"""Every page of the UI checked with axe-core in Debian's Chromium, in the light and the dark
+colour scheme: no serious or critical violation of WCAG 2.1 A and AA (contrast included), and
+none wider than a 1440 px window.
 axe-core comes from the axe-playwright-python package (the project's test dependencies) and is
 injected from that file: nothing is fetched."""
 
@@ -17,6 +18,14 @@ pytestmark = pytest.mark.browser
 
 WCAG = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 SERIOUS = ("serious", "critical")
+SCHEMES = ("light", "dark")
+# The page drawn dark: the scheme asked for, and the body's background dark (each channel
+# under 64 of 255), not only asked for.
+DARK = """
+() => matchMedia('(prefers-color-scheme: dark)').matches
+  && getComputedStyle(document.body).backgroundColor
+       .match(/\\d+/g).slice(0, 3).every(v => Number(v) < 64)
+"""
 
 
 def axe_script() -> Path:
@@ -254,20 +263,27 @@ def test_every_page_has_no_serious_or_critical_violation(
         page.fill("input[name=token]", admin_token)
         page.click("button[type=submit]")
         page.wait_for_url(f"{base}/ui/")
-        for path in pages:
-            response = page.goto(f"{base}{path}")
-            assert response is not None and response.status == 200, path
-            page.wait_for_load_state("load")
-            page.wait_for_timeout(100)  # charts drawn
-            serious = violations(page)
-            if serious:
-                found[path] = describe(serious)
-            # At 1440 px nothing makes the page scroll sideways (wide tables scroll in their
-            # card): the audit trail overflowed before.
-            overflow = page.evaluate(
-                "document.documentElement.scrollWidth - document.documentElement.clientWidth"
-            )
-            if overflow > 0:
-                found[path] = f"{found.get(path, '')}\nthe page is {overflow} px too wide".strip()
+        # Both colour schemes (ui.css's prefers-color-scheme: dark), contrast included.
+        for scheme in SCHEMES:
+            page.emulate_media(color_scheme=scheme)
+            for path in pages:
+                response = page.goto(f"{base}{path}")
+                assert response is not None and response.status == 200, path
+                page.wait_for_load_state("load")
+                page.wait_for_timeout(100)  # charts drawn
+                where = f"{path} ({scheme})"
+                assert page.evaluate(DARK) == (scheme == "dark"), where
+                serious = violations(page)
+                if serious:
+                    found[where] = describe(serious)
+                # At 1440 px nothing makes the page scroll sideways (wide tables scroll in
+                # their card): the audit trail overflowed before.
+                overflow = page.evaluate(
+                    "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+                )
+                if overflow > 0:
+                    found[where] = (
+                        f"{found.get(where, '')}\nthe page is {overflow} px too wide".strip()
+                    )
         page.set_default_timeout(TIMEOUT_MS)
     assert not found, "\n\n".join(f"{path}:\n{text}" for path, text in found.items())

@@ -69,7 +69,7 @@ def test_change_a_topic_config_through_the_diff_and_see_it_audited(
         page.fill("input[name='value__retention.ms']", "3600000")
         page.get_by_test_id("review-changes").click()
         diff = page.locator("tr[data-diff='retention.ms']")
-        expect(diff.get_by_test_id("diff-old")).to_have_text("(not set)")
+        expect(diff.get_by_test_id("diff-old")).to_have_text("7 d (default)")
         # In units people read; the raw milliseconds on hover.
         expect(diff.get_by_test_id("diff-new")).to_have_text("1 h")
         expect(diff.locator("[data-testid=diff-new] .unit")).to_have_attribute(

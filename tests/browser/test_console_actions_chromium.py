@@ -209,6 +209,11 @@ def test_every_action_end_to_end(live_server: Any, internal_server: str) -> None
             page.goto(f"{base}/ui/brokers/3/")
             page.get_by_test_id("unregister").click()
             expect(page.get_by_test_id("confirmation")).to_contain_text("leaves every ISR")
+            # A live broker: a loud warning with what it leads, and its id to type.
+            expect(page.get_by_test_id("confirmation")).to_contain_text("Broker 3 is alive")
+            expect(page.get_by_test_id("confirmation")).to_have_class(re.compile("confirm-loud"))
+            expect(page.get_by_test_id("confirm")).to_be_disabled()
+            page.fill("#confirm-typed", "3")
             page.get_by_test_id("confirm").click()
             expect(page).to_have_url(f"{base}/ui/brokers/")
             expect(page.get_by_test_id("messages")).to_contain_text("Unregistered broker 3.")

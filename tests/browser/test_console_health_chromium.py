@@ -354,8 +354,11 @@ def test_focus_selection_and_scroll_survive_three_refreshes(cluster: Cluster) ->
             """() => {
               window.__canvas = document.getElementById('spark-under_replicated_partitions');
               window.__chart = Chart.getChart(window.__canvas);
+              window.__bitmap = [window.__canvas.width, window.__canvas.height];
             }"""
         )
+        drawn = page.evaluate("window.__bitmap")
+        assert drawn != [300, 150]  # Chart.js sized the bitmap to the page's layout
         for _ in range(2):
             stamp = page.locator("#ui-updated").get_attribute("datetime")
             expect(page.locator("#ui-updated")).not_to_have_attribute("datetime", stamp or "")
@@ -365,3 +368,20 @@ def test_focus_selection_and_scroll_survive_three_refreshes(cluster: Cluster) ->
               && Chart.getChart(window.__canvas) === window.__chart
               && window.__chart.options.animation === false"""
         )
+        # Still drawn at its size: a refresh once reset the bitmap to the canvas default,
+        # 300 x 150, and the chart blurred and lost its bars (issue 25).
+        assert page.evaluate("[window.__canvas.width, window.__canvas.height]") == drawn
+
+        # A filter holding unsubmitted text holds the refresh back, and the page says so.
+        page.goto(f"{cluster.server.url}/ui/partitions/")
+        box = page.locator("#partition-filter-topic")
+        box.fill("typed-but-not-submitted")
+        expect(page.locator("#ui-updated")).to_have_class(re.compile(r"\bpaused\b"))
+        expect(page.locator("#ui-updated")).to_contain_text("paused while a filter")
+        box.fill("")
+        expect(page.locator("#ui-updated")).not_to_have_class(re.compile(r"\bpaused\b"))
+        expect(page.locator("#ui-updated")).to_contain_text("updated")
+        # "/" goes to the search box from anywhere but a field.
+        page.locator("h1").first.click()
+        page.keyboard.press("/")
+        assert page.evaluate("document.activeElement.id") == "global-search"

@@ -262,7 +262,13 @@ def test_sensitive_configs_never_show_their_value(
     body = text(preview)
     assert preview.status_code == 200 and SECRET not in body
     diff = cells(row_of(body, "data-diff", "delegation.token.secret.key"))
-    assert diff == ["delegation.token.secret.key", "SET", "(redacted)", "→", "(redacted)"]
+    assert diff == [
+        "delegation.token.secret.key",
+        "SET",
+        "(redacted) (cluster default)",
+        "→",
+        "(redacted)",
+    ]
     fields = hidden_fields(body, "config-apply-form")
     assert admin_client.post(f"{DEFAULT_CONFIG}apply/", fields).status_code == 302
     assert stored_configs()[("BROKER", "", "delegation.token.secret.key")] == "another-secret-value"
@@ -297,21 +303,26 @@ def test_topic_config_diff_then_apply(
     assert preview.status_code == 200
     body = text(preview)
     assert "data-refresh" not in body
+    # Effective values on both sides, each with where it comes from (issue 25).
     assert cells(row_of(body, "data-diff", "retention.ms")) == [
         "retention.ms",
         "SET",
-        "(not set)",
+        "7 d (default)",
         "→",
         "5 s",
     ]
     assert cells(row_of(body, "data-diff", "cleanup.policy")) == [
         "cleanup.policy",
         "DELETE",
-        "compact",
+        "compact (topic)",
         "→",
-        "(deleted) falls back to delete (DEFAULT_CONFIG)",
+        "(deleted) falls back to delete (default)",
     ]
-    assert cells(row_of(body, "data-diff", "segment.ms"))[:3] == ["segment.ms", "DELETE", "9 ms"]
+    assert cells(row_of(body, "data-diff", "segment.ms"))[:3] == [
+        "segment.ms",
+        "DELETE",
+        "9 ms (topic)",
+    ]
     assert 'data-diff="max.message.bytes"' not in body
     # The diff step changes nothing and sends nothing to the API.
     assert stored_configs() == before
@@ -354,7 +365,8 @@ def test_broker_and_cluster_default_configs_change_through_the_diff(
 ) -> None:
     preview = admin_client.post(f"{path}edit/", {f"value__{key}": value})
     shown = {"7000": "7 s"}.get(value, value)  # durations in units people read
-    assert cells(row_of(text(preview), "data-diff", key)) == [key, "SET", "(not set)", "→", shown]
+    before = {"log.retention.ms": "7 d (default)", "min.insync.replicas": "1 (default)"}[key]
+    assert cells(row_of(text(preview), "data-diff", key)) == [key, "SET", before, "→", shown]
     assert ("BROKER", resource_name, key) not in stored_configs()
     applied = admin_client.post(f"{path}apply/", hidden_fields(text(preview), "config-apply-form"))
     assert applied.status_code == 302
@@ -431,7 +443,7 @@ def test_a_diff_made_stale_by_another_change_is_shown_again(
     assert stale.status_code == 409
     body = text(stale)
     assert "changed since this diff was made" in body
-    assert cells(row_of(body, "data-diff", "retention.ms"))[2:5] == ["42 ms", "→", "5 s"]
+    assert cells(row_of(body, "data-diff", "retention.ms"))[2:5] == ["42 ms (topic)", "→", "5 s"]
     assert stored_configs()[("TOPIC", "orders", "retention.ms")] == "42"
     again = admin_client.post(f"{TOPIC_CONFIG}apply/", hidden_fields(body, "config-apply-form"))
     assert again.status_code == 302
@@ -591,6 +603,30 @@ def test_acl_list_groups_and_filters(
         admin_client.get("/ui/acls/", {"resource_type": "TOPIC", "resource_name": "payments"})
     )
     assert payments.count("data-acl-id=") == 2
+    # "Who can read orders.v2?": Kafka's MATCH, prefixed and wildcard ACLs too (issue 25).
+    extra = [
+        {**ACL, "principal": "User:dave", "resource_name": "orders.", "pattern_type": "PREFIXED"},
+        {**ACL, "principal": "User:erin", "resource_name": "*"},
+        {**ACL, "principal": "User:finn", "resource_name": "payments.", "pattern_type": "PREFIXED"},
+    ]
+    status, answer = api.post("/api/v1/create-acls", {"creations": extra}, token=tokens["admin"])
+    assert status == 200, answer
+    matched = text(
+        admin_client.get(
+            "/ui/acls/",
+            {
+                "resource_type": "TOPIC",
+                "resource_name": "orders.v2",
+                "pattern_type": "MATCH",
+                "group": "resource",
+            },
+        )
+    )
+    assert re.findall(r'data-acl-group="([^"]+)"', matched) == [
+        "TOPIC:* (LITERAL)",
+        "TOPIC:orders. (PREFIXED)",
+    ]
+    assert 'data-testid="acl-match"' in matched
     bad = admin_client.get("/ui/acls/", {"operation": "NOPE", "group": "sideways"})
     assert bad.status_code == 200 and "Select a valid choice" in text(bad)
 
@@ -709,7 +745,7 @@ def test_quota_kafka_errors_are_shown(admin_client: Client) -> None:
 
 # --- delegation tokens --------------------------------------------------------------------------
 def create_token(client: Client, **data: str) -> tuple[Any, str]:
-    response = client.post("/ui/tokens/new/", data)
+    response = client.post("/ui/tokens/new/", data, follow=True)  # post/redirect/get
     assert response.status_code == 200, text(response)[:2000]
     match = re.search(r'data-testid="token-hmac">([^<]+)<', text(response))
     assert match is not None, text(response)[:3000]
@@ -836,6 +872,12 @@ def test_a_principal_allowed_to_view_still_needs_describe_configs(
         refused = alice_client.get(path)
         assert refused.status_code == 403 and "DESCRIBE_CONFIGS" in text(refused), path
     assert "orders" not in text(alice_client.get("/ui/configs/"))  # not a visible topic
+    # What is hidden is said, not passed off as an empty cluster (issue 25).
+    topics = text(alice_client.get("/ui/topics/"))
+    assert 'data-testid="hidden-topics"' in topics and "No topics yet" not in topics
+    assert "1 topic hidden: you may not DESCRIBE it" in topics
+    partitions = text(alice_client.get("/ui/partitions/"))
+    assert 'data-testid="hidden-topics"' in partitions and "No partitions yet" not in partitions
 
 
 def test_writes_of_a_principal_without_acls_are_refused_by_the_api_and_audited(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -280,16 +281,23 @@ def test_unregister_a_broker(admin_client: Client, brokers: dict[int, int]) -> N
     detail = text(admin_client.get("/ui/brokers/3/"))
     assert 'href="/ui/brokers/3/unregister/"' in detail
     confirm = text(admin_client.get("/ui/brokers/3/unregister/"))
-    assert "Unregister broker 3?" in confirm and confirm_fields(confirm) == {"confirm": "yes"}
+    assert "Unregister broker 3?" in confirm
+    # A live broker: said loudly, with what it leads, and its id to type (issue 25).
+    assert "Broker 3 is alive: it heartbeats and leads 0 partitions" in confirm
+    assert "Leads" in confirm and "Replicas" in confirm
+    assert 'name="confirm"' in confirm and 'value="yes"' not in confirm
     asked = admin_client.post("/ui/brokers/3/unregister/", {})
     assert asked.status_code == 200 and "Unregister broker 3?" in text(asked)
-    done = admin_client.post("/ui/brokers/3/unregister/", {"confirm": "yes"})
+    one_click = admin_client.post("/ui/brokers/3/unregister/", {"confirm": "yes"})
+    assert one_click.status_code == 200  # "yes" is not its id: nothing happened
+    assert 'id="broker-3"' in text(admin_client.get("/ui/brokers/"))
+    done = admin_client.post("/ui/brokers/3/unregister/", {"confirm": "3"})
     assert done.status_code == 302 and done["Location"] == "/ui/brokers/"
     listing = text(admin_client.get("/ui/brokers/"))
     assert "Unregistered broker 3." in listing and 'id="broker-3"' not in listing
     assert audited("UnregisterBroker") == [("User:admin", "ui", "SUCCESS")]
     assert "Broker 3 unregistered" in text(admin_client.get("/ui/timeline/", {"broker": "3"}))
-    again = admin_client.post("/ui/brokers/3/unregister/", {"confirm": "yes"})
+    again = admin_client.post("/ui/brokers/3/unregister/", {"confirm": "3"})
     assert kafka_errors(text(again))[0].startswith("BROKER_ID_NOT_REGISTERED (102)")
 
 
@@ -310,7 +318,7 @@ def test_actions_of_a_principal_without_acls_are_refused_and_audited(
     assert kafka_errors(text(made))[0].startswith("TOPIC_AUTHORIZATION_FAILED (29)")
     deleted = client.post("/ui/topics/orders/delete/", {"confirm": "orders"})
     assert deleted.status_code == 403
-    unregistered = client.post("/ui/brokers/1/unregister/", {"confirm": "yes"})
+    unregistered = client.post("/ui/brokers/1/unregister/", {"confirm": "1"})
     assert unregistered.status_code == 403
     assert Topic.objects.filter(name="orders").exists()
     denied = AuditEvent.objects.filter(principal="User:alice").order_by("id")
@@ -474,3 +482,91 @@ def test_checking_a_topic_previews_its_canary_partitions(
     )
     assert 'data-testid="canary-preview"' not in check("2", "0")
     assert not Topic.objects.exists()  # every check was validate_only
+
+
+# --- the console's second pass (issue 25): small things an operator missed ------------------
+def test_a_missing_timeline_event_is_named_as_one(admin_client: Client) -> None:
+    missing = admin_client.get("/ui/timeline/999999/")
+    assert missing.status_code == 404
+    page = text(missing)
+    assert "Timeline event not found" in page and "Broker not found" not in page
+    assert 'href="/ui/timeline/"' in page
+
+
+def test_every_page_has_a_favicon_and_the_api_docs(admin_client: Client) -> None:
+    from django.contrib.staticfiles import finders
+
+    page = text(admin_client.get("/ui/"))
+    icon = re.search(r'<link rel="icon" type="image/svg\+xml" href="([^"]+)"', page)
+    assert icon is not None and icon.group(1).endswith("frontend/favicon.svg")
+    found = finders.find("frontend/favicon.svg")
+    assert found and Path(found).read_text().startswith("<svg")
+    assert 'data-testid="api-docs"' in page and 'href="/api/docs/"' in page
+    assert 'aria-keyshortcuts="/"' in page  # "/" focuses the search box
+
+
+def test_the_replication_factor_is_on_the_topics_list_and_page(
+    admin_client: Client, api: Api, tokens: dict[str, str], brokers: dict[int, int]
+) -> None:
+    for name, factor in (("rf-three", 3), ("rf-one", 1)):
+        status, body = api.post(
+            "/api/v1/create-topics",
+            {"topics": [{"name": name, "num_partitions": 4, "replication_factor": factor}]},
+            token=tokens["admin"],
+        )
+        assert status == 200 and body["topics"][0]["error_code"] == 0, body
+    listing = text(admin_client.get("/ui/topics/"))
+    factors = re.findall(r'data-testid="replication-factor"[^>]*>(\d+)<', listing)
+    assert factors == ["1", "3"]  # rf-one, rf-three, by name
+    page = text(admin_client.get("/ui/topics/rf-three/"))
+    assert re.search(r'data-testid="replication-factor">3<', page)
+
+
+def _luminance(hex_colour: str) -> float:
+    def linear(channel: int) -> float:
+        c = channel / 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (int(hex_colour.lstrip("#")[i : i + 2], 16) for i in (0, 2, 4))
+    return 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b)
+
+
+def test_every_chart_series_reads_on_both_colour_schemes() -> None:
+    """WCAG 2.1's 3:1 for graphics, against the light card and the dark one (ui.css)."""
+    from frontend.tables.charts import COLORS
+
+    css = Path("frontend/static/frontend/ui.css").read_text()
+    light = re.search(r"--surface:\s*(#[0-9a-fA-F]{6})", css)
+    dark_block = css[css.index("prefers-color-scheme: dark") :]
+    dark = re.search(r"--surface:\s*(#[0-9a-fA-F]{6})", dark_block)
+    assert light and dark
+    for name, colour in COLORS.items():
+        for card in (light.group(1), dark.group(1)):
+            high, low = sorted((_luminance(colour), _luminance(card)), reverse=True)
+            assert (high + 0.05) / (low + 0.05) >= 3, (name, colour, card)
+
+
+def test_a_broker_holding_twice_the_others_is_flagged(
+    admin_client: Client, api: Api, tokens: dict[str, str], brokers: dict[int, int]
+) -> None:
+    assignments = [[1], [1], [1], [1], [2], [3]]
+    status, body = api.post(
+        "/api/v1/create-topics",
+        {
+            "topics": [
+                {
+                    "name": "skewed",
+                    "assignments": [
+                        {"partition_index": i, "broker_ids": ids}
+                        for i, ids in enumerate(assignments)
+                    ],
+                }
+            ]
+        },
+        token=tokens["admin"],
+    )
+    assert status == 200 and body["topics"][0]["error_code"] == 0, body
+    listing = text(admin_client.get("/ui/brokers/"))
+    rows = dict(re.findall(r'<tr[^>]*id="broker-(\d)"[^>]*>(.*?)</tr>', listing, re.S))
+    assert 'data-testid="overloaded"' in rows["1"]  # 4 replicas, the others' median 1
+    assert 'data-testid="overloaded"' not in rows["2"] + rows["3"]

@@ -166,10 +166,10 @@ def test_topic_list_shows_counts_and_filters_by_name(
         for m in re.finditer(r'<tr class="topic[^"]*" data-topic="([^"]+)">.*?</tr>', body, re.S)
     }
     assert list(rows) == ["audit", "orders", "payments"]  # by name
-    # Name, partitions, under-replicated, under min ISR, at min ISR, leaderless, off preferred
-    # leader, offline replicas, min.insync.replicas.
-    assert cells(rows["audit"]) == ["audit", "5", "0", "0", "5", "0", "0", "0", "1"]
-    assert cells(rows["orders"]) == ["orders", "3", "0", "0", "0", "0", "0", "0", "1"]
+    # Name, partitions, replication factor, under-replicated, under min ISR, at min ISR,
+    # leaderless, off preferred leader, offline replicas, min.insync.replicas.
+    assert cells(rows["audit"]) == ["audit", "5", "1", "0", "0", "5", "0", "0", "0", "1"]
+    assert cells(rows["orders"]) == ["orders", "3", "2", "0", "0", "0", "0", "0", "0", "1"]
     assert 'href="/ui/topics/orders/"' in body
     assert all(row.startswith('<tr class="topic" ') for row in rows.values())
     assert 'data-testid="topic-count">3<' in body
@@ -228,7 +228,18 @@ def test_leaderless_partition_stands_out_after_alter_replica_state(
     assert re.search(r'<tr class="topic leaderless" data-topic="orders">', listing)
     listed = re.search(r'data-topic="orders">.*?</tr>', listing, re.S)
     assert listed is not None
-    assert cells(listed.group(0)) == ["orders leaderless", "3", "1", "0", "1", "1", "1", "2", "1"]
+    assert cells(listed.group(0)) == [
+        "orders leaderless",
+        "3",
+        "2",
+        "1",
+        "0",
+        "1",
+        "1",
+        "1",
+        "2",
+        "1",
+    ]
 
     overview = text(admin_client.get("/ui/"))
     assert 'data-testid="topic-total">1<' in overview
@@ -418,7 +429,7 @@ def test_topics_follow_topic_describe_acls(
     grant("CLUSTER", "kafka-cluster")
     acl_cache.clear()
     ui_login(client, "alice", tokens["alice"])
-    assert "No topics yet." in text(client.get("/ui/topics/"))
+    assert "No topic you may describe." in text(client.get("/ui/topics/"))  # and says why
     assert client.get("/ui/topics/orders/").status_code == 403
     assert client.get("/ui/topics/missing/").status_code == 403  # existence is not revealed
     assert "secret" not in text(client.get("/ui/timeline/"))

@@ -191,15 +191,16 @@ def test_broker_list_shows_each_broker(admin_client: Client, register: Callable[
     }
     assert sorted(rows) == [1, 2]
     # Id, state, log dirs, leaders, replicas, out of ISR, under-replicated it leads, offline
-    # replicas, epoch, pod, rack, last heartbeat, metadata offset.
+    # replicas, epoch, software version, pod, rack, last heartbeat, metadata offset.
     assert rows[1][:3] == [["1"], ["UNFENCED"], ["1", "online"]]
     assert rows[1][3:8] == [["0"], ["0"], ["0"], ["0"], ["0"]]
-    assert rows[1][8:11] == [[str(epoch_1)], ["broker"], ["rack-a"]]
-    assert re.fullmatch(r"\d+ s ago", " ".join(rows[1][11]))
-    assert rows[1][12] == [str(epoch_1)]  # the heartbeat reported offset = epoch
-    assert rows[2][:2] == [["2"], ["FENCED"]]
-    assert rows[2][8:11] == [[str(epoch_2)], ["canary-broker"], ["—"]]
-    assert rows[2][12] == ["-1"]  # registration counts as contact, at offset -1
+    assert rows[1][8:12] == [[str(epoch_1)], ["—"], ["broker"], ["rack-a"]]
+    assert re.fullmatch(r"\d+ s ago", " ".join(rows[1][12]))
+    assert rows[1][13] == [str(epoch_1)]  # the heartbeat reported offset = epoch
+    # Fenced: its dir's state is unknown (no heartbeat says it is online).
+    assert rows[2][:3] == [["2"], ["FENCED"], ["1", "unknown", "(fenced)"]]
+    assert rows[2][8:12] == [[str(epoch_2)], ["—"], ["canary-broker"], ["—"]]
+    assert rows[2][13] == ["-1"]  # registration counts as contact, at offset -1
     assert 'href="/ui/brokers/1/"' in body
     assert 'class="badge badge-ok" data-testid="state">UNFENCED<' in body
     assert 'class="badge badge-danger" data-testid="state">FENCED<' in body

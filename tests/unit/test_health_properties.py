@@ -44,6 +44,7 @@ def naive_counts(machine: HealthMachine) -> dict[str, int]:
         0,
     )
     cluster_min = image.configs.get(("BROKER", ""), {}).get("min.insync.replicas", "1")
+    live = {b.broker_id for b in image.all_brokers() if not b.fenced}
     for (topic_id, _), p in image.partitions.items():
         name = image.topics[topic_id].name
         min_isr = int(
@@ -55,19 +56,18 @@ def naive_counts(machine: HealthMachine) -> dict[str, int]:
         counts["at_min_isr_partitions"] += len(p.isr) == min_isr
         counts["leaderless_partitions"] += p.leader == NO_LEADER
         counts["preferred_replica_imbalance"] += p.leader != p.replicas[0]
-        counts["offline_replicas"] += len(p.offline_replicas)
+        # Offline: marked by AlterReplicaState, or on a fenced (or gone) broker, as Kafka's
+        # MetadataResponse counts them.
+        counts["offline_replicas"] += len(
+            set(p.offline_replicas) | {r for r in p.replicas if r not in live}
+        )
         counts["canary_partitions_not_isolated"] += p.is_canary and not p.canary_isolated
     return counts
 
 
 def naive_offline_log_dirs(machine: HealthMachine) -> int:
-    total = 0
-    for broker in machine.image.all_brokers():
-        offline = sum(
-            broker.broker_id in p.offline_replicas for p in machine.image.partitions.values()
-        )
-        total += len(broker.offline_log_dirs) or (1 if offline else 0)
-    return total
+    """The dirs the brokers' latest heartbeats name (AlterReplicaState names replicas)."""
+    return sum(len(set(broker.offline_log_dirs)) for broker in machine.image.all_brokers())
 
 
 class HealthMachine(ReplicationMachine):

@@ -27,6 +27,7 @@ from controlplane.controller.partitions.states import (
     check_replica_transition,
     replica_state,
 )
+from controlplane.controller.records import LOST_DIRECTORY, BrokerRegistrationChangeRecord
 
 logger = logging.getLogger("controlplane.controller")
 
@@ -113,6 +114,28 @@ def alter_replica_state(
         "broker_id": broker_id,
         "offline_replicas": marked,
     }
+
+
+def failed_log_dir_record(
+    view: MetadataDelta, request: Mapping[str, Any]
+) -> BrokerRegistrationChangeRecord | None:
+    """The broker's failed dir, offline from this report on (CONTRACT: offline log dirs are
+    reported by heartbeats or AlterReplicaState): on its registration, where its heartbeats
+    keep the list, so a heartbeat that no longer names it (the dir repaired) or a new
+    incarnation brings it back online, as for a dir a heartbeat named. A report naming no dir
+    stands for Kafka's DirectoryId.LOST. None when the dir is offline already (no record for a
+    no-op) or the broker re-registered since the report."""
+    broker = view.broker(request["broker_id"])
+    if broker is None or broker.epoch != request["broker_epoch"]:
+        return None
+    failed = request.get("log_dir") or LOST_DIRECTORY
+    if failed in broker.offline_log_dirs:
+        return None
+    return BrokerRegistrationChangeRecord(
+        broker_id=broker.broker_id,
+        broker_epoch=broker.epoch,
+        offline_log_dirs=tuple(sorted({*broker.offline_log_dirs, failed})),
+    )
 
 
 def _named_partitions(view: MetadataDelta, request: Mapping[str, Any]) -> list[TopicPartition]:

@@ -9,8 +9,12 @@ from typing import Any
 from controlplane.controller.env import ControllerEnv, Handler
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.partitions.changes import PartitionChanges
+from controlplane.controller.records import Record
 from controlplane.controller.replication.alter_partition import alter_partition
-from controlplane.controller.replication.alter_replica_state import alter_replica_state
+from controlplane.controller.replication.alter_replica_state import (
+    alter_replica_state,
+    failed_log_dir_record,
+)
 from controlplane.controller.replication.elections import elect_leaders, rebalance_leaders
 from controlplane.controller.replication.topics import (
     create_partitions,
@@ -78,7 +82,10 @@ def _alter_partition(
 def _alter_replica_state(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    return _partition_changes(alter_replica_state(view, payload, configs=env.configs(view)))
+    changes, response = alter_replica_state(view, payload, configs=env.configs(view))
+    failed_dir = failed_log_dir_record(view, payload)
+    records: list[Record] = list(changes.records)
+    return ControllerResult(records if failed_dir is None else [failed_dir, *records], response)
 
 
 def _rebalance_leaders(

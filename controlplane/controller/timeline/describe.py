@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from controlplane.controller.image import MetadataImage
-from controlplane.controller.records import NO_LEADER, Record
+from controlplane.controller.records import LOST_DIRECTORY, NO_LEADER, Record
 from controlplane.controller.timeline.facts import CommitWalk, Move, Transitions, WriteFacts
 
 
@@ -207,6 +207,8 @@ def _log_dir_changes(facts: WriteFacts) -> tuple[dict[int, list[str]], dict[int,
     for broker_id, (before, after) in facts.log_dirs.items():
         gone = [d for d in after if d not in before]
         returned = [d for d in before if d not in after]
+        if gone and returned == [LOST_DIRECTORY]:
+            returned = []  # the dir a report named none for, now named: not a recovery
         if gone:
             went[broker_id] = gone
         if returned:
@@ -410,6 +412,8 @@ def _entry(write: WriteSummary, facts: WriteFacts) -> TimelineEntry:
         )
     if unclean or facts.left_leaderless:
         severity = Severity.CRITICAL
+    elif _failure_told_already(write, kind, facts):
+        severity = Severity.INFO
     elif kind in WARNING_KINDS or (kind is Kind.ISR_CHANGE and facts.isr_departures()):
         severity = Severity.WARNING
     elif kind in OK_KINDS:
@@ -428,6 +432,19 @@ def _entry(write: WriteSummary, facts: WriteFacts) -> TimelineEntry:
         details=_details(facts),
         moves=tuple(facts.moves),
     )
+
+
+def _failure_told_already(write: WriteSummary, kind: Kind, facts: WriteFacts) -> bool:
+    """A heartbeat naming a failed dir of a broker holding replicas: AlterReplicaState reports
+    that failure's replicas (before or after it), and its entry, with every partition's
+    leaders, is the incident; the heartbeat's is told, not counted twice. Not when the heartbeat
+    did more (fenced, began a shutdown) or the broker holds nothing (no report follows)."""
+    if write.api != "BrokerHeartbeat" or kind is not Kind.LOG_DIR_FAILURE:
+        return False
+    if facts.fenced or facts.shutting_down or facts.moves:
+        return False
+    went, _ = _log_dir_changes(facts)
+    return bool(went) and set(went) <= facts.failure_told
 
 
 def _brokers_of(facts: WriteFacts) -> tuple[int, ...]:

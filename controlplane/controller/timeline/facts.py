@@ -88,6 +88,10 @@ class WriteFacts:
     log_dirs: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = dataclasses.field(
         default_factory=dict
     )
+    # Brokers holding replicas whose heartbeat named a dir offline: AlterReplicaState reports
+    # (or reported) that failure's replicas, before or after the heartbeat (the report waits
+    # for the controller; the heartbeat does not): the same failure, one incident (issue 25).
+    failure_told: set[int] = dataclasses.field(default_factory=set)
     moves: list[Move] = dataclasses.field(default_factory=list)
     created_topics: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
     removed_topics: dict[str, int] = dataclasses.field(default_factory=dict)  # name -> partitions
@@ -256,6 +260,8 @@ class CommitWalk:
             ]
             facts.log_dirs[broker_id] = (dirs_before, tuple(record.offline_log_dirs))
             self.offline_dirs[broker_id] = tuple(record.offline_log_dirs)
+            if self.base.replica_index.get(broker_id):
+                facts.failure_told.add(broker_id)
 
     def _unregister(self, record: UnregisterBrokerRecord, facts: WriteFacts) -> None:
         facts.unregistered.append(record.broker_id)

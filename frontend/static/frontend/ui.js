@@ -40,6 +40,17 @@
       (failed ? ", retrying" : "");
     indicator.setAttribute("datetime", date.toISOString());
     indicator.classList.toggle("stale", failed);
+    indicator.classList.remove("paused");
+  }
+
+  // A refresh held back by a filter's unsubmitted text says so: the page is not live then.
+  function showPaused() {
+    if (!indicator || indicator.classList.contains("paused")) {
+      return;
+    }
+    indicator.textContent = "paused while a filter holds unsubmitted text (press Enter to " +
+      "apply it, or clear it); last updated " + utcClock(new Date(indicator.getAttribute("datetime")));
+    indicator.classList.add("paused");
   }
 
   // --- morphing: update only what changed -------------------------------------------------
@@ -59,12 +70,20 @@
       (element.tagName === "INPUT" || element.tagName === "TEXTAREA" || element.tagName === "SELECT");
   }
 
+  // Chart.js sizes a canvas's bitmap with its width and height attributes, which the server's
+  // HTML never has: removing them resets the bitmap to 300 x 150, and the chart draws blurred
+  // and cut at the next refresh.
+  function ownedByChartJs(live, name) {
+    return live.tagName === "CANVAS" && (name === "width" || name === "height");
+  }
+
   function morphAttributes(live, next) {
     var i;
     var name;
     for (i = live.attributes.length - 1; i >= 0; i--) {
       name = live.attributes[i].name;
-      if (!next.hasAttribute(name) && name !== "open" && name !== "style") {
+      if (!next.hasAttribute(name) && name !== "open" && name !== "style" &&
+          !ownedByChartJs(live, name)) {
         live.removeAttribute(name);
       }
     }
@@ -242,7 +261,11 @@
 
   function refresh(region) {
     var own = state.get(region);
-    if (own.inFlight || document.hidden || dirty(region)) {
+    if (own.inFlight || document.hidden) {
+      return;
+    }
+    if (dirty(region)) {
+      showPaused();
       return;
     }
     own.inFlight = true;
@@ -285,9 +308,32 @@
     regions.forEach(refresh);
   }
 
+  // "/" focuses the search box, as on GitHub and Grafana (never while typing in a field).
+  function searchShortcut() {
+    var search = document.getElementById("global-search");
+    if (!search) {
+      return;
+    }
+    document.addEventListener("keydown", function (event) {
+      var target = event.target;
+      var typing = target && (target.tagName === "INPUT" || target.tagName === "TEXTAREA" ||
+        target.tagName === "SELECT" || target.isContentEditable);
+      if (event.key === "/" && !typing && !event.ctrlKey && !event.metaKey && !event.altKey) {
+        event.preventDefault();
+        search.focus();
+      }
+    });
+  }
+
   // --- charts -----------------------------------------------------------------------------
-  var GRID = "#d9dee4";
-  var TICKS = "#4b5563"; // 7.6:1 on white
+  // The scheme's colours (ui.css's --chart-grid and --chart-ticks, dark under
+  // prefers-color-scheme: dark): a canvas cannot use var(), so they are read once here.
+  function cssColour(name, fallback) {
+    var value = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+    return value || fallback;
+  }
+  var GRID = cssColour("--chart-grid", "#d9dee4");
+  var TICKS = cssColour("--chart-ticks", "#4b5563"); // 7.6:1 on white, 9.9:1 on dark cards
 
   function chartConfig(spec) {
     var sparkline = spec.kind === "sparkline";
@@ -394,6 +440,66 @@
     }
   }
 
+  // --- copy buttons (a new token's HMAC and id) ----------------------------------------------
+  function wireCopyButtons(root) {
+    var buttons = (root || document).querySelectorAll("button[data-copy]");
+    Array.prototype.forEach.call(buttons, function (button) {
+      if (button.getAttribute("data-wired")) {
+        return;
+      }
+      button.setAttribute("data-wired", "1");
+      var label = button.textContent;
+      button.addEventListener("click", function () {
+        var source = document.getElementById(button.getAttribute("data-copy"));
+        var text = source ? source.textContent.trim() : "";
+        var done = function (ok) {
+          button.textContent = ok ? "Copied" : "Copy failed: select and copy";
+          button.setAttribute("data-copied", ok ? "1" : "0");
+          window.setTimeout(function () { button.textContent = label; }, 2000);
+        };
+        if (navigator.clipboard && navigator.clipboard.writeText) {
+          navigator.clipboard.writeText(text).then(function () { done(true); }, function () { done(false); });
+        } else {
+          done(false);
+        }
+      });
+    });
+  }
+
+  // --- an audit report: progress while Spark makes it, then the report itself ----------------
+  function loadReport() {
+    var box = document.querySelector("[data-report-src]");
+    if (!box) {
+      return;
+    }
+    var src = box.getAttribute("data-report-src");
+    var elapsed = box.querySelector("[data-report-elapsed]");
+    var began = Date.now();
+    var tick = window.setInterval(function () {
+      elapsed.textContent = Math.round((Date.now() - began) / 1000) + " s";
+    }, 1000);
+    fetch(src + (src.indexOf("?") < 0 ? "?" : "&") + "partial=1", { credentials: "same-origin" })
+      .then(function (response) {
+        if (response.ok) {
+          window.location.replace(src); // made now: served from the kept file at once
+          return null;
+        }
+        return response.text().then(function (html) {
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var said = doc.querySelector("[data-testid=report-problem]");
+          throw new Error(said ? said.textContent : "The report could not be made (HTTP " + response.status + ").");
+        });
+      })
+      .catch(function (error) {
+        window.clearInterval(tick);
+        var problem = box.querySelector("[data-report-problem]");
+        problem.textContent = error.message || "The report could not be fetched.";
+        problem.hidden = false;
+        var bar = box.querySelector("progress");
+        if (bar) { bar.hidden = true; }
+      });
+  }
+
   // --- start --------------------------------------------------------------------------------
   function start() {
     if (indicator && indicator.getAttribute("datetime")) {
@@ -403,7 +509,10 @@
       }
     }
     drawCharts(document);
+    searchShortcut();
     wireConfirmations(document);
+    wireCopyButtons(document);
+    loadReport();
     if (!regions.length) {
       return;
     }
