@@ -197,6 +197,7 @@ def overview_view(request: HttpRequest) -> HttpResponse:
                 samples, now_ms=now, minutes=SPARKLINE_MINUTES, kind="sparkline"
             ),
             "recent_incidents": recent,
+            "hidden_topic_count": len(hidden or ()),
         },
     )
 

@@ -191,8 +191,12 @@ def partition_list_view(request: HttpRequest) -> HttpResponse:
     if hidden:
         partitions = partitions.exclude(topic__name__in=hidden)
     filterset = PartitionFilterSet(request.GET, queryset=partitions)
-    page = paginate(request, filterset.qs, PARTITIONS_PAGE_SIZE)
-    filters = _filters(filterset)
+    # A topic name that contains the text, as the Topics page filters (`topic` stays the API's
+    # exact name, which a topic's links use).
+    contains = request.GET.get("topic_contains", "").strip()[:249]
+    matching = filterset.qs.filter(topic__name__contains=contains) if contains else filterset.qs
+    page = paginate(request, matching, PARTITIONS_PAGE_SIZE)
+    filters = {**_filters(filterset), "topic_contains": contains}
     return render_page(
         request,
         title="Partitions",

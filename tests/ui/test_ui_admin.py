@@ -878,6 +878,8 @@ def test_a_principal_allowed_to_view_still_needs_describe_configs(
     assert "1 topic hidden: you may not DESCRIBE it" in topics
     partitions = text(alice_client.get("/ui/partitions/"))
     assert 'data-testid="hidden-topics"' in partitions and "No partitions yet" not in partitions
+    overview = text(alice_client.get("/ui/"))
+    assert "1 topic you may not DESCRIBE included" in overview
 
 
 def test_writes_of_a_principal_without_acls_are_refused_by_the_api_and_audited(

@@ -570,3 +570,22 @@ def test_a_broker_holding_twice_the_others_is_flagged(
     rows = dict(re.findall(r'<tr[^>]*id="broker-(\d)"[^>]*>(.*?)</tr>', listing, re.S))
     assert 'data-testid="overloaded"' in rows["1"]  # 4 replicas, the others' median 1
     assert 'data-testid="overloaded"' not in rows["2"] + rows["3"]
+
+
+def test_the_partitions_topic_filter_contains_as_the_topics_one_does(
+    admin_client: Client, api: Api, tokens: dict[str, str], brokers: dict[int, int]
+) -> None:
+    for name in ("orders", "orders.v2", "payments"):
+        status, body = api.post(
+            "/api/v1/create-topics",
+            {"topics": [{"name": name, "num_partitions": 2, "replication_factor": 1}]},
+            token=tokens["admin"],
+        )
+        assert status == 200 and body["topics"][0]["error_code"] == 0, body
+    contains = text(admin_client.get("/ui/partitions/", {"topic_contains": "orders"}))
+    assert 'data-testid="partition-count">4<' in contains  # orders and orders.v2
+    assert 'placeholder="contains…"' in contains
+    topics = text(admin_client.get("/ui/topics/", {"q": "orders"}))
+    assert 'data-testid="topic-count">2<' in topics  # the same "contains", on both pages
+    exact = text(admin_client.get("/ui/partitions/", {"topic": "orders"}))  # a topic's link
+    assert 'data-testid="partition-count">2<' in exact and 'data-testid="exact-topic"' in exact
