@@ -8,7 +8,7 @@ KAFKA_PORT ?= 9092
 KAFKA_SASL_PORT ?= 9093
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-health-fence clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -93,6 +93,10 @@ bench-image-memory: install-test
 ## bench-canary: a 10,000-partition topic at 3.125 % on 60 brokers (6 canary) vs isolation off
 bench-canary: install-test services
 	$(PY) -m bench.canary_placement $(BENCH_ARGS)
+
+## bench-health-fence: what fencing one broker costs the health index at 100k and 1M partitions
+bench-health-fence: $(PY)
+	$(PY) -m bench.health_fence $(BENCH_ARGS)
 
 ## bench-wire: the Kafka protocol listener vs REST through kafka-python: Metadata of 1,000 x 10, CreateTopics
 bench-wire: install-test services
