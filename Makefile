@@ -58,7 +58,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-health-fence
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
