@@ -23,6 +23,7 @@ install-test: $(PY)
 	bash scripts/install-java.sh
 	bash scripts/install-chromium.sh
 	bash scripts/install-kafkajs.sh
+	bash scripts/install-kafka.sh
 
 services:
 	bash scripts/ensure-services.sh

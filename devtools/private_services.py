@@ -17,7 +17,19 @@ from pathlib import Path
 
 from devtools.stack import free_port, wait_for
 
-PG_BIN = Path(os.environ.get("CP_CAMPAIGN_PG_BIN", "/usr/local/bin"))
+
+def _postgres_bin() -> Path:
+    """`CP_CAMPAIGN_PG_BIN`, else the newest Debian PostgreSQL's own bin (scripts/ensure-services.sh
+    installs it), else /usr/local/bin."""
+    if override := os.environ.get("CP_CAMPAIGN_PG_BIN"):
+        return Path(override)
+    debian = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parent.parent.name)
+    )
+    return debian[-1].parent if debian else Path("/usr/local/bin")
+
+
+PG_BIN = _postgres_bin()
 REDIS_SERVER = os.environ.get("CP_CAMPAIGN_REDIS_SERVER", shutil.which("redis-server") or "")
 
 
