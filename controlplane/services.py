@@ -79,24 +79,36 @@ def controller_event(
 
 
 def _call_until_deadline(event: ControllerEvent) -> ControllerAnswer:
+    """Attempts until an answer or the deadline. NOT_CONTROLLER at the deadline only when no
+    attempt may have reached a controller that applied it: once one went unanswered (sent, and
+    whoever took it may have committed before dying) or was answered REQUEST_TIMED_OUT (a
+    commit whose outcome is unknown), the deadline answers REQUEST_TIMED_OUT, as Kafka's own
+    controller path does for a write it cannot confirm; a retry in time finds out, since it
+    carries the same request id."""
     assert event.deadline_ms is not None
     last_error = ApiError(Errors.REQUEST_TIMED_OUT, "No attempt finished.")
+    maybe_applied = False
     while True:
         remaining = event.deadline_ms - now_ms()
         if remaining <= 0:
-            if last_error.error is Errors.NOT_CONTROLLER:
+            if last_error.error is Errors.NOT_CONTROLLER and not maybe_applied:
                 raise last_error  # nobody holds the lease: 503, the client retries later
             raise ApiError(
                 Errors.REQUEST_TIMED_OUT,
-                f"No answer from the active controller before the deadline ({last_error.message})",
+                "No answer from the active controller before the deadline; the request may "
+                f"have been applied ({last_error.message})",
             )
         attempt_started = time.perf_counter()
         answer = executor().call(event, min(remaining, ATTEMPT_TIMEOUT_MS))
         FORWARDING.remote_time(event.api, time.perf_counter() - attempt_started)
         if answer is None:
+            maybe_applied = True
             last_error = ApiError(Errors.REQUEST_TIMED_OUT, "The controller did not answer.")
         elif answer.not_controller:
             last_error = ApiError(Errors.NOT_CONTROLLER, answer.response.get("error_message"))
+        elif answer.outcome_unknown:
+            maybe_applied = True
+            last_error = ApiError(Errors.REQUEST_TIMED_OUT, answer.response.get("error_message"))
         else:
             return answer
         time.sleep(RETRY_BACKOFF_S)

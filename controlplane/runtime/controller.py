@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
@@ -252,12 +253,19 @@ class ControllerRuntime:
                     raise  # nothing left to refuse: a bug, never a loop
                 failed.update(refused)
             except ApiError as error:
+                # Fenced (nothing written), or CommitOutcomeUnknown: REQUEST_TIMED_OUT, never
+                # "not applied" for a commit that may have been (the image reloads either way).
                 self._deactivate(error.message or error.error.name)
                 return [refusal(error) for _ in events]
-            except DatabaseError:
+            except (DatabaseError, psycopg.Error):
+                # Before the COMMIT: the transaction rolled back, nothing of the batch written.
                 logger.exception("commit failed; reloading the image on the next event")
                 self._deactivate("commit failed")
                 return [refusal(_unavailable()) for _ in events]
+            except Exception:
+                logger.exception("commit failed (rolled back); reloading the image")
+                self._deactivate("commit failed")
+                return [refusal(NOTHING_WRITTEN) for _ in events]
         collisions_announce(collisions)  # committed: the senders' retries will not collide again
         answers = [dataclasses.replace(answer, handled_ms=now) for answer in answers]
         committed = time.perf_counter()
@@ -464,6 +472,10 @@ def _run_events(
     return delta, contacts, answers, writes
 
 
+NOTHING_WRITTEN = ApiError(
+    Errors.UNKNOWN_SERVER_ERROR,
+    "The controller could not commit this request; nothing of it was written.",
+)
 OUTLIVED_ITS_DEADLINE = ApiError(
     Errors.REQUEST_TIMED_OUT, "The request outlived its deadline in the queue."
 )

@@ -200,7 +200,14 @@ class ControllerAnswer:
 
     @property
     def not_controller(self) -> bool:
+        """Nothing was applied: no active controller took the event."""
         return self.error_code == Errors.NOT_CONTROLLER
+
+    @property
+    def outcome_unknown(self) -> bool:
+        """The controller may have applied the event (its commit's outcome is unknown, or the
+        event outlived its deadline): a retry with the same request id finds out."""
+        return self.error_code == Errors.REQUEST_TIMED_OUT
 
     def to_wire(self) -> dict[str, Any]:
         return {

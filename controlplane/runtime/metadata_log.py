@@ -64,6 +64,21 @@ def register_commit_audit(trail: CommitAuditTrail) -> None:
     add_once(COMMIT_AUDIT, trail)
 
 
+class CommitOutcomeUnknown(ApiError):
+    """The commit failed at or after its COMMIT reached the server (the connection dropped,
+    the server went away): the records may be in the log or not. Nobody may be told "not
+    applied": the answer is REQUEST_TIMED_OUT (outcome unknown, as Kafka's controller answers
+    a write it cannot confirm), the sender's retry with the same request id finds out, and the
+    controller drops its image (it cannot know which state it is in)."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(
+            Errors.REQUEST_TIMED_OUT,
+            "The controller lost the metadata store while committing this request: it may "
+            f"have been applied ({type(cause).__name__}); retry with the same request id.",
+        )
+
+
 class DuplicateWrite(ApiError):
     """A commit would apply a second write of a principal's request id: refused whole, nothing
     written.
@@ -168,36 +183,57 @@ def _commit(
     statements: Callable[[], Iterator[Write]],
 ) -> Lease:
     timestamp, lease_ms = times
-    with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
-        # Plain SQL: the ORM's own cost was most of a small commit's.
-        lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-        cursor.execute(
-            "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset"
-            f" FROM cp_cluster WHERE id = 1{lock}"
-        )
-        fence = ClusterFence(*cursor.fetchone())
-        # The lease held when the batch was encoded, and nobody took it over since (the epoch
-        # and holder are ours, and this transaction holds the row): the commit is safe.
-        _check_fence(fence, lease, delta, timestamp)
-        built = time.perf_counter()
-        with WriteBehind() as writer:
-            for write in statements():
-                writer.submit(write)
-            projections_built.set(time.perf_counter() - built)
-        # Renewed as the transaction's last statement, not its first: a commit of 100,000
-        # partitions on a loaded machine runs for seconds, all the while holding the row (so
-        # no standby can take the lease meanwhile), and its controller must leave it with a
-        # whole lease, not one the commit itself spent.
-        expires = max(fence.lease_expires_ms, now_ms() + lease_ms)
-        cursor.execute(
-            "UPDATE cp_cluster SET last_offset = %s, lease_expires_ms = %s,"
-            " leader_elections_total = leader_elections_total + %s,"
-            " unclean_leader_elections_total = unclean_leader_elections_total + %s"
-            " WHERE id = 1",
-            [delta.last_offset, expires, delta.leader_elections, delta.unclean_leader_elections],
-        )
-        transaction.on_commit(lambda: notifier.publish(delta.last_offset))
+    committing = False  # set once every statement ran: what fails after is the COMMIT itself
+    try:
+        with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
+            expires = _commit_statements(cursor, lease, delta, timestamp, lease_ms, statements)
+            committing = True
+    except Exception as error:
+        if committing:
+            raise CommitOutcomeUnknown(error) from error
+        raise
     return dataclasses.replace(lease, expires_ms=expires)
+
+
+def _commit_statements(
+    cursor: Any,
+    lease: Lease,
+    delta: MetadataDelta,
+    timestamp: int,
+    lease_ms: int,
+    statements: Callable[[], Iterator[Write]],
+) -> int:
+    """The commit's statements, in its transaction; answers the lease's new expiry."""
+    # Plain SQL: the ORM's own cost was most of a small commit's.
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    cursor.execute(
+        "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset"
+        f" FROM cp_cluster WHERE id = 1{lock}"
+    )
+    fence = ClusterFence(*cursor.fetchone())
+    # The lease held when the batch was encoded, and nobody took it over since (the epoch
+    # and holder are ours, and this transaction holds the row): the commit is safe.
+    _check_fence(fence, lease, delta, timestamp)
+    built = time.perf_counter()
+    with WriteBehind() as writer:
+        for write in statements():
+            writer.submit(write)
+        projections_built.set(time.perf_counter() - built)
+    # Renewed as the transaction's last statement, not its first: a commit of 100,000
+    # partitions on a loaded machine runs for seconds, all the while holding the row (so
+    # no standby can take the lease meanwhile), and its controller must leave it with a
+    # whole lease, not one the commit itself spent.
+    expires = max(fence.lease_expires_ms, now_ms() + lease_ms)
+    cursor.execute(
+        "UPDATE cp_cluster SET last_offset = %s, lease_expires_ms = %s,"
+        " leader_elections_total = leader_elections_total + %s,"
+        " unclean_leader_elections_total = unclean_leader_elections_total + %s"
+        " WHERE id = 1",
+        [delta.last_offset, expires, delta.leader_elections, delta.unclean_leader_elections],
+    )
+    # Robust: a notice that cannot be sent must not turn a committed write into a failure.
+    transaction.on_commit(lambda: notifier.publish(delta.last_offset), robust=True)
+    return expires
 
 
 class ClusterFence(NamedTuple):

@@ -7,10 +7,12 @@ its part of the image back. Apps register theirs from `ready()` (`register_proje
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from django.db import connection, transaction
 from django.db.models import Q
 
 from controlplane.controller.acls.control import ACL_FIELDS
@@ -65,6 +67,19 @@ def load_image(cluster_id: str, last_offset: int) -> MetadataImage:
     for projection in PROJECTIONS.values():
         projection.load(image)
     return image
+
+
+@contextlib.contextmanager
+def consistent_read() -> Iterator[None]:
+    """Every read inside sees the database at one moment: a REPEATABLE READ, read-only
+    transaction on PostgreSQL (SQLite's one transaction is a snapshot already). Inside a
+    caller's transaction, that transaction is the snapshot."""
+    outermost = not connection.in_atomic_block
+    with transaction.atomic():
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        yield
 
 
 class AclProjection:

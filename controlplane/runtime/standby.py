@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import logging
 
-from django.db import connection, transaction
-
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import record_from_data
 from controlplane.models import Cluster, ControllerNode, MetadataRecord, MetadataSnapshot
 from controlplane.runtime.lease import now_ms
-from controlplane.runtime.projections import load_image
+from controlplane.runtime.projections import consistent_read, load_image
 from controlplane.runtime.snapshot_format import image_checksum
 
 logger = logging.getLogger("controlplane.controller")
@@ -130,11 +128,7 @@ class StandbyImage:
 def snapshot_image() -> MetadataImage | None:
     """The image of the state tables at one offset, read in one snapshot of the database; None
     before any controller has created the cluster (its id is not known yet)."""
-    outermost = not connection.in_atomic_block  # else the caller's transaction is the snapshot
-    with transaction.atomic():
-        if outermost and connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    with consistent_read():
         cluster = Cluster.objects.filter(pk=1).first()
         if cluster is None:
             return None
