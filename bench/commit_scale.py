@@ -28,6 +28,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.verify import fail_unless_clean, verify_in_process
+
 RESULTS = Path(__file__).resolve().parent / "results"
 BROKERS = 60
 TOPIC_PARTITIONS = 10_000
@@ -63,6 +65,7 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "commit_scale.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+    fail_unless_clean(result["verify_metadata"], "commit_scale")
 
 
 def run(sizes: list[int], profile_dir: str | None) -> dict[str, Any]:
@@ -86,14 +89,13 @@ def run(sizes: list[int], profile_dir: str | None) -> dict[str, Any]:
         if profiler is not None and profile_dir:
             write_profile(profiler, Path(profile_dir), size)
         log(f"  {figures[str(size)]}")
-    verify = io.StringIO()
-    call_command("verify_metadata", stdout=verify)
+    verify = verify_in_process()
     return {
         "setup": {"brokers": BROKERS, "sizes": sizes, "replication_factor": 3, "process": "one"},
         "commits": figures,
         "growth_per_partition": growth(figures, sizes),
         "growth_goal": 1.2,
-        "verify_metadata": verify.getvalue().strip().splitlines()[-1:],
+        "verify_metadata": verify,
     }
 
 

@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from bench.verify import fail_unless_clean, verify_stack
 from devtools.stack import (
     BENCH_SETTINGS,
     WORKER_CLASS,
@@ -321,7 +322,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         (big["handle_ms"] + big["encode_ms"] + big["transaction_ms"]) / 1000
     )
     raw_rate = args.partitions / raw_s
-    verify = stack.manage("verify_metadata", check=False)
+    verify = verify_stack(stack)
     brokers.stop()
     return {
         "setup": {
@@ -349,7 +350,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         "ratio_commit_to_raw": round(commit_rate / raw_rate, 3),
         "ratio_handle_and_commit_to_raw": round(controller_rate / raw_rate, 3),
         "ratio_goals": {"commit_to_raw": 0.5, "handle_and_commit_to_raw": 0.3},
-        "verify_metadata": verify.stdout.strip().splitlines()[-1:] if verify.stdout else [],
+        "verify_metadata": verify,
     }
 
 
@@ -393,6 +394,7 @@ def run_with_controller(
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / result_name).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+    fail_unless_clean(result["verify_metadata"], result_name)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.commit_scale import CommitLine, handle, log, write_profile
+from bench.verify import fail_unless_clean, verify_in_process
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BROKERS = 100
@@ -69,6 +70,8 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "shutdown_scale.json").write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+    for size, figures in result["shutdowns"].items():
+        fail_unless_clean(figures["verify_metadata"], f"shutdown_scale {size}")
 
 
 def in_fresh_database(size: int, profile_dir: str | None) -> dict[str, Any]:
@@ -142,6 +145,7 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
         second_heartbeat_ms=round(second_s * 1000),
         should_shut_down=second.get("should_shut_down"),
         us_per_changed_partition=round(first_s * 1e6 / max(timings.get("records", 1), 1), 1),
+        verify_metadata=verify_in_process(),
     )
     return timings
 

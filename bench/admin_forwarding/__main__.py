@@ -12,6 +12,7 @@ from pathlib import Path
 from bench import admin_forwarding
 from bench.admin_forwarding.common import RESULTS, log
 from bench.admin_forwarding.run import measure
+from bench.verify import fail_unless_clean
 from devtools.stack import BENCH_SETTINGS, ROOT, WORKER_CLASS, running_stack
 
 
@@ -103,6 +104,7 @@ def main() -> None:
         f"ratio {result['sequential_latency_ms']['ratio_envelope_to_direct']}; best writes/s "
         f"{result['throughput_best_writes_per_s']}; met {result['met']}"
     )
+    fail_unless_clean(result["verify_metadata"], "admin_forwarding")
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from bench.admin_forwarding.report import run_setup, where_time_goes
 from bench.admin_forwarding.simulator import SimulatorThread
 from bench.admin_forwarding.ways import ways
 from bench.replica_state import bearer_client, brokers_unfenced
+from bench.verify import verify_stack
 from devtools.stack import Http, Stack
 
 
@@ -122,7 +123,7 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
     checks = log_check(stack, start_offset, acknowledged)
     audit = audit_check(stack, audit_start, forwarded)
     durations = audit_durations(stack, audit_start, run_id, "s")
-    verify = stack.manage("verify_metadata", check=False)
+    verify = verify_stack(stack)
 
     direct, envelope = seq["direct"], seq["envelope"]
     ratio = {
@@ -197,8 +198,7 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
         "where_time_goes": where,
         "metadata_log_check": checks,
         "audit_check": audit,
-        "verify_metadata": (verify.stdout.strip().splitlines() or [""])[-1],
-        "verify_metadata_exit_code": verify.returncode,
+        "verify_metadata": verify,
         "targets": {
             "ratio_envelope_to_direct_at_most": args.ratio_target,
             "writes_per_s_at_least": args.writes_target,
@@ -213,6 +213,6 @@ def measure(stack: Stack, args: argparse.Namespace, controller: str) -> dict[str
             "forwarded_writes_audited_as_the_client": audit[
                 "every_acknowledged_forwarded_write_audited"
             ],
-            "verify_metadata": verify.returncode == 0,
+            "verify_metadata": verify["clean"],
         },
     }

@@ -33,6 +33,7 @@ from bench.replica_state import (
     controller_commits,
     log,
 )
+from bench.verify import verify_stack
 from devtools.stack import WORKER_CLASS, Stack, server_description, wait_for
 
 # --- The run ---------------------------------------------------------------------------------
@@ -335,7 +336,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     answered["fencing_held_off"] = fencing_held_off(stack)
     brokers.stop()
     log("verify_metadata")
-    verify = stack.manage("verify_metadata", check=False, timeout=1800)
+    verify = verify_stack(stack, timeout_s=1800)
     result = report(args, failures, sizes, max_records, follower_errors, fenced, verify)
     result["while_fanning_out"] = answered
     for name in ("heartbeat", "admin_api"):
@@ -385,8 +386,7 @@ def report(
     if small_commit and big_commit and small_commit["us_per_partition"]:
         growth = round(big_commit["us_per_partition"] / small_commit["us_per_partition"], 3)
     result["commit_growth_per_partition_100k_vs_10k"] = growth
-    verify_lines = (verify.stdout + verify.stderr).strip().splitlines()
-    result["verify_metadata"] = {"clean": verify.returncode == 0, "output": verify_lines[-5:]}
+    result["verify_metadata"] = verify
     result["brokers_fenced"] = fenced
     result["follower_request_failures"] = follower_errors
     goals: dict[str, Any] = {}
@@ -398,7 +398,7 @@ def report(
         "goal": COMMIT_GROWTH_GOAL,
         "met": None if growth is None else growth <= COMMIT_GROWTH_GOAL,
     }
-    goals["verify_metadata_clean"] = {"met": verify.returncode == 0}
+    goals["verify_metadata_clean"] = {"met": verify["clean"]}
     goals["no_broker_fenced"] = {"figure": fenced, "met": fenced == 0}
     failed_requests = sum(follower_errors.values())
     goals["no_follower_request_failed"] = {"figure": failed_requests, "met": failed_requests == 0}

@@ -18,6 +18,7 @@ from bench.scale.common import (
     shape_comparison,
 )
 from bench.scale.run import run_one, setup
+from bench.verify import fail_unless_clean
 
 PHASES = ("probes", "shutdown", "bootstrap", "failover")
 
@@ -69,6 +70,7 @@ def main() -> None:
             # Written after each run: a long run's first figures survive a later failure.
             (RESULTS / args.output).write_text(json.dumps(result, indent=2) + "\n")
             log(f"wrote bench/results/{args.output}")
+            fail_unless_clean(runs[-1]["verify_metadata"], f"scale {layout.name}")
     print(json.dumps(result, indent=2))
 
 

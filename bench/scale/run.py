@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from bench.scale.common import (
 from bench.scale.failover import kill_in_flight
 from bench.scale.probes import probes
 from bench.scale.shutdown import controlled_shutdown, start_followers
+from bench.verify import verify_stack
 from devtools.stack import BENCH_SETTINGS, WORKER_CLASS, Stack, running_stack, server_description
 
 SETTINGS = {
@@ -121,15 +121,8 @@ def measure(
     result["brokers_fenced"] = int(stack.sql("SELECT count(*) FROM cp_broker WHERE fenced")[0][0])
     result["heartbeat_rounds_failed"] = heartbeats.failed_rounds
     log(f"[{layout.name}] verify_metadata")
-    started = time.perf_counter()
-    verify = stack.manage("verify_metadata", check=False, timeout=7200)
-    lines = (verify.stdout + verify.stderr).strip().splitlines()
-    result["verify_metadata"] = {
-        "clean": verify.returncode == 0,
-        "seconds": round(time.perf_counter() - started, 1),
-        "output": lines[-5:],
-    }
-    goals["verify_metadata_clean"] = {"met": verify.returncode == 0}
+    result["verify_metadata"] = verify_stack(stack)
+    goals["verify_metadata_clean"] = {"met": result["verify_metadata"]["clean"]}
     result["database_bytes"]["at_end"] = database_bytes(stack)
     result["goals"] = goals
     return result
