@@ -75,24 +75,41 @@ def run(sizes: list[int], profile_dir: str | None) -> dict[str, Any]:
     from django.core.management import call_command
 
     call_command("migrate", "--noinput", verbosity=0)
-    from controlplane.runtime.controller import get_runtime
+    from controlplane.runtime.controller import get_runtime, start_timer_thread
 
     runtime = get_runtime()
     epochs = register_brokers(runtime)
     log(f"{BROKERS} brokers registered and unfenced")
+    sessions = SessionsKeptAlive(runtime)  # heartbeats, as the web nodes would record them
+    timer = start_timer_thread(runtime)  # its fencing rounds' lateness is measured
     figures: dict[str, Any] = {}
-    for leader, size in zip(range(1, len(sizes) + 1), sizes, strict=True):
-        topic_ids = create_topics_led_by(runtime, leader, size)
-        log(f"broker {leader} leads {size} partitions; failing its log dir")
-        profiler = cProfile.Profile() if profile_dir else None
-        figures[str(size)] = fail_log_dir(runtime, leader, epochs[leader], topic_ids, profiler)
-        if profiler is not None and profile_dir:
-            write_profile(profiler, Path(profile_dir), size)
-        log(f"  {figures[str(size)]}")
+    as_applied: dict[str, Any] = {}
+    try:
+        for leader, size in zip(range(1, len(sizes) + 1), sizes, strict=True):
+            topic_ids = create_topics_led_by(runtime, leader, size)
+            log(f"broker {leader} leads {size} partitions; failing its log dir")
+            profiler = cProfile.Profile() if profile_dir else None
+            runtime.timer_lag.take()
+            figures[str(size)] = fail_log_dir(runtime, leader, epochs[leader], topic_ids, profiler)
+            figures[str(size)]["timer_worst_lag_ms"] = timer_worst_lag(runtime)
+            if profiler is not None and profile_dir:
+                write_profile(profiler, Path(profile_dir), size)
+            log(f"  {figures[str(size)]}")
+            sliced = leader + SLICED_LEADER_OFFSET
+            topic_ids = create_topics_led_by(runtime, sliced, size)
+            log(f"broker {sliced} leads {size} partitions; its report applied as reports are")
+            as_applied[str(size)] = fail_log_dir_as_reported(
+                runtime, sliced, epochs[sliced], topic_ids
+            )
+            log(f"  {as_applied[str(size)]}")
+    finally:
+        timer.set()
+        sessions.stop()
     verify = verify_in_process()
     return {
         "setup": {"brokers": BROKERS, "sizes": sizes, "replication_factor": 3, "process": "one"},
         "commits": figures,
+        "as_reports_are_applied": as_applied,
         "growth_per_partition": growth(figures, sizes),
         "growth_goal": 1.2,
         "verify_metadata": verify,
@@ -194,6 +211,83 @@ def fail_log_dir(
     }
     timings["partition_changes_per_s"] = round(size / total)
     return timings
+
+
+SLICED_LEADER_OFFSET = 20  # the broker whose report goes the way reports go: brokers 21, 22
+
+
+def fail_log_dir_as_reported(
+    runtime: Any, broker_id: int, epoch: int, topic_ids: list[str]
+) -> dict[str, Any]:
+    """The same failure as `fail_log_dir`, applied as a broker's report is: queued, then
+    applied by the controller in bounded commits (replicas.services), while the timer runs."""
+    from controlplane.runtime.lease import now_ms
+    from replicas.models import PendingReplicaStateChange
+    from replicas.services import MAX_PARTITIONS_PER_COMMIT, replica_state_apply_pending
+
+    image = runtime.image
+    topics = [
+        {"name": image.topics[t].name, "partitions": list(range(image.topics[t].partition_count))}
+        for t in topic_ids
+    ]
+    payload = {
+        "broker_id": broker_id,
+        "broker_epoch": epoch,
+        "new_state": 1,
+        "reason": "log dir failure (benchmark)",
+        "topics": topics,
+    }
+    PendingReplicaStateChange.objects.create(
+        request_id=f"bench-{broker_id}",
+        broker_id=broker_id,
+        broker_epoch=epoch,
+        payload=payload,
+        principal="User:bench",
+        received_ms=now_ms(),
+    )
+    before = image.last_offset
+    runtime.timer_lag.take()
+    started = time.perf_counter()
+    replica_state_apply_pending()
+    total = time.perf_counter() - started
+    return {
+        "records": runtime.image.last_offset - before,
+        "commits_of_at_most": MAX_PARTITIONS_PER_COMMIT,
+        "total_ms": round(total * 1000),
+        "timer_worst_lag_ms": timer_worst_lag(runtime),
+    }
+
+
+def timer_worst_lag(runtime: Any) -> int:
+    """The fencing rounds' worst lateness since the last reading, once the round that waited
+    behind the last commit has run (it records its lateness when it gets the controller)."""
+    time.sleep(TIMER_INTERVAL_S * 2)
+    return round(runtime.timer_lag.take())
+
+
+TIMER_INTERVAL_S = 0.5  # the controller timer's (controlplane.runtime.controller.run_forever)
+
+
+class SessionsKeptAlive:
+    """Every broker heard every second (the session store, as web nodes record heartbeats),
+    so that the running timer fences nobody."""
+
+    def __init__(self, runtime: Any) -> None:
+        import threading
+
+        self.runtime = runtime
+        self._stop = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        from controlplane.runtime.lease import now_ms
+
+        while not self._stop.wait(1.0):
+            for broker_id in range(BROKERS):
+                self.runtime.sessions.touch(broker_id, now_ms=now_ms(), metadata_offset=10**12)
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 class CommitLine(logging.Handler):

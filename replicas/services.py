@@ -7,6 +7,7 @@ report waits in a table, and the controller takes all waiting reports in one bat
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 from typing import Any
 
@@ -97,32 +98,102 @@ def _schedule_apply() -> None:
 
 
 def replica_state_apply_pending(*, limit: int = MAX_PENDING_BATCH) -> int:
-    """On the active controller: apply every waiting AlterReplicaState in one batch (one
-    commit). Reports stay waiting when this node is not the controller."""
+    """On the active controller: apply every waiting AlterReplicaState, in commits of at most
+    `MAX_PARTITIONS_PER_COMMIT` partitions. Reports stay waiting when this node is not the
+    controller.
+
+    Bounded commits, as Kafka's controller bounds what one operation writes at once
+    (`max.records.per.user.op`, 10,000): one report naming 100,000 partitions held the
+    controller for 4.5 s in one commit, during which its timer could not fence nor measure,
+    and came back thinking itself overloaded. Between two commits the controller's other
+    events and its fencing rounds get in. Each slice is a write of its own (its own request
+    id, `<id>/<n>` after the first, the same slices every time): a report applied in part
+    before a failover is applied in full once, never twice."""
+    if not _applying.acquire(blocking=False):
+        return 0  # this process applies them already (its jobs thread, a Celery thread)
+    try:
+        return _apply_pending(limit)
+    finally:
+        _applying.release()
+
+
+_applying = threading.Lock()
+
+
+def _apply_pending(limit: int) -> int:
     rows = list(PendingReplicaStateChange.objects.order_by("id")[:limit])
     if not rows:
         return 0
     events = [
         controller_event(
             api="AlterReplicaState",
-            payload=row.payload,
+            payload=payload,
             context=RequestContext(
                 principal=row.principal,
                 client_id=row.client_id,
                 client_host=row.client_host,
-                request_id=row.request_id,
+                request_id=row.request_id if index == 0 else f"{row.request_id}/{index}",
                 # Audited in the controller's commit, from when the report arrived.
                 trail=RequestTrail(rpc="AlterReplicaState", started_ms=row.received_ms),
             ),
         )
         for row in rows
+        for index, payload in enumerate(payload_slices(row.payload, MAX_PARTITIONS_PER_COMMIT))
     ]
-    answers = get_runtime().handle_batch(events)  # this process is the controller
-    if any(answer.not_controller for answer in answers):
-        return 0
+    answers = []
+    for batch in _bounded_batches(events, MAX_PARTITIONS_PER_COMMIT):
+        answered = get_runtime().handle_batch(batch)  # this process is the controller
+        if any(answer.not_controller for answer in answered):
+            return 0
+        answers.extend(answered)
     PendingReplicaStateChange.objects.filter(id__in=[row.id for row in rows]).delete()
     applied = sum(int(answer.response.get("offline_replicas", 0)) for answer in answers)
     logger.info(
-        "applied %d AlterReplicaState report(s): %d replica(s) now offline", len(rows), applied
+        "applied %d AlterReplicaState report(s) in %d slice(s): %d replica(s) now offline",
+        len(rows),
+        len(events),
+        applied,
     )
     return len(rows)
+
+
+# What one commit of AlterReplicaState changes at most (Kafka's max.records.per.user.op).
+MAX_PARTITIONS_PER_COMMIT = 10_000
+
+
+def payload_slices(payload: dict[str, Any], limit: int) -> list[dict[str, Any]]:
+    """`payload` as AlterReplicaState payloads of at most `limit` partitions each, in order
+    (the same slices every time); one slice when it is small enough."""
+    slices: list[dict[str, Any]] = []
+    topics: list[dict[str, Any]] = []
+    room = limit
+    for topic in payload["topics"]:
+        partitions = list(topic["partitions"])
+        while partitions:
+            taken, partitions = partitions[:room], partitions[room:]
+            topics.append({**topic, "partitions": taken})
+            room -= len(taken)
+            if room == 0:
+                slices.append({**payload, "topics": topics})
+                topics, room = [], limit
+    if topics or not slices:
+        slices.append({**payload, "topics": topics})
+    return slices
+
+
+def _partitions(event: Any) -> int:
+    return sum(len(t["partitions"]) for t in event.payload["topics"])
+
+
+def _bounded_batches(events: list[Any], limit: int) -> list[list[Any]]:
+    """Consecutive events in batches of at most `limit` partitions (one commit each)."""
+    batches: list[list[Any]] = []
+    size = limit
+    for event in events:
+        count = _partitions(event)
+        if not batches or size + count > limit:
+            batches.append([])
+            size = 0
+        batches[-1].append(event)
+        size += count
+    return batches

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import re
 import statistics
 import threading
 import time
@@ -76,6 +77,15 @@ def start_probes(http: Any, stack: Stack, brokers: Brokers) -> tuple[Probe, Prob
     return (
         Probe("heartbeat", heartbeat, 0.25).start(),
         Probe("admin_api", lambda: public.get("/api/v1/cluster"), 0.25).start(),
+    )
+
+
+def timer_worst_lag_ms(stack: Stack) -> int:
+    """The latest fencing round of the controller's log (each logged from 250 ms late on;
+    0: none was that late)."""
+    text = (stack.logs / "controller.log").read_text(errors="replace")
+    return max(
+        (int(m) for m in re.findall(r"the fencing round ran (\d+) ms late", text)), default=0
     )
 
 

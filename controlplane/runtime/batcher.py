@@ -3,6 +3,7 @@ as Kafka's QuorumController does with its event queue."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import logging
 import queue
@@ -83,3 +84,51 @@ def reset_connection() -> None:
     """A connection that failed (the database restarted) is replaced on the next batch."""
     with contextlib.suppress(DatabaseError):
         connection.close()
+
+
+class FairRLock:
+    """A reentrant lock handed to its waiters in the order they came (Kafka's controller runs
+    its events from one FIFO queue). Python's own locks are not fair: a thread that releases
+    and at once takes the lock again (the next slice of a large change) usually gets it back
+    before a waiter wakes, and the controller's fencing round waited behind every slice."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._owner: int | None = None
+        self._count = 0
+        self._waiters: collections.deque[tuple[int, threading.Lock]] = collections.deque()
+
+    def acquire(self) -> bool:
+        me = threading.get_ident()
+        with self._mutex:
+            if self._owner == me:
+                self._count += 1
+                return True
+            if self._owner is None:
+                self._owner, self._count = me, 1
+                return True
+            gate = threading.Lock()
+            gate.acquire()
+            self._waiters.append((me, gate))
+        gate.acquire()  # the releasing thread made this one the owner before opening the gate
+        return True
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._owner != threading.get_ident():
+                raise RuntimeError("cannot release a lock this thread does not hold")
+            self._count -= 1
+            if self._count:
+                return
+            if self._waiters:
+                self._owner, gate = self._waiters.popleft()
+                self._count = 1
+                gate.release()
+            else:
+                self._owner = None
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -161,3 +161,26 @@ def local_listener_lags() -> LocalListenerLags:
 listener_lags = SharedStore[ListenerLags](
     _local, lambda client, prefix: RedisListenerLags(client, key_prefix=prefix)
 )
+
+
+class TimerLag:
+    """The worst lateness of the fencing rounds since it was last read (`take`), and of all
+    time, in ms: what the benchmarks report as the timer's lag."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.worst_ms = 0.0
+        self.since_taken_ms = 0.0
+        self.rounds = 0
+
+    def record(self, late_ms: float) -> None:
+        with self._lock:
+            self.rounds += 1
+            self.worst_ms = max(self.worst_ms, late_ms)
+            self.since_taken_ms = max(self.since_taken_ms, late_ms)
+
+    def take(self) -> float:
+        """The worst lateness since the last `take`, and start over."""
+        with self._lock:
+            worst, self.since_taken_ms = self.since_taken_ms, 0.0
+            return worst
