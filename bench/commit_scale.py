@@ -272,10 +272,11 @@ class SessionsKeptAlive:
     """Every broker heard every second (the session store, as web nodes record heartbeats),
     so that the running timer fences nobody."""
 
-    def __init__(self, runtime: Any) -> None:
+    def __init__(self, runtime: Any, brokers: int = BROKERS) -> None:
         import threading
 
         self.runtime = runtime
+        self.brokers = brokers
         self._stop = threading.Event()
         threading.Thread(target=self._run, daemon=True).start()
 
@@ -283,7 +284,7 @@ class SessionsKeptAlive:
         from controlplane.runtime.lease import now_ms
 
         while not self._stop.wait(1.0):
-            for broker_id in range(BROKERS):
+            for broker_id in range(self.brokers):
                 self.runtime.sessions.touch(broker_id, now_ms=now_ms(), metadata_offset=10**12)
 
     def stop(self) -> None:

@@ -29,7 +29,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench.commit_scale import CommitLine, handle, log, write_profile
+from bench.commit_scale import (
+    CommitLine,
+    SessionsKeptAlive,
+    handle,
+    log,
+    timer_worst_lag,
+    write_profile,
+)
 from bench.verify import fail_unless_clean, verify_in_process
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -105,6 +112,8 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
 
     runtime = controller_module.get_runtime()
     epochs = register_brokers(runtime)
+    sessions = SessionsKeptAlive(runtime, BROKERS)  # heartbeats, as web nodes record them
+    timer = controller_module.start_timer_thread(runtime)  # goes on with what is left to move
     started = time.perf_counter()
     create_topics(runtime, size)
     log(f"{size} partitions created in {time.perf_counter() - started:.1f} s")
@@ -121,8 +130,18 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
         if profiler is not None:
             profiler.disable()
         first_s = time.perf_counter() - started
+        left_after_first = len(leaderships(runtime.image, SHUTTING))
+        # What one commit did not move, the controller's fencing rounds move next (bounded
+        # commits of CP_MAX_PARTITION_CHANGES_PER_COMMIT, the controller free in between).
+        deadline = time.monotonic() + 300
+        while leaderships(runtime.image, SHUTTING) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        all_moved_s = time.perf_counter() - started
+        lag_ms = timer_worst_lag(runtime)
     finally:
         controller_module.logger.removeHandler(commit_line)
+        timer.set()
+        sessions.stop()
     if profiler is not None and profile_dir:
         write_profile(profiler, Path(profile_dir), size)
     left = sum(1 for _ in leaderships(runtime.image, SHUTTING))
@@ -141,6 +160,9 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
         leaderships_moved=leads,
         leaderships_left=left,
         first_heartbeat_ms=round(first_s * 1000),
+        leaderships_left_after_its_commit=left_after_first,
+        all_leaderships_moved_ms=round(all_moved_s * 1000),
+        timer_worst_lag_ms=lag_ms,
         first_answer=first,
         second_heartbeat_ms=round(second_s * 1000),
         should_shut_down=second.get("should_shut_down"),

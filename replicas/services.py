@@ -11,6 +11,7 @@ import threading
 import uuid
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from controlplane.controller.errors import ApiError
@@ -99,8 +100,8 @@ def _schedule_apply() -> None:
 
 def replica_state_apply_pending(*, limit: int = MAX_PENDING_BATCH) -> int:
     """On the active controller: apply every waiting AlterReplicaState, in commits of at most
-    `MAX_PARTITIONS_PER_COMMIT` partitions. Reports stay waiting when this node is not the
-    controller.
+    `CP_MAX_PARTITION_CHANGES_PER_COMMIT` partitions. Reports stay waiting when this node is
+    not the controller.
 
     Bounded commits, as Kafka's controller bounds what one operation writes at once
     (`max.records.per.user.op`, 10,000): one report naming 100,000 partitions held the
@@ -138,10 +139,12 @@ def _apply_pending(limit: int) -> int:
             ),
         )
         for row in rows
-        for index, payload in enumerate(payload_slices(row.payload, MAX_PARTITIONS_PER_COMMIT))
+        for index, payload in enumerate(
+            payload_slices(row.payload, settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT)
+        )
     ]
     answers = []
-    for batch in _bounded_batches(events, MAX_PARTITIONS_PER_COMMIT):
+    for batch in _bounded_batches(events, settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT):
         answered = get_runtime().handle_batch(batch)  # this process is the controller
         if any(answer.not_controller for answer in answered):
             return 0
@@ -155,10 +158,6 @@ def _apply_pending(limit: int) -> int:
         applied,
     )
     return len(rows)
-
-
-# What one commit of AlterReplicaState changes at most (Kafka's max.records.per.user.op).
-MAX_PARTITIONS_PER_COMMIT = 10_000
 
 
 def payload_slices(payload: dict[str, Any], limit: int) -> list[dict[str, Any]]:

@@ -23,6 +23,12 @@ DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS = 3
 DEFAULT_FENCING_HOLD_OFF_MAX_MS = 30_000
 
 
+# What one commit changes of partitions at most when brokers leave (fencing, controlled
+# shutdown) or a report names many (AlterReplicaState): Kafka bounds one operation's records the
+# same way (max.records.per.user.op, 10,000).
+MAX_PARTITION_CHANGES_PER_COMMIT = 10_000
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class BrokerSession:
     """What the heartbeat tracker knows of a broker: not metadata, never in the log."""
@@ -47,6 +53,9 @@ class ControllerEnv:
     fencing_hold_off_since_ms: int = 0
     fencing_hold_off_max_ms: int = DEFAULT_FENCING_HOLD_OFF_MAX_MS
     fencing_hold_off_min_brokers: int = DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS
+    # How many partitions one commit changes at most when brokers leave (fencing, controlled
+    # shutdown); the rest follow in the next commits (`moves_pending`).
+    max_partition_changes: int = MAX_PARTITION_CHANGES_PER_COMMIT
     # Static broker configs (num.partitions, default.replication.factor, ...) from settings.
     static_configs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # n random bytes; the operating system's by default, a seeded generator's in tests.

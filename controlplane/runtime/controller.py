@@ -115,6 +115,10 @@ class ControllerRuntime:
         # a broker not heard since gets a full session from then, as from an activation.
         self.sessions_lost_ms = 0
         self.timer_lag = TimerLag()  # how late the fencing rounds decide (bounded commits)
+        # Partitions may still have to move off fenced or shutting-down brokers (a commit moves
+        # at most CP_MAX_PARTITION_CHANGES_PER_COMMIT): the fencing rounds go on with them at
+        # once. Set on activation too: a controller that failed over mid-way finishes them.
+        self.moves_pending = True
         self.standby = StandbyImage()  # followed while this controller is not the active one
         self._reported_role, self._reported_ms = "", 0  # the last position reported, and when
 
@@ -186,6 +190,7 @@ class ControllerRuntime:
                 Errors.NOT_CONTROLLER, "Another controller took over while this one loaded."
             )
         self.image = image
+        self.moves_pending = True
         freeze_long_lived()
         self.sessions.replace_mirror(b.status for b in self.image.all_brokers())
         self.lease = lease
@@ -298,6 +303,8 @@ class ControllerRuntime:
                     ]
                 ),
             )
+        if any(answer.notes.get("moves_pending") for answer in answers):
+            self.moves_pending = True
         for broker_id in contacts:
             self.sessions.touch(broker_id, now_ms=now, metadata_offset=-1)
         if delta.changed_brokers:
@@ -326,6 +333,7 @@ class ControllerRuntime:
                 fencing_hold_off_since_ms=self.fencing_watch.since_ms,
                 fencing_hold_off_max_ms=settings.CP_FENCING_HOLD_OFF_MAX_MS,
                 fencing_hold_off_min_brokers=settings.CP_FENCING_HOLD_OFF_MIN_BROKERS,
+                max_partition_changes=settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT,
             )
             try:
                 return _run_events(image, events, env, now=now, prior=prior, failed=failed)
@@ -412,8 +420,11 @@ class ControllerRuntime:
                 self.fence_round(due)
             except Exception:
                 logger.exception("controller timer failed")
-            due = time.monotonic() + interval_s
-            stop.wait(interval_s)
+            # Moves left over from a bounded commit go on at once (other events take their turn
+            # in between: the lock is fair).
+            wait_s = 0.0 if self.moves_pending else interval_s
+            due = time.monotonic() + wait_s
+            stop.wait(wait_s)
 
     def run_jobs_forever(self, stop: threading.Event, interval_s: float = 0.5) -> None:
         while not stop.wait(interval_s):
@@ -439,7 +450,10 @@ class ControllerRuntime:
                 self.ingress_lag.record("the controller's timer", late_ms, now_ms())
                 if late_ms >= TIMER_LATE_LOGGED_MS:
                     logger.info("the fencing round ran %d ms late", late_ms)
-            response = self.handle(ControllerEvent("FenceStaleBrokers")).response
+            payload = {"continue_moves": self.moves_pending}
+            response = self.handle(ControllerEvent("FenceStaleBrokers", payload)).response
+            if response.get("error_code") == 0:
+                self.moves_pending = bool(response.get("moves_pending"))
         if response.get("fenced_brokers"):
             logger.info("fenced brokers whose session lapsed: %s", response["fenced_brokers"])
         if "held_off" in response:

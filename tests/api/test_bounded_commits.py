@@ -17,7 +17,6 @@ from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.replay import metadata_verify
-from replicas import services as replica_services
 from replicas.models import PendingReplicaStateChange
 from replicas.services import payload_slices, replica_state_apply_pending
 from tests.conftest import Api
@@ -83,8 +82,9 @@ def test_a_big_report_is_applied_in_bounded_commits_with_the_controller_free_bet
     tokens: dict[str, str],
     register: Callable[..., int],
     monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
 ) -> None:
-    monkeypatch.setattr(replica_services, "MAX_PARTITIONS_PER_COMMIT", LIMIT)
+    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
     epochs = {b: register(b, unfence=True) for b in range(4)}
     _topic(api, tokens["admin"], "big", 250, leader=0)
     _report("big-report", 0, epochs[0], {"big": 250})
@@ -150,3 +150,76 @@ def test_fencing_rounds_go_on_while_a_job_runs(monkeypatch: pytest.MonkeyPatch) 
         release.set()
         stop.set()
         timer.join(timeout=10)
+
+
+def _led_by(broker_id: int) -> int:
+    image = get_runtime().image
+    assert image is not None
+    return len(image.topics_image.partitions_led_by(broker_id))
+
+
+def _fence_rounds_until_done(rounds: int = 20) -> list[int]:
+    """The controller's fencing rounds, as its timer runs them; the records of each."""
+    runtime = get_runtime()
+    written = []
+    for _ in range(rounds):
+        before = runtime.image.last_offset
+        runtime.fence_round()
+        written.append(runtime.image.last_offset - before)
+        if not runtime.moves_pending:
+            break
+    return written
+
+
+def test_fencing_a_broker_that_leads_more_than_a_commit_moves_in_bounded_commits(
+    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+) -> None:
+    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+    for b in range(4):
+        register(b, unfence=True)
+    _topic(api, tokens["admin"], "led", 250, leader=0)
+    runtime = get_runtime()
+    runtime.fence_round()  # the first round after activation finds nothing left over
+    assert not runtime.moves_pending
+    now = now_ms()
+    for b in range(4):  # broker 0 silent past its session; the others heard
+        runtime.sessions.touch(b, now_ms=now - 60_000 if b == 0 else now, metadata_offset=10**12)
+    written = _fence_rounds_until_done()
+    assert written == [1 + LIMIT, LIMIT, 50]  # the fence, then what it led, 100 a commit
+    assert _led_by(0) == 0
+    assert not runtime.moves_pending
+    assert metadata_verify() == []
+
+
+def test_a_controlled_shutdown_moves_in_bounded_commits_and_is_told_to_stop_after(
+    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+) -> None:
+    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+    epochs = {b: register(b, unfence=True) for b in range(4)}
+    _topic(api, tokens["admin"], "led", 250, leader=1)
+    runtime = get_runtime()
+    runtime.fence_round()
+    for b in range(4):
+        runtime.sessions.touch(b, now_ms=now_ms(), metadata_offset=10**12)
+
+    def shutdown_heartbeat() -> dict[str, Any]:
+        status, body = api.post(
+            "/internal/v1/broker-heartbeat",
+            {
+                "broker_id": 1,
+                "broker_epoch": epochs[1],
+                "current_metadata_offset": 10**12,
+                "want_shut_down": True,
+            },
+            token=tokens["broker"],
+        )
+        assert status == 200, body
+        return body
+
+    first = shutdown_heartbeat()
+    assert not first["should_shut_down"]
+    assert runtime.moves_pending and _led_by(1) == 150  # 100 moved in its commit
+    assert _fence_rounds_until_done() == [LIMIT, 50]  # the rest, 100 a commit
+    assert _led_by(1) == 0
+    assert shutdown_heartbeat()["should_shut_down"]
+    assert metadata_verify() == []

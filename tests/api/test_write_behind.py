@@ -14,7 +14,11 @@ from controlplane.models import ConfigEntry
 from controlplane.runtime.single_writer import ProjectionWriteOutsideCommit, commit_scope
 from controlplane.runtime.write_behind import WriteBehind
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    # The writer thread runs on PostgreSQL only (inline elsewhere): make test, not test-fast.
+    pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's writer thread"),
+]
 
 
 def insert(name: str, ran: list[tuple[str, int]]) -> None:

@@ -241,6 +241,20 @@ def _moved_off(
     return list(changes.records)
 
 
+def moved_off_bounded(
+    view: MetadataDelta, broker_ids: list[int], configs: ConfigView | None, limit: int
+) -> tuple[list[Record], bool]:
+    """`_moved_off`, changing at most `limit` partitions; and whether more may be left."""
+    changes = PartitionChanges(view)
+    more = remove_from_isrs(changes, broker_ids, configs=configs or config_view(view), limit=limit)
+    return list(changes.records), more
+
+
+def leaving_brokers(view: MetadataDelta) -> list[int]:
+    """Brokers whose partitions must move off them: fenced or in controlled shutdown."""
+    return sorted(b.broker_id for b in view.all_brokers() if b.fenced or b.in_controlled_shutdown)
+
+
 def _led_again(view: MetadataDelta, broker_id: int, configs: ConfigView | None) -> list[Record]:
     changes = PartitionChanges(view)
     elect_leaderless(changes, configs=configs or config_view(view), unfenced=[broker_id])
@@ -252,19 +266,24 @@ def partition_moves(
     broker: BrokerStatus | BrokerRegistration,
     target: BrokerControlState,
     configs: ConfigView | None,
-) -> list[Record]:
+    limit: int | None = None,
+) -> tuple[list[Record], bool]:
     """What a broker state change does to partitions (Kafka's handleBrokerFenced, -Unfenced,
-    -InControlledShutdown): leaving brokers leave every ISR, an unfenced one may lead again."""
+    -InControlledShutdown): leaving brokers leave every ISR, an unfenced one may lead again.
+    With `limit`, a leaving broker's moves stop at that many partitions; the answer's second
+    part says more may be left (the controller's fencing rounds go on with them)."""
     current = broker.control_state
     if current == target:
-        return []
+        return [], False
     if target is S.UNFENCED:
-        return _led_again(view, broker.broker_id, configs)
+        return _led_again(view, broker.broker_id, configs), False
     if current is S.FENCED:
-        return []
+        return [], False
     if target is S.SHUTDOWN_NOW and current is S.CONTROLLED_SHUTDOWN:
-        return []  # it left every ISR when its controlled shutdown began
-    return _moved_off(view, [broker.broker_id], configs)
+        return [], False  # it left every ISR when its controlled shutdown began
+    if limit is None:
+        return _moved_off(view, [broker.broker_id], configs), False
+    return moved_off_bounded(view, [broker.broker_id], configs, limit)
 
 
 def registration_response(broker_epoch: int) -> dict[str, object]:
@@ -384,6 +403,7 @@ def process_heartbeat(
     *,
     sessions: Mapping[int, BrokerSession],
     configs: ConfigView | None = None,
+    max_moves: int | None = None,
 ) -> ControllerResult:
     broker = require_broker_epoch(view, request.broker_id, request.broker_epoch)
     target = next_broker_state(
@@ -393,12 +413,17 @@ def process_heartbeat(
         lowest_active_offset=lowest_active_offset(view, sessions),
     )
     records = transition_records(broker, target)
+    more = False
     if records:
-        records += partition_moves(view, broker, target, configs)
+        moved, more = partition_moves(view, broker, target, configs, max_moves)
+        records += moved
     dirs = offline_log_dirs_change(broker, request)
     if dirs is not None:
         records = _with_offline_log_dirs(broker, records, dirs)
-    return ControllerResult(records, heartbeat_response(broker, request, target))
+    # More moves left (a broker leading more than one commit moves): the controller's fencing
+    # rounds go on with them at once (`moves_pending`, a note: no field of Kafka's answer).
+    notes = {"moves_pending": True} if more else {}
+    return ControllerResult(records, heartbeat_response(broker, request, target), notes=notes)
 
 
 def offline_log_dirs_change(
@@ -466,6 +491,8 @@ def fence_stale_brokers(
     activated_ms: int,
     configs: ConfigView | None = None,
     hold_off: FencingHoldOff = FencingHoldOff(),
+    max_moves: int | None = None,
+    continue_moves: bool = False,
 ) -> ControllerResult:
     """Fence every unfenced broker whose session lapsed, in one step; no records when none did.
 
@@ -479,6 +506,11 @@ def fence_stale_brokers(
     the blindness does, or after `max_ms` at the latest: whoever is still silent is fenced then.
     Every stale broker is fenced in the same commit, so leadership moves once, to live replicas
     only, instead of hopping onto a broker that is fenced a moment later.
+
+    With `max_moves`, one round moves at most that many partitions (what the leaving brokers
+    led first); `moves_pending` in the answer says more may be left, and a round with
+    `continue_moves` goes on with every fenced or shutting-down broker's, whatever the
+    hold-off (those brokers are fenced already).
     """
     stale = stale_brokers(
         view,
@@ -509,15 +541,39 @@ def fence_stale_brokers(
         "hold_off_expired": expired,
     }
     if reason is not None and not expired:
-        return ControllerResult([], {**answer, "fenced_brokers": [], "held_off": stale})
+        moved, pending = _moves(view, [], configs, max_moves, continue_moves)
+        return ControllerResult(
+            moved,
+            {**answer, "fenced_brokers": [], "held_off": stale, "moves_pending": pending},
+        )
     records: list[Record] = []
     for broker_id in stale:
         broker = view.broker(broker_id)
         assert broker is not None
         records.extend(transition_records(broker, S.FENCED))
-    if stale:
-        records += _moved_off(view, stale, configs)
-    return ControllerResult(records, {**answer, "fenced_brokers": stale, "held_off": []})
+    moved, pending = _moves(view, stale, configs, max_moves, continue_moves)
+    records += moved
+    return ControllerResult(
+        records,
+        {**answer, "fenced_brokers": stale, "held_off": [], "moves_pending": pending},
+    )
+
+
+def _moves(
+    view: MetadataDelta,
+    stale: list[int],
+    configs: ConfigView | None,
+    max_moves: int | None,
+    continue_moves: bool,
+) -> tuple[list[Record], bool]:
+    """The partition moves of a fencing round: off the brokers fenced now, and with
+    `continue_moves` off every broker already fenced or shutting down too."""
+    leaving = sorted({*stale, *leaving_brokers(view)}) if continue_moves else stale
+    if not leaving:
+        return [], False
+    if max_moves is None:
+        return _moved_off(view, leaving, configs), False
+    return moved_off_bounded(view, leaving, configs, max_moves)
 
 
 def stale_brokers(

@@ -41,7 +41,11 @@ def _broker_heartbeat(
 ) -> ControllerResult:
     request = control.heartbeat_request(payload)
     return control.process_heartbeat(
-        view, request, sessions=env.sessions, configs=env.configs(view)
+        view,
+        request,
+        sessions=env.sessions,
+        configs=env.configs(view),
+        max_moves=env.max_partition_changes,
     )
 
 
@@ -61,6 +65,8 @@ def _fence_stale_brokers(
             max_ms=env.fencing_hold_off_max_ms,
             min_brokers=env.fencing_hold_off_min_brokers,
         ),
+        max_moves=env.max_partition_changes,
+        continue_moves=bool(payload.get("continue_moves")),
     )
 
 

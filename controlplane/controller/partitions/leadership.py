@@ -55,10 +55,16 @@ def remove_from_isrs(
     *,
     configs: ConfigView,
     clear_offline: bool = False,
-) -> None:
+    limit: int | None = None,
+) -> bool:
     """Take brokers out of every ISR and re-elect what they led (fencing, controlled shutdown,
     unregistration, a new incarnation). `clear_offline` forgets their offline replicas too: a
-    restarted broker reports its log dirs afresh (KIP-589)."""
+    restarted broker reports its log dirs afresh (KIP-589).
+
+    With `limit`, at most that many partitions change (what they led first, so leadership
+    returns soonest), and the answer says whether it stopped there (more may be left: the
+    caller goes on in another commit, as Kafka bounds one operation's records); the rest are
+    found again from the brokers' state then."""
     view = changes.view
     acceptable = acceptable_leaders(view, excluded=broker_ids)
     policy = UncleanPolicy(view, configs)
@@ -73,7 +79,13 @@ def remove_from_isrs(
                 for tp in view.partitions_with_replica(broker_id)
                 if broker_id in (view.partition(tp) or _EMPTY).offline_replicas
             }
-    for tp in _sorted(touched):
+    led: set[TopicPartition] = set()
+    if limit is not None:
+        for broker_id in broker_ids:
+            led |= view.partitions_led_by(broker_id)
+    for tp in sorted(touched, key=lambda tp: (tp not in led, tp)) if limit else _sorted(touched):
+        if limit is not None and len(changes.records) >= limit:
+            return True
         partition = changes.get(tp)
         if partition is None:
             continue
@@ -93,6 +105,7 @@ def remove_from_isrs(
                 canary_brokers=canary,
             )
         )
+    return False
 
 
 def elect_leaderless(
