@@ -221,9 +221,11 @@ def fail_log_dir_as_reported(
 ) -> dict[str, Any]:
     """The same failure as `fail_log_dir`, applied as a broker's report is: queued, then
     applied by the controller in bounded commits (replicas.services), while the timer runs."""
+    from django.conf import settings
+
     from controlplane.runtime.lease import now_ms
     from replicas.models import PendingReplicaStateChange
-    from replicas.services import MAX_PARTITIONS_PER_COMMIT, replica_state_apply_pending
+    from replicas.services import replica_state_apply_pending
 
     image = runtime.image
     topics = [
@@ -252,7 +254,7 @@ def fail_log_dir_as_reported(
     total = time.perf_counter() - started
     return {
         "records": runtime.image.last_offset - before,
-        "commits_of_at_most": MAX_PARTITIONS_PER_COMMIT,
+        "commits_of_at_most": settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT,
         "total_ms": round(total * 1000),
         "timer_worst_lag_ms": timer_worst_lag(runtime),
     }

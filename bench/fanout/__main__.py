@@ -20,6 +20,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000", help="partitions per failure, in order")
     parser.add_argument("--encoding", choices=sorted(ACCEPT), default="msgpack")
     parser.add_argument("--processes", type=int, default=3, help="OS processes of followers")
+    parser.add_argument(
+        "--one-process",
+        action="store_true",
+        help="every follower and every broker's heartbeats in one process (issue 33)",
+    )
     parser.add_argument("--max-records", type=int, default=100_000)
     parser.add_argument("--wait-ms", type=int, default=5000)
     parser.add_argument("--settle-ms", type=int, default=500)

@@ -7,6 +7,7 @@ import collections
 import contextlib
 import dataclasses
 import multiprocessing
+import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -158,6 +159,61 @@ class FollowerGroup:
         }
 
 
+class Heartbeats:
+    """The one-process mode (`--one-process`, issue 33): this process sends every broker's
+    heartbeat every 2 s besides following, as one agent process per host does. From a thread of
+    its own with its own connection, so that heartbeats never queue behind the followers' work
+    in the event loop (a heartbeat is due every 2 s whatever the fetches bring); the longest gap
+    between two answered heartbeats of a broker is what the controller's session sees."""
+
+    INTERVAL_S = 2.0
+
+    def __init__(self, base: str, token: str, epochs: dict[int, int]) -> None:
+        self.client = httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30
+        )
+        self.epochs = epochs
+        self.answered: dict[int, float] = {}
+        self.max_gap_s = 0.0
+        self.errors: collections.Counter[str] = collections.Counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="heartbeats", daemon=True)
+
+    def start(self) -> Heartbeats:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while True:
+            started = time.monotonic()
+            for broker_id, epoch in self.epochs.items():
+                self._beat(broker_id, epoch)
+            if self._stop.wait(max(0.0, self.INTERVAL_S - (time.monotonic() - started))):
+                return
+
+    def _beat(self, broker_id: int, epoch: int) -> None:
+        body = {"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": 10**12}
+        try:
+            response = self.client.post("/internal/v1/broker-heartbeat", json=body)
+        except httpx.HTTPError as error:
+            self.errors[f"{type(error).__name__}: {error}"] += 1
+            return
+        if response.status_code != 200 or response.json().get("error_code"):
+            self.errors[f"HTTP {response.status_code} {response.text[:80]}"] += 1
+            return
+        now = time.monotonic()
+        previous = self.answered.get(broker_id)
+        if previous is not None:
+            self.max_gap_s = max(self.max_gap_s, now - previous)
+        self.answered[broker_id] = now
+
+    def stop(self) -> dict[str, Any]:
+        self._stop.set()
+        self._thread.join(timeout=60)
+        self.client.close()
+        return {"max_gap_s": round(self.max_gap_s, 2), "errors": dict(self.errors)}
+
+
 async def _follow(conn: Connection, setup: dict[str, Any]) -> None:
     params = {"wait_ms": setup["wait_ms"], "max_records": setup["max_records"]}
     headers = {"Authorization": f"Bearer {setup['token']}", **ACCEPT[setup["encoding"]]}
@@ -174,13 +230,20 @@ async def _follow(conn: Connection, setup: dict[str, Any]) -> None:
         )
     tasks = [asyncio.create_task(f.run()) for f in group.followers]
     loop = asyncio.get_running_loop()
+    epochs = setup.get("heartbeat_epochs")
+    heartbeats = (
+        Heartbeats(setup["base"], setup["token"], {int(b): e for b, e in epochs.items()}).start()
+        if epochs
+        else None
+    )
     try:
         await group.until(lambda: all(f.polling_at is not None for f in group.followers), 60)
         conn.send("ready")
         while True:
             command, arguments = await loop.run_in_executor(None, conn.recv)
             if command == "stop":
-                conn.send({"errors": dict(group.errors)})
+                beats = heartbeats.stop() if heartbeats is not None else None
+                conn.send({"errors": dict(group.errors), "heartbeats": beats})
                 return
             handler = group.await_head if command == "await_head" else group.window
             conn.send(await handler(**arguments))
@@ -203,6 +266,7 @@ class FollowerFleet:
         context = multiprocessing.get_context("spawn")  # no fork of a process with threads
         self.pipes: list[Connection] = []
         self.procs: list[multiprocessing.process.BaseProcess] = []
+        self.heartbeats: dict[str, Any] | None = None  # the one-process mode's
         for index in range(processes):
             ours, theirs = context.Pipe()
             proc = context.Process(
@@ -235,8 +299,10 @@ class FollowerFleet:
     def stop(self) -> dict[str, int]:
         errors: collections.Counter[str] = collections.Counter()
         try:
-            for reply in self.ask("stop", {}, 30):
+            for reply in self.ask("stop", {}, 90):
                 errors.update(reply["errors"])
+                if reply.get("heartbeats") is not None:
+                    self.heartbeats = reply["heartbeats"]
         finally:
             for proc in self.procs:
                 proc.join(10)

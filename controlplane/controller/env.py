@@ -25,8 +25,8 @@ DEFAULT_FENCING_HOLD_OFF_MAX_MS = 30_000
 
 # What one commit changes of partitions at most when brokers leave (fencing, controlled
 # shutdown) or a report names many (AlterReplicaState): Kafka bounds one operation's records the
-# same way (max.records.per.user.op, 10,000).
-MAX_PARTITION_CHANGES_PER_COMMIT = 10_000
+# same way (max.records.per.user.op). The runtime passes CP_MAX_PARTITION_CHANGES_PER_COMMIT.
+MAX_PARTITION_CHANGES_PER_COMMIT = 5_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
