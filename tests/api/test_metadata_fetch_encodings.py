@@ -351,6 +351,12 @@ def thread_name_app(environ: dict[str, Any], start_response: Any) -> list[bytes]
             timeout_s=5,
             refetch=lambda: threading.current_thread().name.encode(),
         )
+    if environ["QUERY_STRING"] == "defer-and-fail":
+        environ[ENVIRON_KEY].defer(
+            generation=notifier.generation - 1,
+            timeout_s=5,
+            refetch=_refetch_fails,
+        )
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [threading.current_thread().name.encode()]
 
@@ -402,6 +408,16 @@ def test_fetches_take_their_own_pool_and_never_count_as_lag(internal_app):
 
 def test_a_deferred_long_poll_refetches_in_the_fetch_pool(internal_app):
     assert answered_by(internal_app, "GET", FETCH, "defer").startswith("internal-fetch")
+
+
+def _refetch_fails() -> bytes:
+    raise RuntimeError("the log could not be read (the database went away mid-poll)")
+
+
+def test_a_long_poll_whose_refetch_fails_is_answered_empty_never_dropped(internal_app):
+    """Issue 33: a long-poll that cannot be answered with records in time is answered with the
+    empty answer it had (the broker polls again), never a dropped connection."""
+    assert answered_by(internal_app, "GET", FETCH, "defer-and-fail").startswith("internal-fetch")
 
 
 def test_the_public_listener_has_one_pool():
