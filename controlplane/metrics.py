@@ -69,11 +69,12 @@ class ForwardingMetrics:
             "num-client-forwarding-to-controller-rate",
             ["api"],
         )
+        # No label: /metrics is served without login, and label values come from fixed sets,
+        # never from who sent a request (the audit trail names the forwarding principal).
         self.redirected = Counter(
             "kafka_server_forwarding_num_messages_redirected",
             "Requests redirected by brokers in an Envelope (num-messages-redirected-count; "
             "rate() is num-messages-redirected-rate)",
-            ["forwarding_principal"],
         )
         self.authorization_failed = Counter(
             "kafka_server_forwarding_request_forwarding_to_controller_authorization_fail_count",

@@ -97,9 +97,26 @@ class Listener:
         return cls(protocol, host, port)
 
 
+class _TooLargeBeforeAuthentication(InvalidRequest):
+    """A frame over `sasl_max_receive_bytes` from a connection not authenticated yet."""
+
+
+def _unauthenticated_frame_size(prefix: bytes, limit: int) -> int:
+    announced = int.from_bytes(prefix, "big", signed=True)
+    if announced > limit:
+        raise _TooLargeBeforeAuthentication(
+            f"a frame of {announced} bytes is larger than sasl.server.max.receive.size ({limit})"
+        )
+    return frame_size(prefix, limit)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class Limits:
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES  # Kafka's socket.request.max.bytes
+    # What an unauthenticated SASL connection may send in one frame, before and during its
+    # authentication (Kafka's sasl.server.max.receive.size, CVE-2022-34917): a peer that has
+    # proved nothing announces no 100 MiB frame.
+    sasl_max_receive_bytes: int = 512 * 1024
     idle_timeout_s: float = 600.0  # Kafka's connections.max.idle.ms
     authentication_timeout_s: float = 10.0  # a SASL connection's time to authenticate
     max_in_flight: int = 16  # requests read ahead of their answers, per connection
@@ -280,10 +297,16 @@ class WireServer:
                     else limits.authentication_timeout_s
                 )
                 prefix = await asyncio.wait_for(reader.readexactly(4), timeout)
-                size = frame_size(prefix, limits.max_frame_bytes)
+                if conn.principal is None:
+                    size = _unauthenticated_frame_size(prefix, limits.sasl_max_receive_bytes)
+                else:
+                    size = frame_size(prefix, limits.max_frame_bytes)
                 frame = await asyncio.wait_for(reader.readexactly(size), timeout)
                 await queue.put((frame, time.perf_counter()))
             return
+        except _TooLargeBeforeAuthentication as error:
+            metrics.CONNECTIONS_REFUSED.labels(conn.listener.protocol, "sasl_receive_size").inc()
+            logger.warning("closing %s before authentication: %s", conn.host, error)
         except InvalidRequest as error:
             metrics.CONNECTIONS_REFUSED.labels(conn.listener.protocol, "invalid_frame").inc()
             logger.info("closing %s: %s", conn.host, error)

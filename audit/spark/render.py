@@ -136,7 +136,20 @@ def _csv_write(path: Path, columns: Sequence[str], rows: Sequence[Row]) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(columns))
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: csv_safe(v) for k, v in row.items()} for row in rows)
+
+
+# A text cell a spreadsheet would run as a formula (OWASP's CSV injection): a client id, a
+# principal or a resource name is whatever a client sent.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_safe(value: Any) -> Any:
+    """`value`, or a text that starts like a formula with a single quote before it (OWASP):
+    the spreadsheet shows it as the text it is. Numbers are left as numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _parquet_write(frame: Any, out: str, spark: Any) -> int:

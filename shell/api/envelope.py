@@ -158,7 +158,7 @@ def forwarded_caller(
     broker_id: int | None,
 ) -> Caller:
     """The original client as the inner request runs (the forwarding broker noted); counted."""
-    FORWARDING.redirected.labels(sender.principal).inc()
+    FORWARDING.redirected.inc()
     return Caller(
         principal,
         host=client_host,

@@ -19,6 +19,7 @@ from kio.schema.sasl_handshake.v1 import request as sasl_handshake_v1
 from controlplane.principals import principal_create
 from tests.wire.conftest import RunningListener, start_listener
 from tests.wire.rawclient import RawClient, encode_request
+from wire import metrics
 from wire.server import Limits, Listener
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -277,3 +278,28 @@ def test_listener_parse(text: str, expected: tuple[str, str, int]) -> None:
 def test_listener_parse_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         Listener.parse(text)
+
+
+def test_an_unauthenticated_connection_announcing_a_large_frame_is_closed_at_once(
+    wire_listener: RunningListener,
+) -> None:
+    """Issue 34: before (and during) SASL authentication a frame may be at most
+    sasl.server.max.receive.size (512 KiB, CVE-2022-34917): a 100 MiB announcement is refused
+    and the connection closed at once, without reading (or allocating) its body."""
+    refused = metrics.CONNECTIONS_REFUSED.labels("SASL_PLAINTEXT", "sasl_receive_size")
+    before = refused._value.get()
+    with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
+        client.sock.sendall(struct.pack(">i", 100 * 1024 * 1024 - 1))
+        assert client.read_frame() is None  # closed without waiting for a byte of the body
+    assert refused._value.get() == before + 1  # refused for its size, not timed out
+    with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
+        assert served(client)  # an ordinary frame before authentication is still served
+    token = principal_create(name="wire-big")
+    with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
+        assert authenticate(client, "wire-big", token) == ErrorCode.none
+        # Authenticated: the listener's own bound applies. An ApiVersions with 600 KiB of
+        # trailing bytes (tolerated, as librdkafka's Metadata needs) is read and answered.
+        frame = encode_request(API_VERSIONS, correlation_id=7)[4:] + b"\x00" * (600 * 1024)
+        client.sock.sendall(struct.pack(">i", len(frame)) + frame)
+        assert client.read_frame() is not None
+    assert still_serves(wire_listener)
