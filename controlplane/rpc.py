@@ -47,6 +47,9 @@ class Caller:
     client_id: str = ""
     request_id: str = ""
     forwarding: Forwarding | None = None  # the broker that redirected it in an Envelope
+    # The Kafka listener's security protocol it came in on (PLAINTEXT, SASL_PLAINTEXT, SSL,
+    # SASL_SSL); None where there is none (REST, the UI, an Envelope's inner request).
+    security_protocol: str | None = None
     # The request's audit facts, out to the controller and back (`execute` gives each request
     # a trail of its own; the handler's service calls carry it in `context`).
     trail: RequestTrail = dataclasses.field(default_factory=RequestTrail, compare=False)

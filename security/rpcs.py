@@ -120,14 +120,32 @@ def _authorized_owner(caller: Caller, body: Body) -> bool:
     )
 
 
-def create_delegation_token(body: Body, caller: Caller) -> Body:
+def token_requests_refused(caller: Caller) -> str | None:
+    """Why Kafka's `allowTokenRequests` refuses this caller's Create, Renew and Expire
+    DelegationToken (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, checked before anything else), or
+    None: a principal authenticated with a delegation token, a PLAINTEXT listener (nobody is
+    authenticated there), or 1-way SSL as ANONYMOUS."""
     if caller.principal.token_authenticated:
-        return {
-            **EMPTY_CREATE,
-            "error_code": int(Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
-            "error_message": "Delegation tokens cannot be created by a principal "
-            "authenticated with a delegation token.",
-        }
+        return "a principal authenticated with a delegation token"
+    if caller.security_protocol == "PLAINTEXT":
+        return "a PLAINTEXT listener"
+    if caller.security_protocol == "SSL" and caller.name == "User:ANONYMOUS":
+        return "an SSL listener without client authentication (User:ANONYMOUS)"
+    return None
+
+
+def _not_allowed(empty: Body, action: str, why: str) -> Body:
+    return {
+        **empty,
+        "error_code": int(Errors.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED),
+        "error_message": f"Delegation tokens cannot be {action} from {why}.",
+    }
+
+
+def create_delegation_token(body: Body, caller: Caller) -> Body:
+    refused = token_requests_refused(caller)
+    if refused is not None:
+        return _not_allowed(EMPTY_CREATE, "created", refused)
     if not _authorized_owner(caller, body):
         return {
             **EMPTY_CREATE,
@@ -144,11 +162,17 @@ def create_delegation_token(body: Body, caller: Caller) -> Body:
 
 
 def renew_delegation_token(body: Body, caller: Caller) -> Body:
+    refused = token_requests_refused(caller)
+    if refused is not None:
+        return _not_allowed(EMPTY_EXPIRY, "renewed", refused)
     payload = {"hmac": body["hmac"], "renew_period_ms": body["renew_period_ms"]}
     return {**EMPTY_EXPIRY, **_call(caller, "RenewDelegationToken", payload)}
 
 
 def expire_delegation_token(body: Body, caller: Caller) -> Body:
+    refused = token_requests_refused(caller)
+    if refused is not None:
+        return _not_allowed(EMPTY_EXPIRY, "expired", refused)
     payload = {"hmac": body["hmac"], "expiry_time_period_ms": body["expiry_time_period_ms"]}
     return {**EMPTY_EXPIRY, **_call(caller, "ExpireDelegationToken", payload)}
 

@@ -382,6 +382,7 @@ class WireServer:
                 host=conn.host,
                 client_id=header.client_id,
                 request_id=str(uuid.uuid4()),
+                security_protocol=conn.listener.protocol,
             ),
             advertised=self.advertised(bound),
             listener=conn.listener.protocol,

@@ -17,6 +17,8 @@ import pytest
 from kio.schema.create_delegation_token.v3 import request as create_token_v3
 from kio.schema.describe_acls.v3 import request as describe_acls_v3
 from kio.schema.errors import ErrorCode
+from kio.schema.expire_delegation_token.v2 import request as expire_token_v2
+from kio.schema.renew_delegation_token.v2 import request as renew_token_v2
 
 from tests.wire.conftest import RunningListener
 from tests.wire.rawclient import RawClient, encode_request
@@ -71,6 +73,57 @@ def test_a_delegation_token_authenticates_but_creates_no_token(
         assert authenticate(forged, token_id, base64.b64encode(b"x" * 64).decode()) == (
             ErrorCode.sasl_authentication_failed
         )
+
+
+def test_no_delegation_token_requests_on_plaintext(
+    wire_listener: RunningListener, api: Any, tokens: dict[str, str]
+) -> None:
+    """Issue 34: Kafka's allowTokenRequests, before anything else: on a PLAINTEXT listener
+    (nobody is authenticated there) Create, Renew and Expire DelegationToken answer
+    DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, however the ACLs read; no token is made."""
+    set_secret(api, tokens)
+    status, _ = api.post(
+        "/api/v1/create-acls",
+        {
+            "creations": [
+                {
+                    "resource_type": "USER",
+                    "resource_name": "*",
+                    "pattern_type": "LITERAL",
+                    "principal": "User:ANONYMOUS",
+                    "host": "*",
+                    "operation": "ALL",
+                    "permission_type": "ALLOW",
+                }
+            ]
+        },
+        token=tokens["admin"],
+    )
+    assert status == 200
+    with RawClient(wire_listener.host, wire_listener.port) as anonymous:
+        refused = anonymous.request(create_token_request())
+        assert refused.error_code == ErrorCode.delegation_token_request_not_allowed
+        assert (refused.token_id, bytes(refused.hmac)) == ("", b"")
+        renew = renew_token_v2.RenewDelegationTokenRequest(
+            hmac=b"x" * 32, renew_period=datetime.timedelta(hours=1)
+        )
+        assert anonymous.request(renew).error_code == (
+            ErrorCode.delegation_token_request_not_allowed
+        )
+        expire = expire_token_v2.ExpireDelegationTokenRequest(
+            hmac=b"x" * 32, expiry_time_period=datetime.timedelta(milliseconds=-1)
+        )
+        assert anonymous.request(expire).error_code == (
+            ErrorCode.delegation_token_request_not_allowed
+        )
+    status, described = api.post(
+        "/api/v1/describe-delegation-token", {"owners": None}, token=tokens["admin"]
+    )
+    assert status == 200 and described["tokens"] == []
+    # The same principal's request on SASL (authenticated) is served.
+    with RawClient(wire_listener.host, wire_listener.sasl_port) as admin:
+        assert authenticate(admin, "admin", tokens["admin"]) == ErrorCode.none
+        assert admin.request(create_token_request()).error_code == ErrorCode.none
 
 
 @pytest.fixture
