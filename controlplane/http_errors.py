@@ -47,7 +47,9 @@ def error_body(error: Errors, message: str | None) -> dict[str, Any]:
 def api_error_response(error: ApiError) -> Response:
     response = Response(
         error_body(error.error, error.message),
-        status=HTTP_STATUS.get(error.error, status.HTTP_400_BAD_REQUEST),
+        # An error may name its own status (a reused request id: 422), else its code's.
+        status=getattr(error, "http_status", None)
+        or HTTP_STATUS.get(error.error, status.HTTP_400_BAD_REQUEST),
     )
     if error.error is Errors.NOT_CONTROLLER:
         response["Retry-After"] = "1"

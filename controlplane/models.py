@@ -74,6 +74,9 @@ class AppliedRequest(models.Model):
     # notes of it (a renewed token's id), never answered.
     audited = models.BooleanField(default=False)
     notes = models.JSONField(default=dict)
+    # What the request asked (controlplane.runtime.conversation.request_fingerprint): the same
+    # id with another body is refused, never answered this. Null for writes stored before.
+    fingerprint = models.CharField(max_length=64, null=True)
 
     class Meta:
         db_table = "cp_applied_request"

@@ -20,11 +20,26 @@ from django.conf import settings
 
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.metrics import FORWARDING
-from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent, RequestContext
+from controlplane.runtime.conversation import (
+    REQUEST_ID_REUSED,
+    ControllerAnswer,
+    ControllerEvent,
+    RequestContext,
+)
 from controlplane.runtime.executor import ATTEMPT_TIMEOUT_MS, executor
 from controlplane.runtime.lease import now_ms
 
 RETRY_BACKOFF_S = 0.05
+
+
+class RequestIdReused(ApiError):
+    """A principal's request id reused for another request: INVALID_REQUEST, HTTP 422 (the
+    Idempotency-Key draft's answer), on every door."""
+
+    http_status = 422
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.INVALID_REQUEST, message)
 
 
 def controller_call(
@@ -46,6 +61,8 @@ def controller_call(
         answer = _call_until_deadline(event)
     finally:
         FORWARDING.finished(api)
+    if answer.notes.get(REQUEST_ID_REUSED):
+        raise RequestIdReused(str(answer.response.get("error_message") or ""))
     if answer.handled_ms is not None and event.sent_ms is not None:
         FORWARDING.queue_time(api, max(0, answer.handled_ms - event.sent_ms) / 1000)
     if context.trail is not None:

@@ -32,10 +32,12 @@ from controlplane.runtime.batcher import (
 )
 from controlplane.runtime.collector import collector_paused, freeze_long_lived
 from controlplane.runtime.conversation import (
+    REQUEST_ID_REUSED,
     AppliedWrite,
     ControllerAnswer,
     ControllerEvent,
     RequestKey,
+    request_fingerprint,
 )
 from controlplane.runtime.fencing import FencingHoldOffWatch
 from controlplane.runtime.ingress import (
@@ -510,12 +512,18 @@ def _run_events(
             answers.append(failed[index])
         elif remembered and key in answered_by:
             # Another copy of a request earlier in this batch (a client's concurrent retry, a
-            # resend): it answers what that one answered and writes nothing.
-            answers.append(answers[answered_by[key]])
+            # resend): it answers what that one answered and writes nothing; another body with
+            # the same id is refused.
+            first = events[answered_by[key]]
+            same = _fingerprint(first) == _fingerprint(event)
+            answers.append(answers[answered_by[key]] if same else _reused(event))
         elif event.deadline_ms is not None and event.deadline_ms < now:
             answers.append(refusal(OUTLIVED_ITS_DEADLINE))
         elif remembered and key in prior:
-            answers.append(prior[key])  # this principal's own earlier write
+            # This principal's own earlier write: its answer, when this asks the same.
+            stored = prior[key]
+            same = stored.fingerprint in (None, _fingerprint(event))
+            answers.append(stored if same else _reused(event))
         else:
             answers.append(_run_event(delta, index, event, env, contacts, writes))
             if remembered:
@@ -527,6 +535,23 @@ NOTHING_WRITTEN = ApiError(
     Errors.UNKNOWN_SERVER_ERROR,
     "The controller could not commit this request; nothing of it was written.",
 )
+
+
+def _fingerprint(event: ControllerEvent) -> str:
+    return request_fingerprint(event.api, event.payload)
+
+
+def _reused(event: ControllerEvent) -> ControllerAnswer:
+    """The refusal of a request id this principal used for another request (the IETF
+    Idempotency-Key draft answers 422): never the other request's answer, nothing written."""
+    error = ApiError(
+        Errors.INVALID_REQUEST,
+        f"Request id {event.context.request_id} was already used for another request; "
+        "use a new request id for a new request.",
+    )
+    return ControllerAnswer(error.as_fields(), notes={REQUEST_ID_REUSED: True})
+
+
 OUTLIVED_ITS_DEADLINE = ApiError(
     Errors.REQUEST_TIMED_OUT, "The request outlived its deadline in the queue."
 )

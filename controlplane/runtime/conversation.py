@@ -10,6 +10,8 @@ event (`AuditEnvelope`, from the caller's `RequestTrail`); back, on the answer (
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -189,6 +191,9 @@ class ControllerAnswer:
     audited: bool = False
     handled_ms: int | None = None  # when the controller took the event off its queue
     notes: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # the core's, never answered
+    # A stored answer's: the fingerprint of the request it answered (`request_fingerprint`),
+    # None for one stored before fingerprints were kept. Never sent anywhere.
+    fingerprint: str | None = dataclasses.field(default=None, compare=False)
 
     @classmethod
     def refusal(cls, error: ApiError) -> ControllerAnswer:
@@ -263,3 +268,14 @@ def _int(value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     raise ValueError(f"expected an integer, not {value!r}"[:80])
+
+
+def request_fingerprint(api: str, payload: Mapping[str, Any]) -> str:
+    """What a request asked, as a digest: a principal's retry with the same request id asks
+    the same (its stored answer is the answer), another body with that id does not (refused:
+    the Idempotency-Key draft's rule)."""
+    text = json.dumps([api, payload], sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+REQUEST_ID_REUSED = "request_id_reused"  # the note of a refusal of a reused request id

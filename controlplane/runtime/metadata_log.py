@@ -26,6 +26,7 @@ from controlplane.runtime.conversation import (
     ControllerAnswer,
     RequestContext,
     RequestKey,
+    request_fingerprint,
 )
 from controlplane.runtime.lease import Lease, now_ms
 from controlplane.runtime.notifier import notifier
@@ -144,6 +145,7 @@ def log_commit(
                 timestamp,
                 w.answer.audited,
                 json.dumps(dict(w.answer.notes), separators=(",", ":")),
+                request_fingerprint(w.api, w.payload),
             )
             for w in remembered
         ],
@@ -253,6 +255,7 @@ APPLIED_COLUMNS = [
     Column("created_ms", "bigint"),
     Column("audited", "boolean"),
     Column("notes", "text", json=True),
+    Column("fingerprint", "text"),
 ]
 
 
@@ -281,11 +284,18 @@ def applied_responses(request_ids: Sequence[str]) -> dict[RequestKey, Controller
     }
 
 
-STORED_ANSWER = "principal, request_id, response, first_offset, last_offset, audited, notes"
+STORED_ANSWER = (
+    "principal, request_id, response, first_offset, last_offset, audited, notes, fingerprint"
+)
 
 
 def _stored_answer(
-    response: Any, first_offset: int, last_offset: int, audited: Any, notes: Any
+    response: Any,
+    first_offset: int,
+    last_offset: int,
+    audited: Any,
+    notes: Any,
+    fingerprint: str | None = None,
 ) -> ControllerAnswer:
     """A stored write's answer, as a retry gets it again. A response stored before answers
     were typed holds its notes in `_` fields (`_offsets`, `_audited`, `_token_id`): they are
@@ -300,6 +310,7 @@ def _stored_answer(
             **{k: v for k, v in legacy.items() if k not in ("offsets", "handled_ms")},
             **_json(notes),
         },
+        fingerprint=fingerprint,
     )
 
 

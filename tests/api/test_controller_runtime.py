@@ -51,10 +51,7 @@ def test_a_retried_request_id_answers_the_first_outcome_without_reapplying():
     runtime = get_runtime()
     event = registration_event(1)
     first = runtime.handle(event)
-    event_again = dataclasses.replace(
-        event, payload=registration_body(1, cluster_get_or_create().cluster_id)
-    )
-    again = runtime.handle(event_again)  # a new incarnation, but the same request id
+    again = runtime.handle(event)  # the broker's retry: the same request, the same id
     # The same answer, with the offsets the first one wrote (the audit trail's); only when the
     # controller took it differs.
     assert first.handled_ms is not None and again.handled_ms is not None
@@ -63,6 +60,13 @@ def test_a_retried_request_id_answers_the_first_outcome_without_reapplying():
         first, handled_ms=None
     )
     assert first.offsets == (0, 0)
+    assert MetadataRecord.objects.count() == 1
+    # Another request (a new incarnation) with that id is refused, never answered the first's.
+    other = dataclasses.replace(
+        event, payload=registration_body(1, cluster_get_or_create().cluster_id)
+    )
+    refused = runtime.handle(other)
+    assert refused.error_code == 42 and refused.notes.get("request_id_reused")
     assert MetadataRecord.objects.count() == 1
 
 

@@ -75,13 +75,20 @@ def test_copies_of_a_request_id_in_one_batch_apply_once_and_answer_alike(copies:
     runtime = get_runtime()
     request_id = f"dup-{uuid.uuid4().hex}"
     other = f"other-{uuid.uuid4().hex}"
-    # The copies carry different values (a resend that raced a newer write would): only the
-    # first copy's is applied, and another request between them is applied as usual.
+    # The copies ask the same (a client's retry, a web node's resend): the first copy is
+    # applied, the others answer alike, and another request between them is applied as usual;
+    # a copy asking for something else with the same id is refused (issue 34), never answered
+    # the first one's answer.
     events = [retention_event(request_id, 1000)]
     for n in range(1, copies):
         events += [retention_event(other, 5000)] if n == 1 else []
-        events.append(retention_event(request_id, 1000 + n))
+        events.append(retention_event(request_id, 1000))
+    events.append(retention_event(request_id, 4242))
     answers = runtime.handle_batch(events)
+    reused = answers[-1]
+    assert reused.error_code == 42 and reused.notes.get("request_id_reused")
+    answers = answers[:-1]
+    events = events[:-1]
 
     mine = [a for e, a in zip(events, answers, strict=True) if e.context.request_id == request_id]
     assert len(mine) == copies
@@ -99,9 +106,13 @@ def test_a_copy_in_a_later_batch_answers_the_stored_response() -> None:
     runtime = get_runtime()
     request_id = f"dup-{uuid.uuid4().hex}"
     first = runtime.handle(retention_event(request_id, 1000))
-    again = runtime.handle_batch([retention_event(request_id, 2000)] * 2)
+    again = runtime.handle_batch([retention_event(request_id, 1000)] * 2)
     assert [without_handled(a) for a in again] == [without_handled(first)] * 2
     assert len(records_of(request_id)) == 1
+    # Another body with that id, in a later batch: refused, nothing written (issue 34).
+    other = runtime.handle(retention_event(request_id, 2000))
+    assert other.error_code == 42 and other.notes.get("request_id_reused")
+    assert len(records_of(request_id)) == 1 and retention_now() == "1000"
 
 
 def test_state_idempotent_events_are_not_deduplicated() -> None:
@@ -339,3 +350,42 @@ def test_any_interleaving_of_copies_applies_each_request_id_at_most_once(
             assert all(a == applied[0] for a in answers)
     assert duplicate_writes() == []
     assert metadata_verify() == []
+
+
+def test_a_request_id_reused_with_another_body_is_refused_never_answered_for_the_other(
+    api: Any, tokens: dict[str, str], register: Any
+) -> None:
+    """Issue 34: a principal reusing its own request id with another body got HTTP 500
+    (CreateTopics: the stored answer named another topic) or another request's answer
+    (DeleteTopics). The same body is still a retry (its stored answer); another body, or
+    another RPC, is INVALID_REQUEST with HTTP 422, and writes nothing."""
+    for broker_id in range(3):
+        register(broker_id, unfence=True)
+
+    def create(name: str) -> tuple[int, Any]:
+        body = {"topics": [{"name": name, "num_partitions": 1, "replication_factor": 1}]}
+        return api.post(
+            "/api/v1/create-topics",
+            body,
+            token=tokens["admin"],
+            headers={"X-Request-ID": "reused-1"},
+        )
+
+    status, first = create("orders")
+    assert status == 200 and first["topics"][0]["error_code"] == 0
+    assert create("orders") == (200, first)  # a retry: the stored answer
+    status, other = create("payments")
+    assert status == 422, other
+    assert (other["error_code"], other["error"]) == (42, "INVALID_REQUEST")
+    assert "reused-1" in other["error_message"]
+    status, deleted = api.post(
+        "/api/v1/delete-topics",
+        {"topics": [{"name": "orders"}]},
+        token=tokens["admin"],
+        headers={"X-Request-ID": "reused-1"},
+    )
+    assert status == 422 and deleted["error_code"] == 42
+    assert {kind for _, kind in records_of("reused-1")} == {"TopicRecord", "PartitionRecord"}
+    status, topics = api.get("/api/v1/topics", token=tokens["admin"])
+    names = {t["name"] for t in topics["results"]}
+    assert "orders" in names and "payments" not in names

@@ -118,11 +118,16 @@ def test_another_principals_config_write_with_the_same_id_is_applied(
     )
     assert status == 200 and second["responses"][0]["error_code"] == 0, second
     assert retention_of(topic) == "2000"
-    # Alice's retry (with another value, as a racing resend would carry) applies nothing.
+    # Alice's retry applies nothing and answers her write; the id with another body is
+    # refused (INVALID_REQUEST, 422: issue 34), never answered hers.
     status, retried = api.post(
-        INCREMENTAL, set_retention(topic, "3000"), token=tokens["alice"], headers=same
+        INCREMENTAL, set_retention(topic, "2000"), token=tokens["alice"], headers=same
     )
     assert status == 200 and retried == second
+    status, reused = api.post(
+        INCREMENTAL, set_retention(topic, "3000"), token=tokens["alice"], headers=same
+    )
+    assert status == 422 and reused["error_code"] == 42, reused
     assert retention_of(topic) == "2000"
     assert records_of("config-R") == [
         ("User:admin", "ConfigRecord"),
@@ -198,12 +203,12 @@ def test_envelopes_are_scoped_by_the_original_principal(
     assert retention_of(topic) == "1000"
     bobs = forward("bob", "2000")
     assert retention_of(topic) == "2000"
-    assert forward("alice", "3000") == alices  # the broker's retry of alice's request
+    assert forward("alice", "1000") == alices  # the broker's retry of alice's request
     status, direct = api.post(
-        INCREMENTAL, set_retention(topic, "4000"), token=tokens["alice"], headers=same
+        INCREMENTAL, set_retention(topic, "1000"), token=tokens["alice"], headers=same
     )
     assert status == 200 and direct == alices  # alice herself, with the id she used
-    assert forward("bob", "5000") == bobs
+    assert forward("bob", "2000") == bobs
     assert retention_of(topic) == "2000"
     assert records_of("env-R") == [("User:alice", "ConfigRecord"), ("User:bob", "ConfigRecord")]
     (collision,) = AuditEvent.objects.filter(api=COLLISION, request_id="env-R")
@@ -226,7 +231,7 @@ def test_copies_from_two_principals_in_one_batch_are_two_writes() -> None:
         )
 
     answers = runtime.handle_batch(
-        [event("User:admin", 1000), event("User:ops", 2000), event("User:admin", 3000)]
+        [event("User:admin", 1000), event("User:ops", 2000), event("User:admin", 1000)]
     )
     admins, ops, admins_copy = (without_handled(a) for a in answers)
     assert admins_copy == admins and ops != admins
@@ -234,7 +239,7 @@ def test_copies_from_two_principals_in_one_batch_are_two_writes() -> None:
     assert ops.offsets is not None and admins.offsets is not None
     assert ops.offsets[0] == admins.offsets[0] + 1
     # A later batch: each principal's retry answers its own write; a third principal is new.
-    later = runtime.handle_batch([event("User:ops", 4000), event("User:carol", 5000)])
+    later = runtime.handle_batch([event("User:ops", 2000), event("User:carol", 5000)])
     assert without_handled(later[0]) == ops
     assert [r[0] for r in records_of("batch-R")] == ["User:admin", "User:ops", "User:carol"]
     assert collisions("batch-R") == [

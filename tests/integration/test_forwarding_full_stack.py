@@ -415,10 +415,8 @@ def test_a_write_a_broker_forwards_is_applied_and_audited_as_the_client_and_the_
 
     after = {name: scrape(http) for name, http in cluster.nodes.items()}
     for node in NODES:
-        assert (
-            increase(before[node], after[node], REDIRECTED, forwarding_principal=BROKER_PRINCIPAL)
-            == 3
-        )
+        # No principal label on /metrics (issue 34): the audit rows above name the broker.
+        assert increase(before[node], after[node], REDIRECTED) == 3
         assert increase(before[node], after[node], AUTHORIZATION_FAILED) == 0
         for write in WRITES:
             assert increase(before[node], after[node], FORWARDED, api=write.api) == 1
