@@ -24,6 +24,7 @@ install-test: $(PY)
 	bash scripts/install-chromium.sh
 	bash scripts/install-kafkajs.sh
 	bash scripts/install-kafka.sh
+	bash scripts/install-kcat.sh
 
 services:
 	bash scripts/ensure-services.sh

@@ -53,7 +53,9 @@ SASL_AUTHENTICATE_KEY = 36
 # The APIs of the connection itself, served by the server (they change its state).
 SESSION_APIS: dict[int, tuple[str, int, int]] = {
     API_VERSIONS_KEY: ("ApiVersions", 0, 4),
-    SASL_HANDSHAKE_KEY: ("SaslHandshake", 1, 1),  # v0 (raw SASL tokens after it) is not served
+    # v0: the SASL tokens follow as raw frames (no Kafka header), as Kafka still serves them and
+    # librdkafka's feature check needs v0 in the range (kcat from Debian: librdkafka 2.0.2).
+    SASL_HANDSHAKE_KEY: ("SaslHandshake", 0, 1),
     SASL_AUTHENTICATE_KEY: ("SaslAuthenticate", 0, 2),
 }
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -132,6 +134,9 @@ class _Connection:
     principal: AuthenticatedPrincipal | None  # None until SASL succeeds
     handshake_done: bool = False
     client_id: str = ""
+    # After a SaslHandshake v0: the next frame is the raw SASL/PLAIN token, answered with a
+    # raw frame (empty on success; the connection closes on failure), as Kafka does.
+    raw_sasl_token_next: bool = False
 
 
 class _Close(Exception):
@@ -352,6 +357,8 @@ class WireServer:
     async def _respond(
         self, conn: _Connection, frame: bytes, bound: Bound, received: float
     ) -> bytes:
+        if conn.raw_sasl_token_next:
+            return await self._raw_sasl_token(conn, frame)
         api_key, api_version, correlation_id = peek_header(frame)
         if api_key == API_VERSIONS_KEY and api_version > SESSION_APIS[API_VERSIONS_KEY][2]:
             self._count("ApiVersions", api_version, ["UNSUPPORTED_VERSION"], received)
@@ -442,6 +449,7 @@ class WireServer:
             }
         elif key == SASL_HANDSHAKE_KEY:
             data = self._handshake(conn, body.mechanism)
+            conn.raw_sasl_token_next = version == 0 and data["error_code"] == 0
         else:
             data = await self._authenticate(conn, body.auth_bytes)
         response = from_data(response_class, data)
@@ -483,6 +491,16 @@ class WireServer:
         conn.principal = principal
         metrics.AUTHENTICATIONS.labels(conn.listener.protocol, "successful").inc()
         return {"error_code": 0, "error_message": None, "auth_bytes": b""}
+
+
+    async def _raw_sasl_token(self, conn: _Connection, token: bytes) -> bytes:
+        """SaslHandshake v0's token, raw: an empty raw frame answers success; a failure is
+        logged and closes the connection (no error message travels in v0)."""
+        conn.raw_sasl_token_next = False
+        answer = await self._authenticate(conn, token)
+        if answer["error_code"] != 0:
+            raise _Close(f"SASL authentication failed: {answer['error_message']}")
+        return b"\x00\x00\x00\x00"  # a frame of no bytes
 
 
 def _authenticate_plain(auth_bytes: bytes) -> AuthenticatedPrincipal:
