@@ -492,7 +492,6 @@ class WireServer:
         metrics.AUTHENTICATIONS.labels(conn.listener.protocol, "successful").inc()
         return {"error_code": 0, "error_message": None, "auth_bytes": b""}
 
-
     async def _raw_sasl_token(self, conn: _Connection, token: bytes) -> bytes:
         """SaslHandshake v0's token, raw: an empty raw frame answers success; a failure is
         logged and closes the connection (no error message travels in v0)."""
