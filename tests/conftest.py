@@ -59,6 +59,7 @@ def controller_state_reset() -> None:
     """No controller, no sessions and no cached ACLs, principals or quotas in this process."""
     from configs.mutation_quota import quota_cache
     from controlplane.authz import acl_cache
+    from controlplane.login_failures import FAILED_LOGINS
     from controlplane.principals import forwarded_cache, token_cache
     from controlplane.runtime.controller import reset_runtime
     from controlplane.runtime.ingress import local_listener_lags
@@ -74,6 +75,7 @@ def controller_state_reset() -> None:
     acl_cache.clear()
     token_cache.clear()
     forwarded_cache.clear()
+    FAILED_LOGINS.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -26,6 +26,7 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
+from controlplane.login_failures import FAILED_AUTHENTICATION_DELAY_S, FAILED_LOGINS
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.rpc import Caller
 from wire import metrics
@@ -44,7 +45,7 @@ from wire.protocol import (
     read_header,
     unsupported_api_versions,
 )
-from wire.sasl import MECHANISMS, SaslFailed, authenticate_plain
+from wire.sasl import MECHANISMS, SaslFailed, authenticate_plain, plain_fields
 
 logger = logging.getLogger(__name__)
 
@@ -479,10 +480,21 @@ class WireServer:
                 "auth_bytes": b"",
             }
         loop = asyncio.get_running_loop()
+        name = _plain_user(bytes(auth_bytes))
         try:
+            wait_s = FAILED_LOGINS.retry_after_s(host=conn.host, name=name)
+            if wait_s > 0:
+                raise SaslFailed(
+                    f"Too many failed authentications from this address; retry in {wait_s:.0f} s."
+                )
             principal = await loop.run_in_executor(self.pool, _authenticate_plain, auth_bytes)
         except SaslFailed as error:
             metrics.AUTHENTICATIONS.labels(conn.listener.protocol, "failed").inc()
+            FAILED_LOGINS.failed(
+                host=conn.host, name=name, door=conn.listener.protocol, why=str(error)
+            )
+            # Kafka's connection.failed.authentication.delay.ms, on the loop: no thread held.
+            await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
             return {
                 "error_code": int(ErrorCode.sasl_authentication_failed),
                 "error_message": str(error),
@@ -500,6 +512,14 @@ class WireServer:
         if answer["error_code"] != 0:
             raise _Close(f"SASL authentication failed: {answer['error_message']}")
         return b"\x00\x00\x00\x00"  # a frame of no bytes
+
+
+def _plain_user(auth_bytes: bytes) -> str:
+    """The user a PLAIN message names (for the log and the throttle), or "" when it names none."""
+    try:
+        return plain_fields(auth_bytes)[1]
+    except SaslFailed:
+        return ""
 
 
 def _authenticate_plain(auth_bytes: bytes) -> AuthenticatedPrincipal:

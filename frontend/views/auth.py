@@ -13,8 +13,10 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
 from controlplane.authentication import SESSION_KEY
+from controlplane.authz import client_host
+from controlplane.login_failures import FAILED_LOGINS
 from controlplane.principals import session_login
-from frontend.forms.auth import LoginForm
+from frontend.forms.auth import PRINCIPAL_PREFIX, LoginForm
 from frontend.views.base import HOME_URL
 
 
@@ -33,6 +35,25 @@ def _safe_next(request: HttpRequest, candidate: str) -> str:
 def login_view(request: HttpRequest) -> HttpResponse:
     next_url = _safe_next(request, request.POST.get("next") or request.GET.get("next") or "")
     form = LoginForm(request.POST if request.method == "POST" else None)
+    host = client_host(request)
+    name = str(request.POST.get("name", "")).strip().removeprefix(PRINCIPAL_PREFIX)
+    if request.method == "POST":
+        wait_s = FAILED_LOGINS.retry_after_s(host=host, name=name)
+        if wait_s > 0:  # refused before the token is looked at
+            FAILED_LOGINS.failed(host=host, name=name, door="the UI", why="throttled")
+            response = render(
+                request,
+                "frontend/login.html",
+                {
+                    "form": LoginForm(),
+                    "next": next_url,
+                    "title": "Log in",
+                    "throttled": f"Too many failed logins; try again in {wait_s:.0f} s.",
+                },
+                status=429,
+            )
+            response["Retry-After"] = str(max(1, round(wait_s)))
+            return response
     if request.method == "POST" and form.is_valid():
         principal = form.principal
         assert principal is not None
@@ -43,6 +64,8 @@ def login_view(request: HttpRequest) -> HttpResponse:
         session_login(request.session, principal)
         rotate_token(request)
         return HttpResponseRedirect(next_url or HOME_URL)
+    if request.method == "POST":
+        FAILED_LOGINS.failed(host=host, name=name, door="the UI", why="invalid name or token")
     return render(
         request,
         "frontend/login.html",
