@@ -79,3 +79,10 @@ def scraped_registry() -> CollectorRegistry:
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     return registry
+
+
+THROTTLED = Counter(
+    "kafka_server_socketservermetrics_throttled_requests",
+    "Kafka protocol requests held back by the request rate per principal (CP_API_RATE_LIMIT)",
+    ["listener"],
+)

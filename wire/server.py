@@ -29,6 +29,7 @@ from kio.schema.errors import ErrorCode
 from controlplane.login_failures import FAILED_AUTHENTICATION_DELAY_S, FAILED_LOGINS
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.rpc import Caller
+from controlplane.throttling import REQUEST_RATE
 from wire import metrics
 from wire.apis.base import WIRE_APIS, Advertised, WireApi, WireRequest
 from wire.convert import from_data
@@ -395,6 +396,7 @@ class WireServer:
             advertised=self.advertised(bound),
             listener=conn.listener.protocol,
         )
+        await _within_request_rate(conn)
         loop = asyncio.get_running_loop()
         response = await loop.run_in_executor(self.pool, self._handle, api, request, received)
         if response is None:
@@ -512,6 +514,27 @@ class WireServer:
         if answer["error_code"] != 0:
             raise _Close(f"SASL authentication failed: {answer['error_message']}")
         return b"\x00\x00\x00\x00"  # a frame of no bytes
+
+
+async def _within_request_rate(conn: _Connection) -> None:
+    """The REST API's request rate per principal (`CP_API_RATE_LIMIT`) on this door too: past
+    it the connection waits (Kafka's request quotas mute the channel for the throttle time; its
+    requests are answered in order, so nothing else of it is read meanwhile). ANONYMOUS is
+    counted per address: it is everyone on a PLAINTEXT listener."""
+    from django.conf import settings
+
+    assert conn.principal is not None
+    key = conn.principal.principal
+    if conn.principal.name == ANONYMOUS.name:
+        key = f"{key}@{conn.host}"
+    while True:
+        wait_s = REQUEST_RATE.wait_s(
+            key, rate=settings.CP_API_RATE_LIMIT, burst=settings.CP_API_RATE_BURST
+        )
+        if wait_s <= 0:
+            return
+        metrics.THROTTLED.labels(conn.listener.protocol).inc()
+        await asyncio.sleep(min(wait_s, 1.0))
 
 
 def _plain_user(auth_bytes: bytes) -> str:
