@@ -9,8 +9,9 @@ flow's aliases in the URL and a text body) and never travel in an Envelope.
 - AlterMirrorTargetState (PUT /api/v1/mirror/flows/{source}/{target}/pause|resume): ALTER on
   CLUSTER.
 - JoinMirrorGroup, SyncMirrorGroup, PutMirrorTaskConfigs, LeaveMirrorGroup (a mirror node's
-  group protocol, POST /api/v1/mirror/groups/{source}/{target}/...): READ on the flow's GROUP
-  (`mm2-<source>-><target>`), as Kafka's group RPCs need READ on their group.
+  group protocol, POST /api/v1/mirror/groups/{source}/{target}/...): CLUSTER_ACTION on CLUSTER,
+  as brokers' internal RPCs. Never READ on GROUP, Kafka's consumer permission: a member gets the
+  flow's session key and the leader's URL, and a consumer's principal must not (issue 34).
 
 Group RPCs answer Kafka's group errors (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) in the body with HTTP 200, as Kafka's JoinGroup and
@@ -26,9 +27,13 @@ from typing import Any, cast
 from rest_framework import serializers, status
 
 from controlplane.api.fields import StrictCharField, StrictSerializer
-from controlplane.controller.acls.bindings import AclOperation, ResourceType
+from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.controller.mirror.config import MirrorConfigError, mirror_config_parse
+from controlplane.controller.mirror.config import (
+    CONFIG_PROVIDERS,
+    MirrorConfigError,
+    mirror_config_parse,
+)
 from controlplane.http_errors import error_body
 from controlplane.rpc import ApiSpec, Caller, Handler, Reply, cluster, public_write, register
 from mirror import selectors, services
@@ -89,9 +94,19 @@ def _succeeded(answer: Body) -> Body:
 # --- the configuration and target states (ALTER on CLUSTER) --------------------------------
 def alter_config(body: Body, caller: Caller) -> Body:
     try:  # validate early: a refused text never reaches the controller
-        mirror_config_parse(body["text"])
+        parsed = mirror_config_parse(body["text"])
     except MirrorConfigError as error:
         raise ApiError(Errors.INVALID_CONFIG, "; ".join(error.problems)) from None
+    declared = provider_declarations(parsed.properties)
+    if declared and not caller.principal.is_super:
+        # What a node reads from its own host is the operator's to decide, as Kafka's worker
+        # declares config.providers in its own file (CVE-2024-31141): ALTER on CLUSTER may
+        # store flows, never make nodes read files or the environment.
+        raise ApiError(
+            Errors.CLUSTER_AUTHORIZATION_FAILED,
+            f"Only a super user may declare config providers or their parameters "
+            f"({', '.join(declared[:5])}).",
+        )
     return _succeeded(services.mirror_config_alter(text=body["text"], context=caller.context))
 
 
@@ -109,27 +124,37 @@ def alter_target_state(body: Body, caller: Caller) -> Body | Reply:
     )
 
 
+def provider_declarations(properties: Any) -> list[str]:
+    """The keys of a text that declare config providers or their parameters."""
+    return sorted(
+        key
+        for key in properties
+        if key == CONFIG_PROVIDERS or key.startswith(CONFIG_PROVIDERS + ".")
+    )
+
+
 # --- a mirror node's group protocol (READ on the flow's GROUP) ------------------------------
-def group_read_allowed(caller: Caller, *, source: str, target: str) -> bool:
-    group = services.mirror_group_id(source=source, target=target)
-    return caller.allowed(AclOperation.READ, ResourceType.GROUP, group)
+def mirror_node_allowed(caller: Caller) -> bool:
+    """A mirror node's principal: CLUSTER_ACTION on CLUSTER (or a super user)."""
+    return caller.allowed(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def not_a_mirror_node(caller: Caller) -> Body:
+    return error_body(
+        Errors.CLUSTER_AUTHORIZATION_FAILED,
+        f"{caller.name} is not authorized to take part in mirror groups "
+        "(CLUSTER_ACTION on CLUSTER, as brokers' internal RPCs).",
+    )
 
 
 def _group_call(service: Callable[..., Body]) -> Handler:
-    """A group RPC: READ on the flow's GROUP (else 403), the flow known (else 404), then
+    """A group RPC: a mirror node's principal (else 403), the flow known (else 404), then
     `service` with the validated body's fields; Kafka's group errors answer in the body."""
 
     def handler(body: Body, caller: Caller) -> Body | Reply:
         source, target = body["source"], body["target"]
-        if not group_read_allowed(caller, source=source, target=target):
-            group = services.mirror_group_id(source=source, target=target)
-            return Reply(
-                status.HTTP_403_FORBIDDEN,
-                error_body(
-                    Errors.GROUP_AUTHORIZATION_FAILED,
-                    f"{caller.name} is not authorized to READ group {group}.",
-                ),
-            )
+        if not mirror_node_allowed(caller):
+            return Reply(status.HTTP_403_FORBIDDEN, not_a_mirror_node(caller))
         if not selectors.mirror_flow_exists(source=source, target=target):
             return _not_found(source, target)
         answer = service(**json.loads(json.dumps(body)), context=caller.context)  # plain JSON

@@ -57,9 +57,9 @@ def _single_writer() -> None:
 
 def controller_state_reset() -> None:
     """No controller, no sessions and no cached ACLs, principals or quotas in this process."""
+    from audit.services import DENIALS
     from configs.mutation_quota import quota_cache
     from controlplane.authz import acl_cache
-    from audit.services import DENIALS
     from controlplane.login_failures import FAILED_LOGINS
     from controlplane.principals import forwarded_cache, token_cache
     from controlplane.runtime.controller import reset_runtime

@@ -191,15 +191,8 @@ class MirrorGroupHeartbeatView(APIView):
     @extend_schema(request=s.HeartbeatSerializer, responses=ok(obj()))
     def post(self, request: Request, source: str, target: str) -> Response:
         caller = caller_of(request)
-        if not rpcs.group_read_allowed(caller, source=source, target=target):
-            group = services.mirror_group_id(source=source, target=target)
-            return Response(
-                error_body(
-                    Errors.GROUP_AUTHORIZATION_FAILED,
-                    f"{caller.name} is not authorized to READ group {group}.",
-                ),
-                status=status.HTTP_403_FORBIDDEN,
-            )
+        if not rpcs.mirror_node_allowed(caller):
+            return Response(rpcs.not_a_mirror_node(caller), status=status.HTTP_403_FORBIDDEN)
         body = s.HeartbeatSerializer.validated(request.data)
         return Response(
             services.mirror_member_heartbeat(

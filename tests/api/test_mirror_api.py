@@ -94,7 +94,6 @@ BAD = [
     ("clusters = A, B\nA->C.enabled = true", "unknown cluster alias 'C'"),
     ("clusters = A, B\nA->B.topics = orders[", "invalid regular expression"),
     ("clusters = A, B\nA.token = ${env:X", "malformed config provider reference"),
-    ("clusters = A, B\nA.token = ${vault:x}", "unknown config provider 'vault'"),
     (
         "clusters = A, B\nconfig.providers = v\nconfig.providers.v.class = com.acme.Vault",
         "unknown config provider class",
@@ -364,24 +363,34 @@ def test_unknown_flows_rpcs_and_group_authorization(client, api, tokens):
     assert status == 404 and answer["error"] == "INVALID_REQUEST", answer
     status, answer = api.post(f"{GROUP}/rebalance", {}, token=tokens["admin"])
     assert status == 404
-    # No GROUP ACL: refused (and audited); READ on the mm2- groups: a node's least privilege.
-    status, answer = api.post(
-        f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"]
-    )
-    assert status == 403 and answer["error"] == "GROUP_AUTHORIZATION_FAILED", answer
+
+    # A mirror node's principal: CLUSTER_ACTION on CLUSTER, as brokers' internal RPCs. READ on
+    # the mm2- groups (Kafka's consumer permission) is not enough (issue 34: it handed a
+    # consumer the flow's session key and the leader's URL).
+    def grant(resource_type: str, name: str, pattern: str, operation: str) -> None:
+        acl = {
+            "resource_type": resource_type,
+            "resource_name": name,
+            "pattern_type": pattern,
+            "principal": "User:alice",
+            "host": "*",
+            "operation": operation,
+            "permission_type": "ALLOW",
+        }
+        status, answer = api.post(
+            "/api/v1/create-acls", {"creations": [acl]}, token=tokens["admin"]
+        )
+        assert status == 200 and answer["results"][0]["error_code"] == 0, answer
+
     beat = {"member_id": "m1", "report": {"worker_id": "h/A__B"}}
-    assert api.post(f"{GROUP}/heartbeat", beat, token=tokens["alice"])[0] == 403
-    grant = {
-        "resource_type": "GROUP",
-        "resource_name": "mm2-",
-        "pattern_type": "PREFIXED",
-        "principal": "User:alice",
-        "host": "*",
-        "operation": "READ",
-        "permission_type": "ALLOW",
-    }
-    status, answer = api.post("/api/v1/create-acls", {"creations": [grant]}, token=tokens["admin"])
-    assert status == 200 and answer["results"][0]["error_code"] == 0, answer
+    for _ in ("no ACL", "READ on the mm2- groups"):
+        status, answer = api.post(
+            f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"]
+        )
+        assert status == 403 and answer["error"] == "CLUSTER_AUTHORIZATION_FAILED", answer
+        assert api.post(f"{GROUP}/heartbeat", beat, token=tokens["alice"])[0] == 403
+        grant("GROUP", "mm2-", "PREFIXED", "READ")
+    grant("CLUSTER", "kafka-cluster", "LITERAL", "CLUSTER_ACTION")
     status, answer = api.post(
         f"{GROUP}/join", {**body, "worker_id": "h/A__B"}, token=tokens["alice"]
     )
@@ -392,3 +401,42 @@ def test_unknown_flows_rpcs_and_group_authorization(client, api, tokens):
     assert {e.principal for e in denied} == {"User:alice", "User:broker-a"}
     joined = AuditEvent.objects.get(api="JoinMirrorGroup", outcome="SUCCESS")
     assert json.loads(json.dumps(joined.resources))[0]["resource_name"] == "mm2-A->B"
+
+
+def test_only_a_super_user_declares_config_providers(client, api, tokens):
+    """Issue 34: ALTER on CLUSTER made mirror nodes read their host (env, files) and send it
+    anywhere. Declaring providers (what a node reads) is the operator's: a super user's; anyone
+    else is refused naming the keys, and a text without declarations keeps references literal."""
+    grant = {
+        "resource_type": "CLUSTER",
+        "resource_name": "kafka-cluster",
+        "pattern_type": "LITERAL",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": "ALTER",
+        "permission_type": "ALLOW",
+    }
+    status, answer = api.post("/api/v1/create-acls", {"creations": [grant]}, token=tokens["admin"])
+    assert status == 200 and answer["results"][0]["error_code"] == 0
+    hostile = (
+        "clusters = A, B\n"
+        "A.bootstrap.servers = http://127.0.0.1:27555\n"
+        "B.bootstrap.servers = http://b.example:8000\n"
+        "config.providers = env\n"
+        "config.providers.env.class = "
+        "org.apache.kafka.common.config.provider.EnvVarConfigProvider\n"
+        "A.token = ${env:CP_MIRROR_TOKEN}\n"
+    )
+    refused = put_config(client, tokens["alice"], hostile)
+    answer = refused.json()
+    assert refused.status_code == 403 and answer["error"] == "CLUSTER_AUTHORIZATION_FAILED"
+    assert "config.providers" in answer["error_message"]
+    kept = client.get(CONFIG, HTTP_AUTHORIZATION=f"Bearer {tokens['admin']}").content.decode()
+    assert "CP_MIRROR_TOKEN" not in kept
+    # Without declarations ALTER on CLUSTER may store it: the reference stays literal.
+    plain = "\n".join(line for line in hostile.splitlines() if "config.providers" not in line)
+    accepted = put_config(client, tokens["alice"], plain)
+    assert accepted.status_code == 200, accepted.content
+    # The operator (a super user) may declare them.
+    declared = put_config(client, tokens["admin"], hostile)
+    assert declared.status_code == 200, declared.content

@@ -174,7 +174,6 @@ REFUSED = [
     ("clusters = A, B\nA.bootstrap.servers = kafka:9092", "not an http(s) URL"),
     ("clusters = A, B\nA.token = ${env:X", "malformed config provider reference"),
     ("clusters = A, B\nA.token = ${env:}", "names no key"),
-    ("clusters = A, B\nA.token = ${env:X}", "unknown config provider 'env'"),
     (BASE + "A.token = ${env:/p:X}", "EnvVarConfigProvider takes no path"),
     (
         "clusters = A, B\nconfig.providers = f\nconfig.providers.f.class = FileConfigProvider\n"
@@ -240,3 +239,14 @@ def test_any_properties_text_is_read_or_refused_never_crashes(values: dict[str, 
         assert refused.problems
     else:
         assert config.clusters == ("A", "B")
+
+
+def test_a_reference_to_an_undeclared_provider_stays_literal() -> None:
+    """Issue 34: only a super user declares providers; a text without declarations is valid
+    and its references stay literal (a node resolves only declared providers)."""
+    parsed = mirror_config_parse(
+        "clusters = A, B\nA.bootstrap.servers = http://a:8000\nB.bootstrap.servers = http://b:8000\n"
+        "A.token = ${env:MM2_TOKEN}\n"
+    )
+    assert parsed.providers == {}
+    assert parsed.properties["A.token"] == "${env:MM2_TOKEN}"

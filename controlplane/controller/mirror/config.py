@@ -363,11 +363,10 @@ def _check_references(
         for reference in references(value):
             provider = providers.get(reference.provider)
             if provider is None:
-                problems.append(
-                    f"{key}: {reference.text} names the unknown config provider "
-                    f"{reference.provider!r} (declare it in {CONFIG_PROVIDERS})"
-                )
-            elif provider.kind == ENV_PROVIDER and reference.path:
+                # Not declared here: it stays literal (only a super user declares providers,
+                # and a node resolves only what is declared), never an error.
+                continue
+            if provider.kind == ENV_PROVIDER and reference.path:
                 problems.append(
                     f"{key}: {reference.text}: EnvVarConfigProvider takes no path "
                     "(${" + reference.provider + ":NAME})"
