@@ -60,6 +60,11 @@ def _allowed(path: str, allowed_paths: str | None) -> str | None:
     return None
 
 
+# Why a reference stays literal when what it names is not there (a file, a key, a variable):
+# which is missing is not said, as a status trace may reach whoever can read it (issue 34).
+UNRESOLVABLE = "unresolvable on this node"
+
+
 class Providers:
     """The providers a configuration declares, on this node (its environment, its files)."""
 
@@ -110,7 +115,7 @@ class Providers:
             if not re.fullmatch(pattern, key):
                 return None, f"environment variable {key} is not allowed by allowlist.pattern"
             if key not in self.environ:
-                return None, f"environment variable {key} is not set on this node"
+                return None, UNRESOLVABLE
             return self.environ[key], ""
         allowed = _allowed(path, params.get("allowed.paths"))
         if allowed is None:
@@ -133,10 +138,8 @@ class Providers:
             except (OSError, UnicodeDecodeError, PropertiesError) as error:
                 read = f"cannot read {path} ({type(error).__name__})"
             files[(FILE_PROVIDER, path)] = read
-        if isinstance(read, str):
-            return None, read
-        if key not in read:
-            return None, f"{path} has no key {key}"
+        if isinstance(read, str) or key not in read:
+            return None, UNRESOLVABLE  # which of the file or the key is missing: not said
         return read[key], ""
 
     @staticmethod
@@ -145,12 +148,12 @@ class Providers:
             return None, f"{key!r} is not a file name"
         target = os.path.join(path, key)
         if not os.path.isfile(target):
-            return None, f"{path} has no file {key}"
+            return None, UNRESOLVABLE
         try:
             with open(target, encoding="utf-8") as handle:
                 return handle.read(), ""
-        except (OSError, UnicodeDecodeError) as error:
-            return None, f"cannot read {target} ({type(error).__name__})"
+        except (OSError, UnicodeDecodeError):
+            return None, UNRESOLVABLE
 
 
 def _key(reference: Reference) -> str:

@@ -73,7 +73,8 @@ def test_each_node_resolves_references_with_its_own_providers(tmp_path: Path) ->
     reasons = {u.key: u.reason for u in one.unresolved}
     assert "not allowed by allowlist.pattern" in reasons["d"]
     assert "outside allowed.paths" in reasons["e"] and "outside allowed.paths" in reasons["f"]
-    assert "not set on this node" in reasons["g"] and "has no key missing" in reasons["h"]
+    # A missing variable, file or key is "unresolvable", without saying which (issue 34).
+    assert reasons["g"] == reasons["h"] == "unresolvable on this node"
     trace = one.trace()
     assert trace is not None and "${env:MM2_UNSET} in g" in trace
     for value in ("S3CRET-FILE", "S3CRET-DIR", "S3CRET-OUTSIDE", "127.0.0.2"):
@@ -244,3 +245,14 @@ def test_the_node_command_needs_a_token(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.delenv("CP_MIRROR_TOKEN", raising=False)
     with pytest.raises(CommandError, match="--token"):
         call_command("run_mirror_node", "--url", "http://127.0.0.1:1", "--token", "")
+
+
+def test_a_resolved_value_never_reaches_a_settings_problem() -> None:
+    """Issue 34: `A->B.tasks.max = ${env:SECRET}` put the secret in the flow's status trace,
+    the node's log and its Connect REST status: a problem names the key, never the value."""
+    from controlplane.controller.mirror.settings import SettingsError, _int
+
+    with pytest.raises(SettingsError) as raised:
+        _int({"tasks.max": "hunter2-the-secret"}, "tasks.max", 1)
+    assert "tasks.max" in str(raised.value)
+    assert "hunter2" not in str(raised.value)

@@ -200,11 +200,20 @@ def setting_problem(name: str, value: str) -> str | None:
 
 
 def _get(config: Mapping[str, str], name: str, default: str) -> str:
+    """A setting of a node's configuration, its references resolved: a problem names the key,
+    never the value (it may be a secret a reference resolved to: issue 34)."""
     value = config.get(name, default)
     problem = setting_problem(name, value)
     if problem:
-        raise SettingsError(f"{name}: {problem}")
+        raise SettingsError(f"{name}: {without_value(problem, value)}")
     return value
+
+
+def without_value(problem: str, value: str) -> str:
+    """`problem` with `value` taken out of it."""
+    if not value:
+        return problem
+    return problem.replace(repr(value), "its value").replace(value, "its value")
 
 
 def _flag(config: Mapping[str, str], name: str, default: bool) -> bool:
