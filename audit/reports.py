@@ -9,15 +9,20 @@ always gives the same figures.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 
@@ -32,6 +37,13 @@ _building_lock = threading.Lock()
 
 class ReportError(Exception):
     """A report that cannot be made, said in words (bad parameters, no export, a failed job)."""
+
+
+class ReportBusy(ReportError):
+    """Too many reports are being built or wait to be: ask again after `retry_after_s`
+    (THROTTLING_QUOTA_EXCEEDED, HTTP 429 with Retry-After)."""
+
+    retry_after_s = 10
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -77,8 +89,74 @@ def audit_report(request: ReportRequest, *, fmt: str = "json") -> Path:
     )
     with _lock_for(str(out)):
         if not out.exists():
-            _run_job(request.name, data, args, fmt, out)
+            with build_slot():
+                _run_job(request.name, data, args, fmt, out)
+            _prune(out.parent)
     return out
+
+
+# --- bounds: a Spark JVM per build is about half a GiB and a core ----------------------------
+# Four reports asked at once with different parameters started four JVMs (about 2 GB), each 85 s
+# instead of 18.6 s, each holding a listener thread (issue 34). Builds take one of
+# CP_AUDIT_REPORT_BUILDS slots, file locks beside the reports, so the bound holds across every
+# process of the host; past CP_AUDIT_REPORT_QUEUE askers waiting in this process, an asker is
+# told to come back (429). Built reports are kept for the latest two export commits, at most
+# REPORTS_KEPT files each.
+REPORTS_KEPT = 100
+_waiting = 0
+_waiting_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def build_slot() -> Iterator[None]:
+    """Hold one of the host's build slots while building; ReportBusy when too many wait."""
+    global _waiting
+    with _waiting_lock:
+        if _waiting >= settings.CP_AUDIT_REPORT_QUEUE:
+            raise ReportBusy(
+                f"{_waiting} reports are waiting to be built; ask again in "
+                f"{ReportBusy.retry_after_s} s."
+            )
+        _waiting += 1
+    try:
+        slot = _slot_taken(time.monotonic() + RUN_TIMEOUT_S)
+    finally:
+        with _waiting_lock:
+            _waiting -= 1
+    try:
+        yield
+    finally:
+        fcntl.flock(slot, fcntl.LOCK_UN)
+        slot.close()
+
+
+def _slot_taken(deadline: float) -> IO[str]:
+    """A slot file, locked (a lock the kernel drops should this process die)."""
+    slots = Path(settings.CP_AUDIT_REPORTS_PATH, ".build-slots")
+    slots.mkdir(parents=True, exist_ok=True)
+    while True:
+        for index in range(max(1, settings.CP_AUDIT_REPORT_BUILDS)):
+            handle = open(slots / f"slot-{index}", "a")  # noqa: SIM115 (held while building)
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                continue
+            return handle
+        if time.monotonic() > deadline:
+            raise ReportBusy("No report build slot freed in time; ask again later.")
+        time.sleep(0.2)
+
+
+def _prune(commit_dir: Path) -> None:
+    """Keep the reports of the latest two export commits, at most REPORTS_KEPT each."""
+    root = commit_dir.parent
+    commits = sorted(p for p in root.iterdir() if p.is_dir() and p.name.isdigit())
+    for old in commits[:-2]:
+        shutil.rmtree(old, ignore_errors=True)
+    made = sorted((p for p in commit_dir.iterdir() if p.is_file()), key=lambda p: p.stat().st_mtime)
+    for old_report in made[:-REPORTS_KEPT]:
+        old_report.unlink(missing_ok=True)
 
 
 def audit_report_rows(request: ReportRequest) -> dict[str, Any]:

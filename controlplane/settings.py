@@ -232,6 +232,10 @@ CP_AUDIT_REPORTS_PATH = os.environ.get(
 )
 CP_AUDIT_EXPORT_INTERVAL_SECONDS = env_int("CP_AUDIT_EXPORT_INTERVAL_SECONDS", 3600)
 CP_SPARK_MASTER = os.environ.get("CP_SPARK_MASTER", "local[*]")
+# Report builds at once on this host (each a Spark JVM), and askers that may wait in a process
+# before they are told 429 (audit.reports).
+CP_AUDIT_REPORT_BUILDS = env_int("CP_AUDIT_REPORT_BUILDS", 1)
+CP_AUDIT_REPORT_QUEUE = env_int("CP_AUDIT_REPORT_QUEUE", 4)
 CELERY_BEAT_SCHEDULE["export-audit-trail"] = {
     "task": "audit.tasks.export_audit_periodically",
     "schedule": float(CP_AUDIT_EXPORT_INTERVAL_SECONDS),

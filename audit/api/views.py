@@ -24,6 +24,7 @@ from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterAlterPermission, ClusterDescribePermission
 from controlplane.api.responses import INT, STR, arr, nullable, obj, ok
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.http_errors import error_body
 
 logger = logging.getLogger("controlplane.audit")
 
@@ -116,5 +117,12 @@ class AuditReportView(APIView):
         wanted = reports.ReportRequest(name, times["from"], times["to"], times["at"])
         try:
             return Response(reports.audit_report_rows(wanted))
+        except reports.ReportBusy as error:
+            busy = Response(
+                error_body(Errors.THROTTLING_QUOTA_EXCEEDED, str(error)),
+                status=status.HTTP_429_TOO_MANY_REQUESTS,
+            )
+            busy["Retry-After"] = str(error.retry_after_s)
+            return busy
         except reports.ReportError as error:
             raise ApiError(Errors.INVALID_REQUEST, str(error)) from None
