@@ -47,6 +47,7 @@ from wire.protocol import (
     unsupported_api_versions,
 )
 from wire.sasl import MECHANISMS, SaslFailed, authenticate_plain, plain_fields
+from wire.tls_principal import NoMatchingRule, Rule, distinguished_name, mapped_name, parse_rules
 
 logger = logging.getLogger(__name__)
 
@@ -164,6 +165,7 @@ class WireServer:
         ssl_context: ssl.SSLContext | None = None,
         advertised_host: str | None = None,
         port_per_node: bool = False,
+        principal_mapping_rules: str = "DEFAULT",
     ) -> None:
         if any(listener.tls for listener in listeners) and ssl_context is None:
             raise ValueError("SSL and SASL_SSL listeners need a certificate and key")
@@ -172,6 +174,8 @@ class WireServer:
         self.ssl_context = ssl_context
         self.advertised_host = advertised_host
         self.port_per_node = port_per_node
+        # Kafka's ssl.principal.mapping.rules: an SSL client certificate's name to a principal.
+        self.principal_mapping_rules: list[Rule] = parse_rules(principal_mapping_rules)
         self._node_ports: dict[tuple[int, int], int] = {}  # (listener index, node id) -> port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._binding: asyncio.Lock | None = None
@@ -242,6 +246,16 @@ class WireServer:
             return Advertised(host, bound.port)
         return Advertised(host, bound.port, functools.partial(self.node_port, bound))
 
+    def _transport_principal(self, writer: asyncio.StreamWriter) -> AuthenticatedPrincipal:
+        """PLAINTEXT, or SSL without a client certificate: User:ANONYMOUS; SSL with one: its
+        subject's name as `ssl.principal.mapping.rules` maps it (Kafka's
+        DefaultKafkaPrincipalBuilder)."""
+        certificate = writer.get_extra_info("peercert")
+        if not certificate:
+            return ANONYMOUS
+        name = mapped_name(distinguished_name(certificate), self.principal_mapping_rules)
+        return AuthenticatedPrincipal(0, name, False, False)
+
     def served(self) -> dict[int, tuple[int, int]]:
         versions = {key: (low, high) for key, (_, low, high) in SESSION_APIS.items()}
         versions.update({key: (a.min_version, a.max_version) for key, a in WIRE_APIS.items()})
@@ -258,6 +272,13 @@ class WireServer:
             metrics.CONNECTIONS_REFUSED.labels(listener.protocol, refused).inc()
             writer.close()
             return
+        try:
+            principal = None if listener.sasl else self._transport_principal(writer)
+        except NoMatchingRule as error:
+            metrics.CONNECTIONS_REFUSED.labels(listener.protocol, "principal_mapping").inc()
+            logger.warning("closing %s: %s", host, error)
+            writer.close()
+            return
         self._open += 1
         self._per_ip[host] += 1
         task = asyncio.current_task()
@@ -266,7 +287,7 @@ class WireServer:
             task.add_done_callback(self._connections.discard)
         metrics.CONNECTIONS.labels(listener.protocol).inc()
         bound = next(b for b in self.bound if b.listener is listener)
-        conn = _Connection(listener, host, None if listener.sasl else ANONYMOUS)
+        conn = _Connection(listener, host, principal)
         queue: asyncio.Queue[tuple[bytes, float] | None] = asyncio.Queue(self.limits.max_in_flight)
         answering = asyncio.create_task(self._answer(conn, queue, writer, bound))
         try:
@@ -555,11 +576,23 @@ def _authenticate_plain(auth_bytes: bytes) -> AuthenticatedPrincipal:
         close_old_connections()
 
 
-def ssl_context(certfile: str, keyfile: str, cafile: str | None = None) -> ssl.SSLContext:
-    """The SSL listeners' context: TLS 1.2 and newer; client certificates when a CA is given."""
+def ssl_context(
+    certfile: str, keyfile: str, cafile: str | None = None, client_auth: str | None = None
+) -> ssl.SSLContext:
+    """The SSL listeners' context: TLS 1.2 and newer; client certificates (verified against
+    `cafile`) as Kafka's `ssl.client.auth` says: none, requested (the default with a CA) or
+    required."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=cafile)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(certfile, keyfile)
-    if cafile:
-        context.verify_mode = ssl.CERT_OPTIONAL
+    auth = client_auth or ("requested" if cafile else "none")
+    if auth not in ("none", "requested", "required"):
+        raise ValueError(f"ssl.client.auth {auth!r} is not one of none, requested, required")
+    if auth != "none" and not cafile:
+        raise ValueError(f"ssl.client.auth={auth} needs the CA of client certificates")
+    context.verify_mode = {
+        "none": ssl.CERT_NONE,
+        "requested": ssl.CERT_OPTIONAL,
+        "required": ssl.CERT_REQUIRED,
+    }[auth]
     return context

@@ -51,6 +51,18 @@ class Command(BaseCommand):
         parser.add_argument("--ssl-certfile", default=None)
         parser.add_argument("--ssl-keyfile", default=None)
         parser.add_argument("--ssl-cafile", default=None, help="CA of client certificates")
+        parser.add_argument(
+            "--ssl-client-auth",
+            choices=("none", "requested", "required"),
+            default=None,
+            help="Kafka's ssl.client.auth (default: requested with --ssl-cafile, else none)",
+        )
+        parser.add_argument(
+            "--ssl-principal-mapping-rules",
+            default="DEFAULT",
+            help="Kafka's ssl.principal.mapping.rules: a client certificate's distinguished "
+            "name to a principal (DEFAULT: the whole name; RULE:pattern/replacement/[L|U])",
+        )
         parser.add_argument("--max-frame-bytes", type=int, default=DEFAULTS.max_frame_bytes)
         parser.add_argument("--idle-timeout-s", type=float, default=DEFAULTS.idle_timeout_s)
         parser.add_argument(
@@ -77,9 +89,15 @@ class Command(BaseCommand):
         if any(listener.tls for listener in listeners):
             if not (options["ssl_certfile"] and options["ssl_keyfile"]):
                 raise CommandError("SSL listeners need --ssl-certfile and --ssl-keyfile")
-            context = ssl_context(
-                options["ssl_certfile"], options["ssl_keyfile"], options["ssl_cafile"]
-            )
+            try:
+                context = ssl_context(
+                    options["ssl_certfile"],
+                    options["ssl_keyfile"],
+                    options["ssl_cafile"],
+                    options["ssl_client_auth"],
+                )
+            except ValueError as error:
+                raise CommandError(str(error)) from None
         limits = Limits(
             max_frame_bytes=options["max_frame_bytes"],
             idle_timeout_s=options["idle_timeout_s"],
@@ -98,6 +116,7 @@ class Command(BaseCommand):
             ssl_context=context,
             advertised_host=options["advertised_host"],
             port_per_node=options["port_per_node"],
+            principal_mapping_rules=options["ssl_principal_mapping_rules"],
         )
         asyncio.run(self._serve(server))
 
