@@ -284,7 +284,8 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     assert a_token not in everything and b_token not in everything
     records = b.stack.sql("SELECT data::text FROM cp_metadata_record")
     assert not any(a_token in r[0] or b_token in r[0] for r in records)
-    # The node at .4 has no MM2_SOURCE_CLIENT_ID: its reference stays literal, and says so.
+    # The node at .4 has no MM2_SOURCE_CLIENT_ID: its reference stays literal, and says so,
+    # without saying what is missing on the node (issue 34).
     flow = b.flow("A", "B")
     traces = [c["trace"] for c in flow["connectors"] if c["worker_id"] == "127.0.0.4/A__B"]
     traces += [
@@ -294,7 +295,8 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         if t["worker_id"] == "127.0.0.4/A__B"
     ]
     assert any(
-        t and "${env:MM2_SOURCE_CLIENT_ID}" in t and "not set on this node" in t for t in traces
+        t and "${env:MM2_SOURCE_CLIENT_ID}" in t and "unresolvable on this node" in t
+        for t in traces
     ), traces
 
     # --- the REST server: Connect's shapes; internal requests must be signed ---------------
