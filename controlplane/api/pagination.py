@@ -20,6 +20,14 @@ class Pagination(PageNumberPagination):
             )
         return int(given)
 
+    def get_page_number(self, request: Request, paginator: Any) -> Any:
+        """`?page=` is a whole number from 1 (the schema's), or a 400; an empty one was taken
+        for page 1 (found by schemathesis)."""
+        given = request.query_params.get(self.page_query_param)
+        if given is not None and not (given.isascii() and given.isdigit() and int(given) >= 1):
+            raise ValidationError({"page": ["A whole number from 1 is required."]})
+        return super().get_page_number(request, paginator)
+
     def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
         parameters: list[dict[str, Any]] = super().get_schema_operation_parameters(view)
         for parameter in parameters:

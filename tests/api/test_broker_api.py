@@ -500,3 +500,11 @@ def test_a_token_never_starts_with_a_dash_which_a_command_line_would_take_for_an
     assert principal_by_token(token) is not None
     monkeypatch.undo()
     assert not any(principal_create(name="erin").startswith("-") for _ in range(200))
+
+
+@pytest.mark.parametrize("page", ["", "0", "-1", "x", "last"])
+def test_a_page_that_is_not_a_whole_number_from_1_is_refused(api, tokens, page):
+    """Found by schemathesis: `?page=` (empty) was taken for page 1."""
+    status, answer = api.get(f"/api/v1/brokers?page={page}", token=tokens["admin"])
+    assert status == 400 and answer["error"] == "INVALID_REQUEST", answer
+    assert api.get("/api/v1/brokers?page=1", token=tokens["admin"])[0] == 200
