@@ -255,6 +255,9 @@ CP_MAX_BODY_BYTES = env_int("CP_MAX_BODY_BYTES", 1_048_576)
 CP_KAFKA_LISTENERS = [
     text.strip() for text in os.environ.get("CP_KAFKA_LISTENERS", "").split(",") if text.strip()
 ]
+# Kafka's listener.security.protocol.map and controller.listener.names for those listeners.
+CP_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP = os.environ.get("CP_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP")
+CP_KAFKA_CONTROLLER_LISTENER_NAMES = os.environ.get("CP_KAFKA_CONTROLLER_LISTENER_NAMES")
 CP_KAFKA_ADVERTISED_HOST = os.environ.get("CP_KAFKA_ADVERTISED_HOST") or None
 CP_KAFKA_LISTENER_STARTER = "wire.runner.start_embedded"
 CP_KAFKA_PORT_PER_NODE = env_bool("CP_KAFKA_PORT_PER_NODE", False)

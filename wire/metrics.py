@@ -86,3 +86,13 @@ THROTTLED = Counter(
     "Kafka protocol requests held back by the request rate per principal (CP_API_RATE_LIMIT)",
     ["listener"],
 )
+MEMORY_POOL_USED = Gauge(
+    "kafka_network_socketserver_memorypoolused",
+    "Bytes of Kafka protocol requests read and not yet answered (queued.max.request.bytes)",
+    multiprocess_mode="livesum",
+)
+MEMORY_POOL_WAITS = Counter(
+    "kafka_network_socketserver_memory_pool_waits",
+    "Requests whose connection stayed muted until the request memory pool had room",
+    ["listener"],
+)

@@ -116,3 +116,22 @@ def unsupported_api_versions(correlation_id: int, served: dict[int, tuple[int, i
         ),
     )
     return encode_response(API_VERSIONS_KEY, 0, correlation_id, encode_body(response))
+
+
+def leading_items(header: RequestHeader, frame: bytes) -> int:
+    """How many items the body's first field, a list, announces, read from its length alone
+    (nothing of the items is decoded): a compact array's unsigned varint N+1 where the version
+    is flexible, else an int32; null is 0. InvalidRequest when the frame ends before it."""
+    offset = header.body_offset
+    if not load_request_schema(header.api_key, header.api_version).__flexible__:
+        if len(frame) < offset + 4:
+            raise InvalidRequest("Truncated request body")
+        return max(int(SIZE.unpack_from(frame, offset)[0]), 0)
+    value = shift = 0
+    for position in range(offset, min(offset + 5, len(frame))):
+        byte = frame[position]
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return max(value - 1, 0)
+        shift += 7
+    raise InvalidRequest("Truncated or malformed request body")

@@ -8,7 +8,8 @@ import threading
 from typing import Any
 
 from wire.apis import load_all
-from wire.server import Bound, Listener, WireServer
+from wire.listeners import parse_listeners
+from wire.server import Bound, WireServer
 
 
 class ThreadedListener:
@@ -54,12 +55,22 @@ async def start_embedded(log: Any) -> WireServer:
 
     load_all()
     server = WireServer(
-        [Listener.parse(text) for text in settings.CP_KAFKA_LISTENERS],
+        parse_listeners(
+            settings.CP_KAFKA_LISTENERS,
+            settings.CP_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP,
+            settings.CP_KAFKA_CONTROLLER_LISTENER_NAMES,
+        ),
         advertised_host=settings.CP_KAFKA_ADVERTISED_HOST,
         port_per_node=settings.CP_KAFKA_PORT_PER_NODE,
     )
     for bound in await server.start():
+        listener = bound.listener
         log.info(
-            "Kafka protocol listener %s://%s:%d", bound.listener.protocol, bound.host, bound.port
+            "Kafka protocol listener %s://%s:%d (%s, %s)",
+            listener.listener_name,
+            bound.host,
+            bound.port,
+            listener.protocol,
+            listener.role,
         )
     return server

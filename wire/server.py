@@ -1,12 +1,17 @@
 """The Kafka protocol listener: asyncio for the sockets, a thread pool for the handlers.
 
-Each connection reads whole frames (bounded by the maximum frame size) into a queue of at most
-`max_in_flight` requests and answers them in order, as Kafka answers a connection's requests.
-A SASL listener's connection starts unauthenticated: only ApiVersions, SaslHandshake and
-SaslAuthenticate are served until SASL/PLAIN succeeds, within the authentication timeout.
-Handlers run on the pool (Django, the controller) and their answers are encoded there too, so
-the event loop only moves bytes. What Kafka would not parse closes the connection; nothing of
-it reaches a handler, so nothing is written.
+Each connection is served as Kafka's SocketServer serves it: one whole frame (bounded by the
+maximum frame size) is read, then the connection is muted until that request is answered, so
+one request at a time is held per connection; the bytes of every request held are bounded
+together (`queued.max.request.bytes`, wire.memory), and a request whose list is longer than
+its API allows is refused before anything of it is decoded. A SASL listener's connection starts
+unauthenticated: only ApiVersions, SaslHandshake and SaslAuthenticate are served until
+SASL/PLAIN succeeds, within the authentication timeout. Listeners have a role (wire.listeners):
+controller listeners serve what brokers send the controller (Envelope), to brokers and super
+users only; client listeners serve admin clients. Handlers run on the pool (Django, the
+controller) and their answers are encoded there too, so the event loop only moves bytes. What
+Kafka would not parse closes the connection; nothing of it reaches a handler, so nothing is
+written.
 """
 
 from __future__ import annotations
@@ -16,7 +21,6 @@ import concurrent.futures
 import dataclasses
 import functools
 import logging
-import re
 import ssl
 import time
 import uuid
@@ -29,10 +33,18 @@ from kio.schema.errors import ErrorCode
 from controlplane.login_failures import FAILED_AUTHENTICATION_DELAY_S, FAILED_LOGINS
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.rpc import Caller
-from controlplane.throttling import REQUEST_RATE
 from wire import metrics
+from wire.admission import (
+    ANONYMOUS,
+    authenticate_plain_on_pool,
+    may_reach_the_controller,
+    plain_user,
+    within_request_rate,
+)
 from wire.apis.base import WIRE_APIS, Advertised, WireApi, WireRequest
 from wire.convert import from_data
+from wire.listeners import CLIENT, SECURITY_PROTOCOLS, Listener
+from wire.memory import RequestMemory
 from wire.protocol import (
     API_VERSIONS_KEY,
     DEFAULT_MAX_FRAME_BYTES,
@@ -41,12 +53,13 @@ from wire.protocol import (
     encode_body,
     encode_response,
     frame_size,
+    leading_items,
     peek_header,
     read_body,
     read_header,
     unsupported_api_versions,
 )
-from wire.sasl import MECHANISMS, SaslFailed, authenticate_plain, plain_fields
+from wire.sasl import MECHANISMS, SaslFailed
 from wire.tls_principal import NoMatchingRule, Rule, distinguished_name, mapped_name, parse_rules
 
 logger = logging.getLogger(__name__)
@@ -61,45 +74,7 @@ SESSION_APIS: dict[int, tuple[str, int, int]] = {
     SASL_HANDSHAKE_KEY: ("SaslHandshake", 0, 1),
     SASL_AUTHENTICATE_KEY: ("SaslAuthenticate", 0, 2),
 }
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-ANONYMOUS = AuthenticatedPrincipal(0, "ANONYMOUS", False, False)
-LISTENER_PATTERN = re.compile(
-    r"^(?P<protocol>[A-Za-z_]+)://(?P<host>\[[0-9a-fA-F:.]+\]|[^:/\[\]]*):(?P<port>\d{1,5})$"
-)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Listener:
-    """`PROTOCOL://host:port`, as Kafka's `listeners`; port 0 binds a free one."""
-
-    protocol: str
-    host: str
-    port: int
-
-    @property
-    def sasl(self) -> bool:
-        return self.protocol.startswith("SASL_")
-
-    @property
-    def tls(self) -> bool:
-        return self.protocol in ("SSL", "SASL_SSL")
-
-    @classmethod
-    def parse(cls, text: str) -> Listener:
-        """`PROTOCOL://HOST:PORT` (an IPv6 host in brackets); ValueError when malformed. Not
-        urlsplit: a URL scheme has no underscore, and SASL_PLAINTEXT has."""
-        match = LISTENER_PATTERN.match(text.strip())
-        if match is None:
-            raise ValueError(f"{text!r}: expected PROTOCOL://HOST:PORT")
-        protocol = match["protocol"].upper()
-        if protocol not in SECURITY_PROTOCOLS:
-            protocols = ", ".join(SECURITY_PROTOCOLS)
-            raise ValueError(f"{text!r}: the protocol must be one of {protocols}")
-        port = int(match["port"])
-        if port > 65535:
-            raise ValueError(f"{text!r}: port {port} is out of range")
-        host = match["host"].strip("[]") or "0.0.0.0"
-        return cls(protocol, host, port)
+__all__ = ["SECURITY_PROTOCOLS", "Limits", "Listener", "WireServer", "ssl_context"]
 
 
 class _TooLargeBeforeAuthentication(InvalidRequest):
@@ -124,7 +99,9 @@ class Limits:
     sasl_max_receive_bytes: int = 512 * 1024
     idle_timeout_s: float = 600.0  # Kafka's connections.max.idle.ms
     authentication_timeout_s: float = 10.0  # a SASL connection's time to authenticate
-    max_in_flight: int = 16  # requests read ahead of their answers, per connection
+    # The bytes of requests read and not yet answered, all connections together (Kafka's
+    # queued.max.request.bytes); one connection holds one request at a time (muted meanwhile).
+    queued_max_request_bytes: int = 100 * 1024 * 1024
     max_connections_per_ip: int = 1000  # Kafka's max.connections.per.ip
     max_connections: int = 10000  # Kafka's max.connections
     threads: int = 8  # the handlers' pool (Django and the controller run there)
@@ -182,6 +159,7 @@ class WireServer:
         self.pool = concurrent.futures.ThreadPoolExecutor(
             self.limits.threads, thread_name_prefix="kafka-wire"
         )
+        self.memory = RequestMemory(self.limits.queued_max_request_bytes)
         self.bound: list[Bound] = []
         self._servers: list[asyncio.Server] = []
         self._per_ip: Tally[str] = Tally()
@@ -256,9 +234,13 @@ class WireServer:
         name = mapped_name(distinguished_name(certificate), self.principal_mapping_rules)
         return AuthenticatedPrincipal(0, name, False, False)
 
-    def served(self) -> dict[int, tuple[int, int]]:
+    @staticmethod
+    def served(role: str = CLIENT) -> dict[int, tuple[int, int]]:
+        """The versions ApiVersions advertises on a listener of `role`."""
         versions = {key: (low, high) for key, (_, low, high) in SESSION_APIS.items()}
-        versions.update({key: (a.min_version, a.max_version) for key, a in WIRE_APIS.items()})
+        versions.update(
+            {key: (a.min_version, a.max_version) for key, a in WIRE_APIS.items() if role in a.roles}
+        )
         return versions
 
     # --- one connection -------------------------------------------------------------------
@@ -269,13 +251,13 @@ class WireServer:
         host = str(peer[0])
         refused = self._refusal(host)
         if refused is not None:
-            metrics.CONNECTIONS_REFUSED.labels(listener.protocol, refused).inc()
+            metrics.CONNECTIONS_REFUSED.labels(listener.listener_name, refused).inc()
             writer.close()
             return
         try:
             principal = None if listener.sasl else self._transport_principal(writer)
         except NoMatchingRule as error:
-            metrics.CONNECTIONS_REFUSED.labels(listener.protocol, "principal_mapping").inc()
+            metrics.CONNECTIONS_REFUSED.labels(listener.listener_name, "principal_mapping").inc()
             logger.warning("closing %s: %s", host, error)
             writer.close()
             return
@@ -285,22 +267,18 @@ class WireServer:
         if task is not None:
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
-        metrics.CONNECTIONS.labels(listener.protocol).inc()
+        metrics.CONNECTIONS.labels(listener.listener_name).inc()
         bound = next(b for b in self.bound if b.listener is listener)
         conn = _Connection(listener, host, principal)
-        queue: asyncio.Queue[tuple[bytes, float] | None] = asyncio.Queue(self.limits.max_in_flight)
-        answering = asyncio.create_task(self._answer(conn, queue, writer, bound))
         try:
-            await self._read(conn, reader, queue, answering)
+            await self._serve(conn, reader, writer, bound)
         finally:
-            if not answering.done():
-                answering.cancel()
             writer.close()
             self._open -= 1
             self._per_ip[host] -= 1
             if self._per_ip[host] <= 0:
                 del self._per_ip[host]
-            metrics.CONNECTIONS.labels(listener.protocol).dec()
+            metrics.CONNECTIONS.labels(listener.listener_name).dec()
 
     def _refusal(self, host: str) -> str | None:
         if self._open >= self.limits.max_connections:
@@ -309,73 +287,62 @@ class WireServer:
             return "max_connections_per_ip"
         return None
 
-    async def _read(
+    def _refused(self, conn: _Connection, reason: str) -> None:
+        metrics.CONNECTIONS_REFUSED.labels(conn.listener.listener_name, reason).inc()
+
+    async def _serve(
         self,
         conn: _Connection,
         reader: asyncio.StreamReader,
-        queue: asyncio.Queue[tuple[bytes, float] | None],
-        answering: asyncio.Task[None],
-    ) -> None:
-        limits = self.limits
-        try:
-            while not answering.done():
-                timeout = (
-                    limits.idle_timeout_s
-                    if conn.principal is not None
-                    else limits.authentication_timeout_s
-                )
-                prefix = await asyncio.wait_for(reader.readexactly(4), timeout)
-                if conn.principal is None:
-                    size = _unauthenticated_frame_size(prefix, limits.sasl_max_receive_bytes)
-                else:
-                    size = frame_size(prefix, limits.max_frame_bytes)
-                frame = await asyncio.wait_for(reader.readexactly(size), timeout)
-                await queue.put((frame, time.perf_counter()))
-            return
-        except _TooLargeBeforeAuthentication as error:
-            metrics.CONNECTIONS_REFUSED.labels(conn.listener.protocol, "sasl_receive_size").inc()
-            logger.warning("closing %s before authentication: %s", conn.host, error)
-        except InvalidRequest as error:
-            metrics.CONNECTIONS_REFUSED.labels(conn.listener.protocol, "invalid_frame").inc()
-            logger.info("closing %s: %s", conn.host, error)
-        except TimeoutError:
-            reason = "idle" if conn.principal is not None else "authentication_timeout"
-            metrics.CONNECTIONS_REFUSED.labels(conn.listener.protocol, reason).inc()
-        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
-            pass
-        # Requests already read are still answered before the connection closes.
-        try:
-            queue.put_nowait(None)
-        except asyncio.QueueFull:
-            answering.cancel()
-            return
-        await asyncio.wait([answering], timeout=limits.idle_timeout_s)
-
-    async def _answer(
-        self,
-        conn: _Connection,
-        queue: asyncio.Queue[tuple[bytes, float] | None],
         writer: asyncio.StreamWriter,
         bound: Bound,
     ) -> None:
+        """Read a frame, answer it, then read the next: the connection is muted while its one
+        request is held (Kafka's SocketServer), so a peer never has more than one frame in this
+        process, and the frame's bytes come from the listener's request memory."""
         try:
             while True:
-                item = await queue.get()
-                if item is None:
-                    return
-                frame, received = item
-                response = await self._respond(conn, frame, bound, received)
-                writer.write(response)
-                await writer.drain()
+                size = await self._next_frame_size(conn, reader)
+                await self.memory.take(size, conn.listener.listener_name)
+                try:
+                    frame = await asyncio.wait_for(reader.readexactly(size), self._timeout(conn))
+                    received = time.perf_counter()
+                    response = await self._respond(conn, frame, bound, received)
+                    del frame
+                    writer.write(response)
+                    await writer.drain()
+                finally:
+                    await self.memory.give_back(size)
         except _Close as error:
             logger.info("closing %s (%s): %s", conn.host, conn.client_id, error)
             if error.args and isinstance(error.args[-1], bytes):  # a last answer, then close
                 writer.write(error.args[-1])
                 await writer.drain()
-        except (ConnectionError, ssl.SSLError):
+        except _TooLargeBeforeAuthentication as error:
+            self._refused(conn, "sasl_receive_size")
+            logger.warning("closing %s before authentication: %s", conn.host, error)
+        except _TooManyItems as error:
+            self._refused(conn, "too_many_items")
+            logger.warning("closing %s (%s): %s", conn.host, conn.client_id, error)
+        except InvalidRequest as error:
+            self._refused(conn, "invalid_frame")
+            logger.info("closing %s: %s", conn.host, error)
+        except TimeoutError:
+            reason = "idle" if conn.principal is not None else "authentication_timeout"
+            self._refused(conn, reason)
+        except (asyncio.IncompleteReadError, ConnectionError, ssl.SSLError):
             pass
-        finally:
-            writer.close()
+
+    def _timeout(self, conn: _Connection) -> float:
+        if conn.principal is None:
+            return self.limits.authentication_timeout_s
+        return self.limits.idle_timeout_s
+
+    async def _next_frame_size(self, conn: _Connection, reader: asyncio.StreamReader) -> int:
+        prefix = await asyncio.wait_for(reader.readexactly(4), self._timeout(conn))
+        if conn.principal is None:
+            return _unauthenticated_frame_size(prefix, self.limits.sasl_max_receive_bytes)
+        return frame_size(prefix, self.limits.max_frame_bytes)
 
     async def _respond(
         self, conn: _Connection, frame: bytes, bound: Bound, received: float
@@ -385,7 +352,7 @@ class WireServer:
         api_key, api_version, correlation_id = peek_header(frame)
         if api_key == API_VERSIONS_KEY and api_version > SESSION_APIS[API_VERSIONS_KEY][2]:
             self._count("ApiVersions", api_version, ["UNSUPPORTED_VERSION"], received)
-            return unsupported_api_versions(correlation_id, self.served())
+            return unsupported_api_versions(correlation_id, self.served(conn.listener.role))
         try:
             header = read_header(frame)
         except InvalidRequest as error:
@@ -399,9 +366,11 @@ class WireServer:
             return await self._session(conn, header, body, received)
         if conn.principal is None:  # Kafka: IllegalSaslStateException, then the close
             raise _Close(f"apiKey {api_key} before SASL authentication")
-        api = WIRE_APIS.get(api_key)
-        if api is None or not api.min_version <= api_version <= api.max_version:
-            raise _Close(f"apiKey {api_key} v{api_version} is not served")
+        api = self._api(conn, api_key, api_version)
+        loop = asyncio.get_running_loop()
+        if conn.listener.controller:
+            await self._from_a_broker(conn, api, loop)
+        _within_item_bound(api, header, frame)
         request = WireRequest(
             api_key=api_key,
             api_version=api_version,
@@ -417,12 +386,47 @@ class WireServer:
             advertised=self.advertised(bound),
             listener=conn.listener.protocol,
         )
-        await _within_request_rate(conn)
-        loop = asyncio.get_running_loop()
+        await within_request_rate(conn.principal, conn.host, conn.listener.listener_name)
         response = await loop.run_in_executor(self.pool, self._handle, api, request, received)
         if response is None:
             raise _Close(f"{api.name} failed")
         return response
+
+    def _api(self, conn: _Connection, api_key: int, api_version: int) -> WireApi:
+        """The API served for this request on this connection's listener, else the close (as
+        Kafka closes a connection that asks for an API its listener does not enable)."""
+        api = WIRE_APIS.get(api_key)
+        if api is None or not api.min_version <= api_version <= api.max_version:
+            raise _Close(f"apiKey {api_key} v{api_version} is not served")
+        listener = conn.listener
+        if listener.role not in api.roles:
+            self._refused(conn, "not_served_on_listener")
+            raise _Close(f"{api.name} is not served on {listener.role} listener {listener.name}")
+        return api
+
+    async def _from_a_broker(
+        self, conn: _Connection, api: WireApi, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        """The controller's listeners are for brokers, as Kafka's ControllerApis authorizes
+        them: CLUSTER_ACTION on the cluster (brokers and super users hold it; an operator may
+        grant it, e.g. to ANONYMOUS on a PLAINTEXT controller listener). Anyone else is turned
+        away before a handler runs, the attempt logged and counted."""
+        assert conn.principal is not None
+        allowed = await loop.run_in_executor(
+            self.pool, may_reach_the_controller, conn.principal, conn.host
+        )
+        if allowed:
+            return
+        self._refused(conn, "not_a_broker")
+        name = conn.listener.listener_name
+        logger.warning(
+            "closing %s: %s from %s, which lacks CLUSTER_ACTION, on controller listener %s",
+            conn.host,
+            api.name,
+            conn.principal.principal,
+            name,
+        )
+        raise _Close(f"{api.name} from {conn.principal.principal} on controller listener {name}")
 
     @staticmethod
     def _body(header: RequestHeader, frame: bytes) -> Any:
@@ -468,7 +472,7 @@ class WireServer:
                 "error_code": 0,
                 "api_keys": [
                     {"api_key": k, "min_version": low, "max_version": high}
-                    for k, (low, high) in sorted(self.served().items())
+                    for k, (low, high) in sorted(self.served(conn.listener.role).items())
                 ],
             }
         elif key == SASL_HANDSHAKE_KEY:
@@ -503,16 +507,18 @@ class WireServer:
                 "auth_bytes": b"",
             }
         loop = asyncio.get_running_loop()
-        name = _plain_user(bytes(auth_bytes))
+        name = plain_user(bytes(auth_bytes))
         try:
             wait_s = FAILED_LOGINS.retry_after_s(host=conn.host, name=name)
             if wait_s > 0:
                 raise SaslFailed(
                     f"Too many failed authentications from this address; retry in {wait_s:.0f} s."
                 )
-            principal = await loop.run_in_executor(self.pool, _authenticate_plain, auth_bytes)
+            principal = await loop.run_in_executor(
+                self.pool, authenticate_plain_on_pool, auth_bytes
+            )
         except SaslFailed as error:
-            metrics.AUTHENTICATIONS.labels(conn.listener.protocol, "failed").inc()
+            metrics.AUTHENTICATIONS.labels(conn.listener.listener_name, "failed").inc()
             FAILED_LOGINS.failed(
                 host=conn.host, name=name, door=conn.listener.protocol, why=str(error)
             )
@@ -524,7 +530,7 @@ class WireServer:
                 "auth_bytes": b"",
             }
         conn.principal = principal
-        metrics.AUTHENTICATIONS.labels(conn.listener.protocol, "successful").inc()
+        metrics.AUTHENTICATIONS.labels(conn.listener.listener_name, "successful").inc()
         return {"error_code": 0, "error_message": None, "auth_bytes": b""}
 
     async def _raw_sasl_token(self, conn: _Connection, token: bytes) -> bytes:
@@ -537,43 +543,22 @@ class WireServer:
         return b"\x00\x00\x00\x00"  # a frame of no bytes
 
 
-async def _within_request_rate(conn: _Connection) -> None:
-    """The REST API's request rate per principal (`CP_API_RATE_LIMIT`) on this door too: past
-    it the connection waits (Kafka's request quotas mute the channel for the throttle time; its
-    requests are answered in order, so nothing else of it is read meanwhile). ANONYMOUS is
-    counted per address: it is everyone on a PLAINTEXT listener."""
-    from django.conf import settings
+class _TooManyItems(InvalidRequest):
+    """A request whose leading list is longer than its API allows: refused unread."""
 
-    assert conn.principal is not None
-    key = conn.principal.principal
-    if conn.principal.name == ANONYMOUS.name:
-        key = f"{key}@{conn.host}"
-    while True:
-        wait_s = REQUEST_RATE.wait_s(
-            key, rate=settings.CP_API_RATE_LIMIT, burst=settings.CP_API_RATE_BURST
+
+def _within_item_bound(api: WireApi, header: RequestHeader, frame: bytes) -> None:
+    """A request over its API's item bound closes the connection, as a frame over
+    socket.request.max.bytes does, before anything of its list is decoded: decoding is what
+    costs memory (tens of bytes on the wire become a Python object each)."""
+    if api.max_items is None:
+        return
+    items = leading_items(header, frame)
+    if items > api.max_items:
+        raise _TooManyItems(
+            f"{api.name} v{header.api_version} with {items} items: at most {api.max_items} "
+            "per request"
         )
-        if wait_s <= 0:
-            return
-        metrics.THROTTLED.labels(conn.listener.protocol).inc()
-        await asyncio.sleep(min(wait_s, 1.0))
-
-
-def _plain_user(auth_bytes: bytes) -> str:
-    """The user a PLAIN message names (for the log and the throttle), or "" when it names none."""
-    try:
-        return plain_fields(auth_bytes)[1]
-    except SaslFailed:
-        return ""
-
-
-def _authenticate_plain(auth_bytes: bytes) -> AuthenticatedPrincipal:
-    from django.db import close_old_connections
-
-    close_old_connections()
-    try:
-        return authenticate_plain(bytes(auth_bytes))
-    finally:
-        close_old_connections()
 
 
 def ssl_context(

@@ -1,5 +1,6 @@
 """The wire listener in a thread of the test process, on free ports: PLAINTEXT (User:ANONYMOUS)
-and SASL_PLAINTEXT (SASL/PLAIN: a principal's name and token). Its handlers run on the
+and SASL_PLAINTEXT (SASL/PLAIN: a principal's name and token) for clients, and CONTROLLER
+(SASL_PLAINTEXT, the role brokers reach). Its handlers run on the
 listener's own threads, so the tests that use it see committed rows only (transactional_db)."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from wire.listeners import CONTROLLER
 from wire.runner import ThreadedListener
 from wire.server import Limits, Listener, WireServer
 
@@ -19,6 +21,7 @@ class RunningListener:
     port: int  # PLAINTEXT
     sasl_port: int  # SASL_PLAINTEXT
     server: WireServer
+    controller_port: int  # CONTROLLER: SASL_PLAINTEXT, the controller's role
 
     @property
     def bootstrap(self) -> str:
@@ -33,13 +36,17 @@ def start_listener(
     limits: Limits | None = None, *, port_per_node: bool = False
 ) -> tuple[ThreadedListener, RunningListener]:
     server = WireServer(
-        [Listener("PLAINTEXT", "127.0.0.1", 0), Listener("SASL_PLAINTEXT", "127.0.0.1", 0)],
+        [
+            Listener("PLAINTEXT", "127.0.0.1", 0),
+            Listener("SASL_PLAINTEXT", "127.0.0.1", 0),
+            Listener("SASL_PLAINTEXT", "127.0.0.1", 0, name="CONTROLLER", role=CONTROLLER),
+        ],
         limits=limits or Limits(authentication_timeout_s=5, idle_timeout_s=60, threads=4),
         port_per_node=port_per_node,
     )
     runner = ThreadedListener(server)
-    plain, sasl = runner.start()
-    return runner, RunningListener("127.0.0.1", plain.port, sasl.port, server)
+    plain, sasl, controller = runner.start()
+    return runner, RunningListener("127.0.0.1", plain.port, sasl.port, server, controller.port)
 
 
 @pytest.fixture

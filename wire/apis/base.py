@@ -9,6 +9,15 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.rpc import Caller
+from wire.listeners import CLIENT, CONTROLLER
+
+# What one request's list may hold (its first field's items), as the REST bodies bound their
+# lists (Kafka's MAX_RECORDS_PER_USER_OP for ACLs): read from the list's length before anything
+# of it is decoded, so a hostile frame costs no more than its bytes.
+MAX_ITEMS_PER_REQUEST = 10_000
+CLIENT_ONLY = frozenset({CLIENT})
+CONTROLLER_ONLY = frozenset({CONTROLLER})
+BOTH_ROLES = frozenset({CLIENT, CONTROLLER})
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,13 +69,24 @@ class WireApi:
     handler: Handler
     # Served before SASL authentication completes (ApiVersions, SaslHandshake, SaslAuthenticate)
     before_authentication: bool = False
+    # The listener roles it is served on (Kafka's ApiMessageType listeners): clients' or the
+    # controller's, where brokers reach it.
+    roles: frozenset[str] = CLIENT_ONLY
+    # The bound on its first field's list (None: its body has no leading list to bound).
+    max_items: int | None = None
 
 
 WIRE_APIS: dict[int, WireApi] = {}
 
 
 def wire_api(
-    name: str, api_key: int, versions: tuple[int, int], *, before_authentication: bool = False
+    name: str,
+    api_key: int,
+    versions: tuple[int, int],
+    *,
+    before_authentication: bool = False,
+    roles: frozenset[str] = CLIENT_ONLY,
+    max_items: int | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register the handler of Kafka's API `name` (`api_key`) for `versions` (inclusive)."""
 
@@ -74,7 +94,14 @@ def wire_api(
         if api_key in WIRE_APIS:
             raise ValueError(f"{name} ({api_key}) is served twice")
         WIRE_APIS[api_key] = WireApi(
-            name, api_key, versions[0], versions[1], handler, before_authentication
+            name,
+            api_key,
+            versions[0],
+            versions[1],
+            handler,
+            before_authentication,
+            roles,
+            max_items,
         )
         return handler
 

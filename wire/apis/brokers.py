@@ -7,13 +7,13 @@ from typing import Any
 from kio.index import load_response_schema
 
 from controlplane.rpc import REGISTRY, execute
-from wire.apis.base import WireRequest, wire_api
+from wire.apis.base import BOTH_ROLES, WireRequest, wire_api
 from wire.convert import from_data
 
 UNREGISTER_BROKER = 64
 
 
-@wire_api("UnregisterBroker", UNREGISTER_BROKER, (0, 0))
+@wire_api("UnregisterBroker", UNREGISTER_BROKER, (0, 0), roles=BOTH_ROLES)
 def unregister_broker(request: WireRequest) -> Any:
     answer = execute(
         REGISTRY["UnregisterBroker"], {"broker_id": int(request.body.broker_id)}, request.caller

@@ -37,7 +37,7 @@ from shell.api.envelope import (
     inner_api_name,
     principal_decode,
 )
-from wire.apis.base import WIRE_APIS, WireRequest, wire_api
+from wire.apis.base import CONTROLLER_ONLY, WIRE_APIS, WireRequest, wire_api
 from wire.convert import to_data
 from wire.protocol import (
     SIZE,
@@ -45,6 +45,7 @@ from wire.protocol import (
     RequestHeader,
     encode_body,
     encode_response,
+    leading_items,
     peek_header,
     read_body,
     read_header,
@@ -116,6 +117,12 @@ def _inner(data: bytes) -> tuple[RequestHeader, Any]:
         )
     try:
         header = read_header(data)
+        items = leading_items(header, data) if served.max_items is not None else 0
+        if served.max_items is not None and items > served.max_items:
+            raise ApiError(
+                Errors.INVALID_REQUEST,
+                f"{served.name} with {items} items: at most {served.max_items} per request.",
+            )
         return header, read_body(header, data)
     except InvalidRequest:
         raise ApiError(
@@ -177,7 +184,7 @@ def _refused(request: WireRequest, error: ApiError, inner_api: str, started: flo
     return EnvelopeResponse(response_data=None, error_code=ErrorCode(int(error.error)))
 
 
-@wire_api("Envelope", 58, (0, 0))
+@wire_api("Envelope", 58, (0, 0), roles=CONTROLLER_ONLY)
 def envelope(request: WireRequest) -> Any:
     started = time.perf_counter()
     sender = request.caller.principal

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from controlplane.rpc import REGISTRY, RpcAnswer, execute
-from wire.apis.base import WireRequest, wire_api
+from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import CONFIG_SOURCES, kafka_codes, respond, throttle_ms
 from wire.convert import to_data
 
@@ -76,7 +76,7 @@ def _created(item: Data) -> Data:
     return item
 
 
-@wire_api("CreateTopics", 19, (2, 7))
+@wire_api("CreateTopics", 19, (2, 7), roles=BOTH_ROLES, max_items=MAX_ITEMS_PER_REQUEST)
 def create_topics(request: WireRequest) -> Any:
     body = _rename_timeout(to_data(request.body))
     answer = run("CreateTopics", body, request)
@@ -90,7 +90,7 @@ def create_topics(request: WireRequest) -> Any:
 
 
 # --- DeleteTopics ----------------------------------------------------------------------------
-@wire_api("DeleteTopics", 20, (1, 6))
+@wire_api("DeleteTopics", 20, (1, 6), max_items=MAX_ITEMS_PER_REQUEST)
 def delete_topics(request: WireRequest) -> Any:
     body = _rename_timeout(to_data(request.body))
 
@@ -102,7 +102,7 @@ def delete_topics(request: WireRequest) -> Any:
 
 
 # --- CreatePartitions ------------------------------------------------------------------------
-@wire_api("CreatePartitions", 37, (0, 3))
+@wire_api("CreatePartitions", 37, (0, 3), max_items=MAX_ITEMS_PER_REQUEST)
 def create_partitions(request: WireRequest) -> Any:
     body = _rename_timeout(to_data(request.body))
     return _answered(

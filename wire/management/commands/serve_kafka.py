@@ -13,8 +13,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from prometheus_client import start_http_server
 
 from wire.apis import load_all
+from wire.listeners import parse_listeners
 from wire.metrics import scraped_registry
-from wire.server import Limits, Listener, WireServer, ssl_context
+from wire.server import Limits, WireServer, ssl_context
 
 DEFAULTS = Limits()
 
@@ -27,7 +28,22 @@ class Command(BaseCommand):
             "--listener",
             action="append",
             required=True,
-            help="PROTOCOL://HOST:PORT; PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (repeatable)",
+            help="NAME://HOST:PORT (repeatable): NAME is a security protocol (PLAINTEXT, SSL, "
+            "SASL_PLAINTEXT, SASL_SSL) or a name --listener-security-protocol-map maps to one; "
+            "the names in --controller-listener-names serve brokers (Envelope), the others "
+            "clients",
+        )
+        parser.add_argument(
+            "--listener-security-protocol-map",
+            default=None,
+            metavar="NAME:PROTOCOL[,...]",
+            help="Kafka's listener.security.protocol.map (CONTROLLER is PLAINTEXT unless mapped)",
+        )
+        parser.add_argument(
+            "--controller-listener-names",
+            default=None,
+            metavar="NAME[,...]",
+            help="Kafka's controller.listener.names (default: CONTROLLER)",
         )
         parser.add_argument(
             "--advertised-host",
@@ -68,7 +84,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--authentication-timeout-s", type=float, default=DEFAULTS.authentication_timeout_s
         )
-        parser.add_argument("--max-in-flight", type=int, default=DEFAULTS.max_in_flight)
+        parser.add_argument(
+            "--queued-max-request-bytes",
+            type=int,
+            default=DEFAULTS.queued_max_request_bytes,
+            help="Kafka's queued.max.request.bytes: the bytes of requests held at once, all "
+            "connections together (each connection holds one request at a time)",
+        )
         parser.add_argument(
             "--max-connections-per-ip", type=int, default=DEFAULTS.max_connections_per_ip
         )
@@ -82,7 +104,11 @@ class Command(BaseCommand):
                 "process is the controller and hosts the listener itself (CP_KAFKA_LISTENERS)"
             )
         try:
-            listeners = [Listener.parse(text) for text in options["listener"]]
+            listeners = parse_listeners(
+                options["listener"],
+                options["listener_security_protocol_map"],
+                options["controller_listener_names"],
+            )
         except ValueError as error:
             raise CommandError(str(error)) from None
         context = None
@@ -102,7 +128,7 @@ class Command(BaseCommand):
             max_frame_bytes=options["max_frame_bytes"],
             idle_timeout_s=options["idle_timeout_s"],
             authentication_timeout_s=options["authentication_timeout_s"],
-            max_in_flight=options["max_in_flight"],
+            queued_max_request_bytes=options["queued_max_request_bytes"],
             max_connections_per_ip=options["max_connections_per_ip"],
             max_connections=options["max_connections"],
             threads=options["threads"],
@@ -126,8 +152,10 @@ class Command(BaseCommand):
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         for bound in await server.start():
+            listener = bound.listener
             self.stdout.write(
-                f"Kafka protocol listener {bound.listener.protocol}://{bound.host}:{bound.port}",
+                f"Kafka protocol listener {listener.listener_name}://{bound.host}:{bound.port} "
+                f"({listener.protocol}, {listener.role})",
             )
         self.stdout.flush()
         await stop.wait()
