@@ -41,25 +41,6 @@ def plain_user(auth_bytes: bytes) -> str:
         return ""
 
 
-def may_reach_the_controller(principal: AuthenticatedPrincipal, host: str) -> bool:
-    from django.db import close_old_connections
-
-    from controlplane.authz import is_authorized
-    from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
-
-    close_old_connections()
-    try:
-        return is_authorized(
-            principal,
-            host=host,
-            operation=AclOperation.CLUSTER_ACTION,
-            resource_type=ResourceType.CLUSTER,
-            resource_name=CLUSTER_NAME,
-        )
-    finally:
-        close_old_connections()
-
-
 def authenticate_plain_on_pool(auth_bytes: bytes) -> AuthenticatedPrincipal:
     from django.db import close_old_connections
 

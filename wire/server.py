@@ -37,7 +37,6 @@ from wire import metrics
 from wire.admission import (
     ANONYMOUS,
     authenticate_plain_on_pool,
-    may_reach_the_controller,
     plain_user,
     within_request_rate,
 )
@@ -367,9 +366,6 @@ class WireServer:
         if conn.principal is None:  # Kafka: IllegalSaslStateException, then the close
             raise _Close(f"apiKey {api_key} before SASL authentication")
         api = self._api(conn, api_key, api_version)
-        loop = asyncio.get_running_loop()
-        if conn.listener.controller:
-            await self._from_a_broker(conn, api, loop)
         _within_item_bound(api, header, frame)
         request = WireRequest(
             api_key=api_key,
@@ -387,7 +383,9 @@ class WireServer:
             listener=conn.listener.protocol,
         )
         await within_request_rate(conn.principal, conn.host, conn.listener.listener_name)
-        response = await loop.run_in_executor(self.pool, self._handle, api, request, received)
+        loop = asyncio.get_running_loop()
+        gate = conn.listener.listener_name if conn.listener.controller else None
+        response = await loop.run_in_executor(self.pool, self._handle, api, request, received, gate)
         if response is None:
             raise _Close(f"{api.name} failed")
         return response
@@ -404,30 +402,6 @@ class WireServer:
             raise _Close(f"{api.name} is not served on {listener.role} listener {listener.name}")
         return api
 
-    async def _from_a_broker(
-        self, conn: _Connection, api: WireApi, loop: asyncio.AbstractEventLoop
-    ) -> None:
-        """The controller's listeners are for brokers, as Kafka's ControllerApis authorizes
-        them: CLUSTER_ACTION on the cluster (brokers and super users hold it; an operator may
-        grant it, e.g. to ANONYMOUS on a PLAINTEXT controller listener). Anyone else is turned
-        away before a handler runs, the attempt logged and counted."""
-        assert conn.principal is not None
-        allowed = await loop.run_in_executor(
-            self.pool, may_reach_the_controller, conn.principal, conn.host
-        )
-        if allowed:
-            return
-        self._refused(conn, "not_a_broker")
-        name = conn.listener.listener_name
-        logger.warning(
-            "closing %s: %s from %s, which lacks CLUSTER_ACTION, on controller listener %s",
-            conn.host,
-            api.name,
-            conn.principal.principal,
-            name,
-        )
-        raise _Close(f"{api.name} from {conn.principal.principal} on controller listener {name}")
-
     @staticmethod
     def _body(header: RequestHeader, frame: bytes) -> Any:
         try:
@@ -435,13 +409,24 @@ class WireServer:
         except InvalidRequest as error:
             raise _Close(str(error)) from None
 
-    def _handle(self, api: WireApi, request: WireRequest, received: float) -> bytes | None:
-        """On the pool: the handler, then the encoding (never on the event loop)."""
+    def _handle(
+        self, api: WireApi, request: WireRequest, received: float, gate: str | None
+    ) -> bytes | None:
+        """On the pool: the handler, then the encoding (never on the event loop). On a
+        controller listener (`gate`: its name) the caller must hold CLUSTER_ACTION first."""
         from django.db import close_old_connections
+
+        from wire.apis.controller_gate import (
+            may_reach_the_controller,
+            refused_on_controller_listener,
+        )
 
         close_old_connections()
         try:
-            answer = api.handler(request)
+            if gate is not None and not may_reach_the_controller(request):
+                answer = refused_on_controller_listener(api, request, gate)
+            else:
+                answer = api.handler(request)
             body = answer if isinstance(answer, bytes) else encode_body(answer)
             errors = [] if isinstance(answer, bytes) else metrics.error_names(answer)
         except Exception:

@@ -4,7 +4,10 @@ listeners brokers reach the controller by; client listeners never advertise nor 
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
+from kio.schema.create_topics.v7 import request as create_topics_v7
 from kio.schema.envelope.v0 import request as envelope_v0
 from kio.schema.errors import ErrorCode
 
@@ -28,6 +31,15 @@ def envelope(inner: bytes, principal: str = "User:acl-admin") -> envelope_v0.Env
         request_data=inner,
         request_principal=encode_principal(principal),
         client_host_address=bytes([10, 1, 2, 3]),
+    )
+
+
+def create_topics(name: str) -> create_topics_v7.CreateTopicsRequest:
+    topic = create_topics_v7.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=1, assignments=(), configs=()
+    )
+    return create_topics_v7.CreateTopicsRequest(
+        topics=(topic,), timeout=datetime.timedelta(seconds=5), validate_only=False
     )
 
 
@@ -81,14 +93,22 @@ def test_the_controller_listener_turns_away_principals_without_cluster_action(
 ) -> None:
     principal_create(name="acl-admin", super_user=True)
     token = principal_create(name="tenant")
-    before = refused("CONTROLLER", "not_a_broker")
     with RawClient(wire_listener.host, wire_listener.controller_port) as client:
         assert authenticate(client, "tenant", token) == ErrorCode.none
         assert ENVELOPE in served(client)  # ApiVersions is the connection's own: answered
-        client.send(envelope(forwarded_create_acls("via-tenant")))
-        assert client.read_frame() is None
-    assert refused("CONTROLLER", "not_a_broker") == before + 1
+        answer = client.request(envelope(forwarded_create_acls("via-tenant")))
+        assert answer.error_code == ErrorCode.cluster_authorization_failed
+        assert answer.response_data is None
+        topics = client.request(create_topics("tenant-topic"))  # the answer names each item
+        assert [(t.name, t.error_code) for t in topics.topics] == [
+            ("tenant-topic", ErrorCode.cluster_authorization_failed)
+        ]
     assert not Acl.objects.filter(resource_name="via-tenant").exists()
+    denied = AuditEvent.objects.filter(principal="User:tenant").order_by("pk")
+    assert [(e.api, e.outcome, e.error_code) for e in denied] == [
+        ("Envelope", "DENIED", 31),
+        ("CreateTopics", "DENIED", 31),
+    ]
     # a super user may (Kafka's super.users hold every operation)
     admin_token = principal_create(name="operator", super_user=True)
     with RawClient(wire_listener.host, wire_listener.controller_port) as client:
