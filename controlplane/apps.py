@@ -16,10 +16,12 @@ class ControlPlaneConfig(AppConfig):
         from controlplane.runtime.projections import (
             AclProjection,
             ConfigProjection,
+            FeaturesProjection,
             register_projection,
         )
 
         # The runtime's own tables, below every app: authorization and the controller's settings.
+        register_projection(FeaturesProjection())
         register_projection(AclProjection())
         register_projection(ConfigProjection())
 

@@ -28,6 +28,28 @@ class Cluster(models.Model):
         db_table = "cp_cluster"
 
 
+class FinalizedFeature(models.Model):
+    """A finalized feature's level (FeatureLevelRecord): metadata.version and the others."""
+
+    name = models.CharField(max_length=255, primary_key=True)
+    level = models.IntegerField()
+
+    class Meta:
+        db_table = "cp_finalized_feature"
+
+
+class ProducerIdBlock(models.Model):
+    """The last producer id block handed out (ProducerIdsRecord): one row, or none yet."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    broker_id = models.IntegerField()
+    broker_epoch = models.BigIntegerField()
+    next_producer_id = models.BigIntegerField()
+
+    class Meta:
+        db_table = "cp_producer_id_block"
+
+
 class MetadataRecord(models.Model):
     """One entry of the metadata log: gap-free offsets, append-only."""
 

@@ -281,6 +281,27 @@ class RemoveDelegationTokenRecord(Record):
     token_id: str
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class FeatureLevelRecord(Record):
+    """Kafka's FeatureLevelRecord: a finalized feature's level (`metadata.version` first); level
+    0 removes the feature. A new cluster's log starts with them, as Kafka's bootstrap does."""
+
+    TYPE: ClassVar[str] = "FeatureLevelRecord"
+    name: str
+    feature_level: int
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProducerIdsRecord(Record):
+    """Kafka's ProducerIdsRecord: the next producer id block starts at `next_producer_id`,
+    handed to `broker_id` at `broker_epoch` (AllocateProducerIds)."""
+
+    TYPE: ClassVar[str] = "ProducerIdsRecord"
+    broker_id: int
+    broker_epoch: int
+    next_producer_id: int
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     cls.TYPE: cls
     for cls in (
@@ -297,6 +318,8 @@ RECORD_TYPES: dict[str, type[Record]] = {
         ClientQuotaRecord,
         DelegationTokenRecord,
         RemoveDelegationTokenRecord,
+        FeatureLevelRecord,
+        ProducerIdsRecord,
     )
 }
 

@@ -22,7 +22,9 @@ from django.db import DatabaseError, close_old_connections, connection
 from controlplane.controller.dispatch import ReplayFailed, run_event
 from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.features import bootstrap_records
 from controlplane.controller.image import BrokerStatus, MetadataDelta, MetadataImage
+from controlplane.controller.records import Record
 from controlplane.models import Cluster
 from controlplane.runtime.batcher import (
     MAX_BATCH_EVENTS,
@@ -499,7 +501,33 @@ def _run_events(
     prior: dict[RequestKey, ControllerAnswer],
     failed: dict[int, ControllerAnswer],
 ) -> tuple[MetadataDelta, list[int], list[ControllerAnswer], list[AppliedWrite]]:
+    bootstrap = bootstrap_records(image)
+    ran = _run_events_after(
+        image, bootstrap=[], events=events, env=env, now=now, prior=prior, failed=failed
+    )
+    if not bootstrap or not ran[0].replayed:
+        return ran
+    # The first commit that writes anything to a log without metadata.version starts with
+    # Kafka's bootstrap features (a batch that writes nothing still writes nothing): the
+    # batch runs again after them, so they take the first offsets.
+    return _run_events_after(
+        image, bootstrap=bootstrap, events=events, env=env, now=now, prior=prior, failed=failed
+    )
+
+
+def _run_events_after(
+    image: MetadataImage,
+    *,
+    bootstrap: Sequence[Record],
+    events: Sequence[ControllerEvent],
+    env: ControllerEnv,
+    now: int,
+    prior: dict[RequestKey, ControllerAnswer],
+    failed: dict[int, ControllerAnswer],
+) -> tuple[MetadataDelta, list[int], list[ControllerAnswer], list[AppliedWrite]]:
     delta = MetadataDelta(image)
+    for record in bootstrap:
+        delta.replay(record)
     contacts: list[int] = []
     answers: list[ControllerAnswer] = []
     writes: list[AppliedWrite] = []

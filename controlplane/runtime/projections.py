@@ -169,3 +169,55 @@ def _delete_configs(removed: list[tuple[str, str, str]]) -> None:
         ]:
             query |= Q(resource_type=resource_type, resource_name=resource_name, name=name)
         ConfigEntry.objects.filter(query).delete()
+
+
+class FeaturesProjection:
+    """cp_finalized_feature (FeatureLevelRecord) and cp_producer_id_block (ProducerIdsRecord):
+    a few rows, written when they change."""
+
+    name = "features"
+    tables: tuple[str, ...] = ("cp_finalized_feature", "cp_producer_id_block")
+
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
+        if not delta.changed_features and delta.changed_producer_ids is None:
+            return []
+        return [
+            functools.partial(
+                _write_features, dict(delta.changed_features), delta.changed_producer_ids
+            )
+        ]
+
+    def load(self, image: MetadataImage) -> None:
+        from controlplane.models import FinalizedFeature, ProducerIdBlock
+
+        features = image.features_image
+        for name, level in FinalizedFeature.objects.values_list("name", "level"):
+            features.finalized_features[name] = level
+        block = ProducerIdBlock.objects.filter(pk=1).first()
+        if block is not None:
+            features.producer_ids_owner = (block.broker_id, block.broker_epoch)
+            features.next_producer_id = block.next_producer_id
+
+
+def _write_features(
+    changed: dict[str, int | None], producer_ids: tuple[int, int, int] | None
+) -> None:
+    from controlplane.models import FinalizedFeature, ProducerIdBlock
+
+    for name, level in changed.items():
+        if level is None:
+            FinalizedFeature.objects.filter(name=name).delete()
+        else:
+            FinalizedFeature.objects.update_or_create(name=name, defaults={"level": level})
+    if producer_ids is not None:
+        broker_id, broker_epoch, next_producer_id = producer_ids
+        ProducerIdBlock.objects.update_or_create(
+            pk=1,
+            defaults={
+                "broker_id": broker_id,
+                "broker_epoch": broker_epoch,
+                "next_producer_id": next_producer_id,
+            },
+        )

@@ -12,6 +12,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from brokers.models import Broker
+from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerEvent
@@ -330,14 +331,15 @@ def test_no_active_controller_is_503_with_retry_after(api, tokens, cluster_id, s
 def test_metadata_fetch_pages_and_validates(api, tokens, register):
     for broker_id in range(3):
         register(broker_id)
+    first = len(BOOTSTRAP_FEATURES)  # the bootstrap FeatureLevelRecords come first
     status, page = api.get(
-        "/internal/v1/metadata?after_offset=0&max_records=1", token=tokens["broker"]
+        f"/internal/v1/metadata?after_offset={first}&max_records=1", token=tokens["broker"]
     )
-    assert status == 200 and [r["offset"] for r in page["records"]] == [1]
-    assert page["last_offset"] == 2 and page["controller_epoch"] == 1
+    assert status == 200 and [r["offset"] for r in page["records"]] == [first + 1]
+    assert page["last_offset"] == first + 2 and page["controller_epoch"] == 1
     assert page["records"][0]["type"] == "RegisterBrokerRecord"
     status, empty = api.get(
-        "/internal/v1/metadata?after_offset=2&wait_ms=50", token=tokens["broker"]
+        f"/internal/v1/metadata?after_offset={first + 2}&wait_ms=50", token=tokens["broker"]
     )
     assert status == 200 and empty["records"] == []
     status, bad = api.get("/internal/v1/metadata?after_offset=abc", token=tokens["broker"])

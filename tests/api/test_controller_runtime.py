@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pytest
 
 from brokers.models import Broker
+from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import Cluster, MetadataRecord
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent, RequestContext
@@ -17,6 +18,9 @@ from controlplane.runtime.lease import cluster_get_or_create, now_ms
 from tests.conftest import registration_body
 
 pytestmark = pytest.mark.django_db
+
+# A new cluster's first commit starts with Kafka's bootstrap FeatureLevelRecords.
+FIRST = len(BOOTSTRAP_FEATURES)
 
 
 def registration_event(broker_id: int, *, deadline_ms: int | None = None) -> ControllerEvent:
@@ -40,10 +44,11 @@ def test_a_batch_applies_in_order_with_gap_free_offsets_and_per_event_answers():
     events = [registration_event(1), registration_event(2), registration_event(1)]
     answers = [answer.response for answer in runtime.handle_batch(events)]
     assert [a["error_code"] for a in answers] == [0, 0, 101]  # the third: a live duplicate
-    assert [a.get("broker_epoch") for a in answers[:2]] == [0, 1]
+    assert [a.get("broker_epoch") for a in answers[:2]] == [FIRST, FIRST + 1]
     assert list(MetadataRecord.objects.values_list("offset", "request_id")) == [
-        (0, events[0].context.request_id),
-        (1, events[1].context.request_id),
+        *((offset, "") for offset in range(FIRST)),
+        (FIRST, events[0].context.request_id),
+        (FIRST + 1, events[1].context.request_id),
     ]
 
 
@@ -59,31 +64,31 @@ def test_a_retried_request_id_answers_the_first_outcome_without_reapplying():
     assert dataclasses.replace(again, handled_ms=None) == dataclasses.replace(
         first, handled_ms=None
     )
-    assert first.offsets == (0, 0)
-    assert MetadataRecord.objects.count() == 1
+    assert first.offsets == (FIRST, FIRST)
+    assert MetadataRecord.objects.count() == FIRST + 1
     # Another request (a new incarnation) with that id is refused, never answered the first's.
     other = dataclasses.replace(
         event, payload=registration_body(1, cluster_get_or_create().cluster_id)
     )
     refused = runtime.handle(other)
     assert refused.error_code == 42 and refused.notes.get("request_id_reused")
-    assert MetadataRecord.objects.count() == 1
+    assert MetadataRecord.objects.count() == FIRST + 1
 
 
 def test_a_log_that_moved_under_the_controller_fences_it_until_it_reloads():
     runtime = get_runtime()
     runtime.handle(registration_event(1))
     lease = runtime.lease
-    # Someone else wrote (a split brain the lease should have prevented): offset 0 -> 5.
-    Cluster.objects.filter(pk=1).update(last_offset=5)
+    # Someone else wrote (a split brain the lease should have prevented): the end moves on.
+    Cluster.objects.filter(pk=1).update(last_offset=FIRST + 5)
     refused = runtime.handle(registration_event(2)).response
     assert refused["error"] == "NOT_CONTROLLER" and "moved" in refused["error_message"]
     assert runtime.lease is None and runtime.image is None  # stepped down, image dropped
     assert not Broker.objects.filter(pk=2).exists()
     # Its lease is still valid in the row, so it takes it back and reloads the image.
-    Cluster.objects.filter(pk=1).update(last_offset=0)
+    Cluster.objects.filter(pk=1).update(last_offset=FIRST)
     again = runtime.handle(registration_event(2)).response
-    assert again["error_code"] == 0 and again["broker_epoch"] == 1
+    assert again["error_code"] == 0 and again["broker_epoch"] == FIRST + 1
     assert runtime.lease is not None and lease is not None
     assert runtime.lease.epoch == lease.epoch  # same holder re-acquired: no new epoch
 
@@ -130,8 +135,8 @@ def test_events_waiting_together_commit_together() -> None:
     assert all(a.error_code == 0 for a in answers.values())
     assert batches == [1, 9]  # the one taken first, then the nine that waited
     epochs = sorted(int(a.response["broker_epoch"]) for a in answers.values())
-    assert epochs == list(range(1, 11))  # gap-free offsets across the batches
-    assert MetadataRecord.objects.count() == 11
+    assert epochs == list(range(FIRST + 1, FIRST + 11))  # gap-free offsets across batches
+    assert MetadataRecord.objects.count() == FIRST + 11
 
 
 @pytest.mark.django_db(transaction=True)

@@ -131,7 +131,7 @@ def test_state_idempotent_events_are_not_deduplicated() -> None:
         {
             "broker_id": 1,
             "broker_epoch": registered["broker_epoch"],
-            "current_metadata_offset": 0,
+            "current_metadata_offset": registered["broker_epoch"],  # caught up to it
             "want_fence": False,
             "want_shut_down": False,
             "offline_log_dirs": [],

@@ -49,6 +49,7 @@ def test_ready_again_registers_nothing_twice() -> None:
 
 def test_every_app_plugs_in_from_ready() -> None:
     assert list(PROJECTIONS) == [
+        "features",
         "acls",
         "configs",
         "brokers",

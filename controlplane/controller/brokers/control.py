@@ -28,6 +28,7 @@ from controlplane.controller.env import (
     BrokerSession,
 )
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
+from controlplane.controller.features import SupportedFeature, check_supported_features
 from controlplane.controller.image import (
     BrokerControlState,
     BrokerRegistration,
@@ -83,6 +84,7 @@ class BrokerRegistrationRequest:
     pod: str
     log_dirs: tuple[str, ...]
     software_version: str | None = None
+    features: tuple[SupportedFeature, ...] = ()  # what a Kafka broker supports, by name
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -151,6 +153,7 @@ def register_broker(
             f"Expected cluster ID {view.cluster_id}, but got cluster ID {request.cluster_id}",
         )
     validate_registration(request)
+    check_supported_features(view.finalized_features(), request.features)
     existing = view.broker(request.broker_id)
     if existing is not None:
         if existing.incarnation_id == request.incarnation_id:

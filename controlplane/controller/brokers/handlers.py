@@ -25,6 +25,10 @@ def _broker_registration(
         pod=payload.get("pod") or control.BROKER_POD,
         log_dirs=tuple(payload.get("log_dirs", ())),
         software_version=payload.get("software_version"),
+        features=tuple(
+            (str(f["name"]), int(f["min_supported_version"]), int(f["max_supported_version"]))
+            for f in payload.get("features", ())
+        ),
     )
     return control.register_broker(
         view,

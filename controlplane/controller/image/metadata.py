@@ -29,6 +29,7 @@ from controlplane.controller.image.delegation_tokens import (
     DelegationTokenDelta,
     DelegationTokenImage,
 )
+from controlplane.controller.image.features import FeaturesDelta, FeaturesImage
 from controlplane.controller.image.mirror import MirrorDelta, MirrorImage
 from controlplane.controller.image.topics import (
     PartitionRegistration,
@@ -75,6 +76,7 @@ class MetadataImage:
 
     cluster_id: str
     last_offset: int = NO_OFFSET
+    features_image: FeaturesImage = dataclasses.field(default_factory=FeaturesImage)
     cluster_image: ClusterImage = dataclasses.field(default_factory=ClusterImage)
     topics_image: TopicsImage = dataclasses.field(default_factory=TopicsImage)
     configs_image: ConfigurationsImage = dataclasses.field(default_factory=ConfigurationsImage)
@@ -153,7 +155,12 @@ class MetadataImage:
     def put_client_quota(self, entity: QuotaEntity, key: str, value: float | None) -> None:
         self.client_quotas_image.put_client_quota(entity, key, value)
 
+    @property
+    def metadata_version(self) -> int | None:
+        return self.features_image.metadata_version
+
     def apply(self, delta: MetadataDelta) -> None:
+        self.features_image.apply(delta.features_delta)
         self.cluster_image.apply(delta.cluster_delta)
         self.acls_image.apply(delta.acls_delta)
         self.topics_image.apply(delta.topics_delta)
@@ -168,8 +175,10 @@ class MetadataImage:
     def parts(self) -> tuple[ImagePart, ...]:
         """Every part, in the order a snapshot writes them: what a part's replay checks or
         reads comes before it (brokers, then topics and their partitions, then configs, some
-        of which belong to topics). A new part goes here, or it is missing from snapshots."""
+        of which belong to topics). A new part goes here, or it is missing from snapshots.
+        The features come first: every later record is read at their metadata.version."""
         return (
+            self.features_image,
             self.cluster_image,
             self.topics_image,
             self.configs_image,
@@ -191,6 +200,7 @@ class MetadataImage:
         return {
             "cluster_id": self.cluster_id,
             "last_offset": self.last_offset,
+            **self.features_image.as_comparable(),
             **self.cluster_image.as_comparable(),
             **self.acls_image.as_comparable(),
             **self.topics_image.as_comparable(),
@@ -211,6 +221,7 @@ class MetadataDelta:
         # What the derived indexes make of this delta, by index name, computed once (before
         # the commit, by the projections) and applied with the delta.
         self.derived: dict[str, Any] = {}
+        self.features_delta = FeaturesDelta(base.features_image)
         self.cluster_delta = ClusterDelta(base.cluster_image)
         self.topics_delta = TopicsDelta(base.topics_image)
         self.configs_delta = ConfigurationsDelta(base.configs_image)
@@ -226,6 +237,7 @@ class MetadataDelta:
             RemoveTopicRecord: self._replay_remove_topic,
         }
         for part in (
+            self.features_delta,
             self.cluster_delta,
             self.topics_delta,
             self.configs_delta,
@@ -266,6 +278,14 @@ class MetadataDelta:
 
     # --- what changed, by part (the projections persist these) ------------------------------
     @property
+    def changed_features(self) -> dict[str, int | None]:
+        return self.features_delta.changed_features
+
+    @property
+    def changed_producer_ids(self) -> tuple[int, int, int] | None:
+        return self.features_delta.producer_ids
+
+    @property
     def changed_brokers(self) -> dict[int, BrokerRegistration | None]:
         return self.cluster_delta.changed_brokers
 
@@ -303,6 +323,20 @@ class MetadataDelta:
         return self.topics_delta.unclean_leader_elections
 
     # --- reads through the changes --------------------------------------------------------
+    @property
+    def metadata_version(self) -> int | None:
+        return self.features_delta.metadata_version
+
+    def feature_level(self, name: str) -> int | None:
+        return self.features_delta.feature_level(name)
+
+    def finalized_features(self) -> dict[str, int]:
+        return self.features_delta.finalized_features()
+
+    @property
+    def next_producer_id(self) -> int:
+        return self.features_delta.next_producer_id
+
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self.cluster_delta.broker(broker_id)
 

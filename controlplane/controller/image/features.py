@@ -1,0 +1,112 @@
+"""The finalized features and the producer id blocks (Kafka's FeaturesImage and
+ProducerIdsImage, with their deltas).
+
+Replays FeatureLevelRecord (a feature's finalized level; level 0 removes it) and
+ProducerIdsRecord (the next producer id block; it only moves forward).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from controlplane.controller.records import FeatureLevelRecord, ProducerIdsRecord, Record
+
+METADATA_VERSION = "metadata.version"
+NO_PRODUCER_IDS = 0  # Kafka's first block starts at producer id 0
+
+
+@dataclasses.dataclass(slots=True)
+class FeaturesImage:
+    finalized_features: dict[str, int] = dataclasses.field(default_factory=dict)
+    # The start of the next producer id block AllocateProducerIds hands out.
+    next_producer_id: int = NO_PRODUCER_IDS
+    # Who was handed the block that ends at next_producer_id, at which broker epoch (what
+    # rebuilds the image exactly from a snapshot).
+    producer_ids_owner: tuple[int, int] | None = None
+
+    @property
+    def metadata_version(self) -> int | None:
+        return self.finalized_features.get(METADATA_VERSION)
+
+    def apply(self, delta: FeaturesDelta) -> None:
+        for name, level in delta.changed_features.items():
+            if level is None:
+                self.finalized_features.pop(name, None)
+            else:
+                self.finalized_features[name] = level
+        if delta.producer_ids is not None:
+            self.producer_ids_owner = delta.producer_ids[:2]
+            self.next_producer_id = delta.producer_ids[2]
+
+    def as_comparable(self) -> dict[str, Any]:
+        return {
+            "finalized_features": dict(sorted(self.finalized_features.items())),
+            "next_producer_id": self.next_producer_id,
+            "producer_ids_owner": self.producer_ids_owner,
+        }
+
+    def records(self) -> Iterator[Record]:
+        """metadata.version first (every later record is read at it, as Kafka's snapshot
+        writes it first), then the other features by name, then the producer id block."""
+        levels = self.finalized_features
+        if METADATA_VERSION in levels:
+            yield FeatureLevelRecord(METADATA_VERSION, levels[METADATA_VERSION])
+        for name in sorted(levels.keys() - {METADATA_VERSION}):
+            yield FeatureLevelRecord(name, levels[name])
+        if self.producer_ids_owner is not None:
+            broker_id, broker_epoch = self.producer_ids_owner
+            yield ProducerIdsRecord(broker_id, broker_epoch, self.next_producer_id)
+
+
+class FeaturesDelta:
+    def __init__(self, image: FeaturesImage) -> None:
+        self.image = image
+        self.changed_features: dict[str, int | None] = {}
+        self.producer_ids: tuple[int, int, int] | None = None  # (broker, epoch, next id)
+
+    def replayers(self) -> dict[type[Record], Callable[[Any, int], None]]:
+        return {
+            FeatureLevelRecord: self.replay_feature_level,
+            ProducerIdsRecord: self.replay_producer_ids,
+        }
+
+    def feature_level(self, name: str) -> int | None:
+        if name in self.changed_features:
+            return self.changed_features[name]
+        return self.image.finalized_features.get(name)
+
+    @property
+    def metadata_version(self) -> int | None:
+        return self.feature_level(METADATA_VERSION)
+
+    def finalized_features(self) -> dict[str, int]:
+        levels = dict(self.image.finalized_features)
+        for name, level in self.changed_features.items():
+            if level is None:
+                levels.pop(name, None)
+            else:
+                levels[name] = level
+        return levels
+
+    @property
+    def next_producer_id(self) -> int:
+        if self.producer_ids is not None:
+            return self.producer_ids[2]
+        return self.image.next_producer_id
+
+    def replay_feature_level(self, record: FeatureLevelRecord, offset: int) -> None:
+        if record.feature_level < 0:
+            raise ValueError(f"FeatureLevelRecord {record.name} at level {record.feature_level}")
+        self.changed_features[record.name] = record.feature_level or None
+
+    def replay_producer_ids(self, record: ProducerIdsRecord, offset: int) -> None:
+        if record.next_producer_id <= self.next_producer_id and self.has_producer_ids():
+            raise ValueError(
+                f"ProducerIdsRecord moves the next producer id back to {record.next_producer_id}"
+            )
+        self.producer_ids = (record.broker_id, record.broker_epoch, record.next_producer_id)
+
+    def has_producer_ids(self) -> bool:
+        return self.producer_ids is not None or self.image.producer_ids_owner is not None
