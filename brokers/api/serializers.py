@@ -22,6 +22,12 @@ class ListenerSerializer(StrictSerializer):
     security_protocol = serializers.ChoiceField(choices=sorted(SECURITY_PROTOCOLS))
 
 
+class SupportedFeatureSerializer(StrictSerializer):
+    name = StrictCharField(max_length=255)
+    min_supported_version = StrictIntegerField(min_value=-32768, max_value=32767)
+    max_supported_version = StrictIntegerField(min_value=-32768, max_value=32767)
+
+
 class BrokerRegistrationSerializer(StrictSerializer):
     broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX)
     cluster_id = StrictCharField(max_length=64)
@@ -36,6 +42,11 @@ class BrokerRegistrationSerializer(StrictSerializer):
     # brokers do not send it.
     software_version = StrictCharField(
         max_length=128, allow_null=True, required=False, default=None
+    )
+    # The features a Kafka broker supports (its registration's Features): it registers only if
+    # it supports every finalized level; a broker that sends none is not checked.
+    features = serializers.ListField(
+        child=SupportedFeatureSerializer(), max_length=64, required=False, default=list
     )
 
 

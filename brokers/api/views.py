@@ -39,6 +39,7 @@ class BrokerRegistrationView(APIView):
         body.is_valid(raise_exception=True)
         payload: dict[str, Any] = dict(body.validated_data)
         payload["listeners"] = [dict(item) for item in payload["listeners"]]
+        payload["features"] = [dict(item) for item in payload["features"]]
         return Response(services.broker_register(payload=payload, context=request_context(request)))
 
 

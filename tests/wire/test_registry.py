@@ -24,13 +24,22 @@ def test_every_registered_kafka_rpc_is_served_on_the_wire() -> None:
         assert WIRE_APIS[api.api_key].name == name
 
 
+# What brokers send the controller, served on its listeners only: the REST internal API's
+# routes (`/internal/v1/...`), not admin RPCs of the registry.
+BROKER_LIFECYCLE = {62: "BrokerRegistration", 63: "BrokerHeartbeat"}
+
+
 def test_the_wire_serves_nothing_the_registry_does_not_name() -> None:
-    """Besides the connection's own APIs and the Envelope, every wire API is a registered RPC
-    or Metadata (which the REST API serves as its read endpoints)."""
+    """Besides the connection's own APIs and the Envelope, every wire API is a registered RPC,
+    Metadata (which the REST API serves as its read endpoints), or a broker lifecycle RPC of the
+    internal API (on controller listeners only)."""
     load_all()
     by_key = {api.api_key: name for name, api in ADMIN_APIS.items()}
     for key, api in WIRE_APIS.items():
         if key in (ENVELOPE_API_KEY, 3):
+            continue
+        if key in BROKER_LIFECYCLE:
+            assert BROKER_LIFECYCLE[key] == api.name and api.roles == {"controller"}
             continue
         assert by_key.get(key) == api.name, (key, api.name)
     assert not set(SESSION_APIS) & set(WIRE_APIS)

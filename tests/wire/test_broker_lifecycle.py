@@ -1,0 +1,127 @@
+"""The broker lifecycle on the controller listener (issue 35, point 3): BrokerRegistration and
+BrokerHeartbeat as a stock Kafka broker sends them, on the same core rules as the REST
+internal API; a broker on the wire and one on REST share the cluster."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any
+
+import pytest
+from kio.schema.broker_heartbeat.v1 import request as heartbeat_v1
+from kio.schema.broker_registration.v4 import request as registration_v4
+from kio.schema.errors import ErrorCode
+
+from brokers.models import Broker
+from controlplane.controller.features import BOOTSTRAP_FEATURES
+from controlplane.models import MetadataRecord
+from controlplane.principals import principal_create
+from controlplane.runtime.lease import cluster_get_or_create
+from tests.conftest import registration_body
+from tests.wire.conftest import RunningListener
+from tests.wire.rawclient import RawClient
+from tests.wire.test_server import authenticate, served
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+STOCK_FEATURES = (  # what a Kafka 4.1 broker declares
+    ("metadata.version", 7, 27),
+    ("kraft.version", 0, 1),
+    ("group.version", 0, 1),
+    ("transaction.version", 0, 2),
+)
+
+
+def registration(
+    broker_id: int, cluster_id: str, features: tuple[tuple[str, int, int], ...] = STOCK_FEATURES
+) -> registration_v4.BrokerRegistrationRequest:
+    return registration_v4.BrokerRegistrationRequest(
+        broker_id=broker_id,
+        cluster_id=cluster_id,
+        incarnation_id=uuid.uuid4(),
+        listeners=(
+            registration_v4.Listener(
+                name="PLAINTEXT", host="127.0.0.1", port=19092 + broker_id, security_protocol=0
+            ),
+        ),
+        features=tuple(
+            registration_v4.Feature(name=n, min_supported_version=lo, max_supported_version=hi)
+            for n, lo, hi in features
+        ),
+        rack="r1",
+        is_migrating_zk_broker=False,
+        log_dirs=(uuid.uuid4(),),
+        previous_broker_epoch=-1,
+    )
+
+
+def heartbeat(broker_id: int, epoch: int, offset: int) -> heartbeat_v1.BrokerHeartbeatRequest:
+    return heartbeat_v1.BrokerHeartbeatRequest(
+        broker_id=broker_id,
+        broker_epoch=epoch,
+        current_metadata_offset=offset,
+        want_fence=False,
+        want_shut_down=False,
+        offline_log_dirs=(),
+    )
+
+
+@pytest.fixture
+def broker_client(wire_listener: RunningListener) -> Any:
+    token = principal_create(name="kafka-broker", broker=True)
+    with RawClient(wire_listener.host, wire_listener.controller_port) as client:
+        assert authenticate(client, "kafka-broker", token) == ErrorCode.none
+        yield client
+
+
+def test_a_kafka_broker_registers_heartbeats_and_is_unfenced(broker_client: Any) -> None:
+    versions = served(broker_client)
+    assert versions[62] == (0, 4) and versions[63] == (0, 1)
+    cluster_id = cluster_get_or_create().cluster_id
+    registered = broker_client.request(registration(1, cluster_id))
+    assert registered.error_code == ErrorCode.none
+    epoch = int(registered.broker_epoch)
+    record = MetadataRecord.objects.get(offset=epoch)  # Kafka's rule: the record's offset
+    assert record.record_type == "RegisterBrokerRecord" and epoch == len(BOOTSTRAP_FEATURES)
+    assert record.principal == "User:kafka-broker"
+    assert Broker.objects.get(pk=1).fenced
+
+    behind = broker_client.request(heartbeat(1, epoch, -1))  # not published yet: stays fenced
+    assert (behind.error_code, behind.is_caught_up, behind.is_fenced) == (
+        ErrorCode.none,
+        False,
+        True,
+    )
+    caught_up = broker_client.request(heartbeat(1, epoch, epoch))
+    assert (caught_up.is_caught_up, caught_up.is_fenced, caught_up.should_shut_down) == (
+        True,
+        False,
+        False,
+    )
+    assert not Broker.objects.get(pk=1).fenced
+
+    stale = broker_client.request(heartbeat(1, epoch + 100, epoch))
+    assert stale.error_code == ErrorCode.stale_broker_epoch and stale.is_fenced
+
+
+def test_registration_refusals_are_kafkas(broker_client: Any, api: Any, tokens: Any) -> None:
+    cluster_id = cluster_get_or_create().cluster_id
+    other = broker_client.request(registration(1, "another-cluster-id"))
+    assert other.error_code == ErrorCode.inconsistent_cluster_id
+    # A REST broker first: the features are finalized, and the two doors share the cluster.
+    status, _ = api.post(
+        "/internal/v1/broker-registration", registration_body(5, cluster_id), token=tokens["broker"]
+    )
+    assert status == 200
+    old = tuple((n, lo, 21 if n == "metadata.version" else hi) for n, lo, hi in STOCK_FEATURES)
+    too_old = broker_client.request(registration(1, cluster_id, old))
+    assert too_old.error_code == ErrorCode.unsupported_version
+    assert broker_client.request(registration(1, cluster_id)).error_code == ErrorCode.none
+    assert set(Broker.objects.values_list("broker_id", flat=True)) == {1, 5}
+    malformed = registration(2, cluster_id)
+    bad_port = registration_v4.Listener(name="", host="h", port=1, security_protocol=9)
+    malformed = dataclasses.replace(malformed, listeners=(bad_port,))
+    refused = broker_client.request(malformed)
+    assert refused.error_code == ErrorCode.invalid_request
+    assert not Broker.objects.filter(pk=2).exists()
