@@ -75,3 +75,14 @@ def _stale_epoch(request: core.BrokerHeartbeatRequest) -> dict[str, Any]:
         "is_fenced": True,
         "should_shut_down": False,
     }
+
+
+def producer_ids_allocate(
+    *, broker_id: int, broker_epoch: int, context: RequestContext
+) -> dict[str, Any]:
+    """The next block of producer ids for a broker (AllocateProducerIds)."""
+    return controller_call(
+        api="AllocateProducerIds",
+        payload={"broker_id": broker_id, "broker_epoch": broker_epoch},
+        context=context,
+    )

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
+from kio.schema.allocate_producer_ids.v0 import request as allocate_v0
 from kio.schema.broker_heartbeat.v1 import request as heartbeat_v1
 from kio.schema.broker_registration.v4 import request as registration_v4
 from kio.schema.errors import ErrorCode
@@ -54,6 +55,10 @@ def registration(
         log_dirs=(uuid.uuid4(),),
         previous_broker_epoch=-1,
     )
+
+
+def allocate(broker_id: int, epoch: int) -> allocate_v0.AllocateProducerIdsRequest:
+    return allocate_v0.AllocateProducerIdsRequest(broker_id=broker_id, broker_epoch=epoch)
 
 
 def heartbeat(broker_id: int, epoch: int, offset: int) -> heartbeat_v1.BrokerHeartbeatRequest:
@@ -103,6 +108,23 @@ def test_a_kafka_broker_registers_heartbeats_and_is_unfenced(broker_client: Any)
 
     stale = broker_client.request(heartbeat(1, epoch + 100, epoch))
     assert stale.error_code == ErrorCode.stale_broker_epoch and stale.is_fenced
+
+    # Producer id blocks: 1000 each, never handed out twice, for the current epoch only.
+    blocks = [broker_client.request(allocate(1, epoch)) for _ in range(2)]
+    assert [(b.error_code, b.producer_id_start, b.producer_id_len) for b in blocks] == [
+        (ErrorCode.none, 0, 1000),
+        (ErrorCode.none, 1000, 1000),
+    ]
+    refused = broker_client.request(allocate(1, epoch + 1))
+    assert refused.error_code == ErrorCode.stale_broker_epoch and refused.producer_id_start == -1
+    assert list(
+        MetadataRecord.objects.filter(record_type="ProducerIdsRecord").values_list(
+            "data", flat=True
+        )
+    ) == [
+        {"broker_id": 1, "broker_epoch": epoch, "next_producer_id": 1000},
+        {"broker_id": 1, "broker_epoch": epoch, "next_producer_id": 2000},
+    ]
 
 
 def test_registration_refusals_are_kafkas(broker_client: Any, api: Any, tokens: Any) -> None:

@@ -120,3 +120,27 @@ def broker_heartbeat(request: WireRequest) -> Any:
             "should_shut_down": bool(data.get("should_shut_down", False)),
         },
     )
+
+
+ALLOCATE_PRODUCER_IDS = 67
+
+
+@wire_api("AllocateProducerIds", ALLOCATE_PRODUCER_IDS, (0, 0), roles=CONTROLLER_ONLY)
+def allocate_producer_ids(request: WireRequest) -> Any:
+    body = request.body
+    try:
+        data = services.producer_ids_allocate(
+            broker_id=int(body.broker_id),
+            broker_epoch=int(body.broker_epoch),
+            context=context_of(request),
+        )
+    except ApiError as error:
+        return refused(request, error, producer_id_start=-1, producer_id_len=0)
+    if data.get("error_code"):
+        return refused(
+            request,
+            ApiError(Errors(data["error_code"]), data.get("error_message")),
+            producer_id_start=-1,
+            producer_id_len=0,
+        )
+    return answer(request, data)

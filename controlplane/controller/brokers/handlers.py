@@ -1,5 +1,6 @@
-"""The controller's broker RPCs: BrokerRegistration, BrokerHeartbeat, UnregisterBroker, and the
-controller's own FenceStaleBrokers (brokers whose session lapsed)."""
+"""The controller's broker RPCs: BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
+AllocateProducerIds, and the controller's own FenceStaleBrokers (brokers whose session
+lapsed)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.controller.brokers import control
+from controlplane.controller.brokers.producer_ids import allocate_producer_ids
 from controlplane.controller.env import ControllerEnv, Handler
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import Listener
@@ -80,7 +82,14 @@ def _unregister_broker(
     return control.unregister_broker(view, payload["broker_id"], env.configs(view))
 
 
+def _allocate_producer_ids(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return allocate_producer_ids(view, int(payload["broker_id"]), int(payload["broker_epoch"]))
+
+
 HANDLERS: Mapping[str, Handler] = {
+    "AllocateProducerIds": _allocate_producer_ids,
     "BrokerRegistration": _broker_registration,
     "BrokerHeartbeat": _broker_heartbeat,
     "FenceStaleBrokers": _fence_stale_brokers,
