@@ -12,7 +12,7 @@ from django.db.models import Q, QuerySet
 
 from controlplane.chunked import in_chunks
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
-from controlplane.models import Cluster, ConfigEntry, MetadataRecord
+from controlplane.models import Cluster, ConfigEntry, ControllerNode, MetadataRecord
 from controlplane.runtime.lease import cluster_read, now_ms
 from controlplane.runtime.snapshots import metadata_snapshot_latest_intact, snapshot_id_of
 
@@ -124,3 +124,19 @@ def config_view() -> ConfigView:
         return None if row is None else row.value
 
     return ConfigView(lookup, settings.CP_STATIC_BROKER_CONFIGS)
+
+
+def quorum_voters() -> list[dict[str, int]]:
+    """The controllers as Kafka's DescribeQuorum lists voters: one per controller id (its
+    furthest process: the active one, or a standby caught up), with the end of the log its
+    image holds and when it last said so."""
+    voters: dict[int, dict[str, int]] = {}
+    for node in ControllerNode.objects.order_by("-last_offset"):
+        if node.controller_id not in voters:
+            voters[node.controller_id] = {
+                "replica_id": node.controller_id,
+                "log_end_offset": node.last_offset + 1,
+                "last_fetch_timestamp": node.updated_ms,
+                "last_caught_up_timestamp": node.updated_ms,
+            }
+    return sorted(voters.values(), key=lambda v: v["replica_id"])

@@ -381,6 +381,8 @@ class WireServer:
             ),
             advertised=self.advertised(bound),
             listener=conn.listener.protocol,
+            listener_name=conn.listener.listener_name,
+            listener_role=conn.listener.role,
         )
         await within_request_rate(conn.principal, conn.host, conn.listener.listener_name)
         loop = asyncio.get_running_loop()

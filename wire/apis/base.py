@@ -52,6 +52,8 @@ class WireRequest:
     caller: Caller  # principal, client address, client id, request id
     advertised: Advertised
     listener: str  # the security protocol: PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL
+    listener_name: str = ""  # Kafka's ListenerName (CONTROLLER, ...); "" is the protocol's
+    listener_role: str = CLIENT
 
 
 # A handler answers the kio response entity of the request's version (kio.index.

@@ -54,7 +54,9 @@ from controlplane.controller.canary.rules import BROKER_POD
 from controlplane.rpc import REGISTRY, Caller, execute
 from controlplane.selectors import metadata_head
 from replicas import selectors as replica_selectors
-from wire.apis.base import Advertised, WireRequest, wire_api
+from wire.apis.base import BOTH_ROLES, Advertised, WireRequest, wire_api
+from wire.apis.quorum import describe_controllers
+from wire.listeners import CONTROLLER
 
 # KIP-1095's Pod is a tagged field (`POD_TAG`; why that number: canary.clients.wire, which
 # defines it and Metadata v12's Pod classes, so the listener and the canary clients share them).
@@ -539,11 +541,13 @@ def _id_str(topic_id: uuid.UUID | None) -> str | None:
 
 
 # --- DescribeCluster -------------------------------------------------------------------------
-@wire_api("DescribeCluster", DESCRIBE_CLUSTER_API_KEY, (1, 2))
+@wire_api("DescribeCluster", DESCRIBE_CLUSTER_API_KEY, (1, 2), roles=BOTH_ROLES)
 def describe_cluster(request: WireRequest) -> Any:
     """The DescribeCluster RPC's answer, its brokers advertised at this listener with their
     pods (v2's fenced brokers, when asked, from the brokers the REST API lists). v0 is not
-    served: kafka-python breaks on it."""
+    served: kafka-python breaks on it. On a controller listener: the controllers (KIP-919)."""
+    if request.listener_role == CONTROLLER:
+        return describe_controllers(request)
     body = request.body
     response_cls, broker_cls = DESCRIBE_CLUSTER_CLASSES[request.api_version]
     endpoint_type = int(getattr(body, "endpoint_type", 1))

@@ -216,6 +216,8 @@ def envelope(request: WireRequest) -> Any:
         caller=caller,
         advertised=request.advertised,
         listener=request.listener,
+        listener_name=request.listener_name,
+        listener_role=request.listener_role,
     )
     try:
         response = WIRE_APIS[header.api_key].handler(forwarded)

@@ -1,0 +1,97 @@
+"""Kafka's own `kafka-metadata-quorum.sh` (MetadataQuorumCommand from the pinned jars,
+unmodified) describes this control plane's quorum through a controller listener (issue 35):
+KIP-919's DescribeCluster for the controllers, then DescribeQuorum."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from brokers.models import Broker
+from controlplane.principals import principal_create
+from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerEvent, RequestContext
+from controlplane.runtime.lease import cluster_get_or_create, cluster_read
+from devtools.kafka import ROOT
+from tests.conftest import registration_body
+from tests.wire.conftest import RunningListener, start_listener
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def listener(kafka_jars: None, transactional_db: None) -> Iterator[RunningListener]:
+    runner, running = start_listener()
+    try:
+        yield running
+    finally:
+        runner.stop()
+
+
+def quorum_tool(listener: RunningListener, token: str, tmp_path: Path, *args: str) -> str:
+    config = tmp_path / "admin.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="operator" password="{token}";\n'
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "devtools.kafka",
+            "run-class",
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-controller",
+            f"{listener.host}:{listener.controller_port}",
+            "--command-config",
+            str(config),
+            "describe",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_kafka_metadata_quorum_describes_this_quorum(
+    listener: RunningListener, tmp_path: Path
+) -> None:
+    token = principal_create(name="operator", super_user=True)
+    runtime = get_runtime()
+    for broker_id in (1, 2):
+        event = ControllerEvent(
+            "BrokerRegistration",
+            registration_body(broker_id, cluster_get_or_create().cluster_id),
+            RequestContext(principal="User:broker", request_id=f"reg-{broker_id}"),
+        )
+        assert runtime.handle(event).error_code == 0
+    cluster = cluster_read()
+    status = quorum_tool(listener, token, tmp_path, "--status")
+    fields = dict(re.findall(r"^(\w+):\s+(.*)$", status, re.MULTILINE))
+    assert fields["ClusterId"] == cluster.cluster_id
+    assert fields["LeaderId"] == str(cluster.controller_id)
+    assert fields["LeaderEpoch"] == str(cluster.controller_epoch)
+    assert fields["HighWatermark"] == str(cluster.last_offset + 1)
+    assert fields["CurrentVoters"] == (
+        f'[{{"id": {cluster.controller_id}, "endpoints": '
+        f'["CONTROLLER://{listener.host}:{listener.controller_port}"]}}]'
+    )
+    assert fields["CurrentObservers"] == '[{"id": 1}, {"id": 2}]'
+    replication = quorum_tool(listener, token, tmp_path, "--replication")
+    rows = re.findall(r"^(\d+)\s+\S+\s+(\d+)\s+.*\b(Leader|Follower|Observer)\b", replication, re.M)
+    assert {(node, role) for node, _, role in rows} == {
+        (str(cluster.controller_id), "Leader"),
+        ("1", "Observer"),
+        ("2", "Observer"),
+    }
+    assert Broker.objects.count() == 2
