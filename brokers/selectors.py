@@ -121,3 +121,8 @@ def cluster_summary() -> dict[str, Any]:
             "canary-broker": counts["n_canary"],
         },
     }
+
+
+def registered_epochs() -> dict[int, int]:
+    """Each registered broker's epoch (the offset of its registration)."""
+    return dict(Broker.objects.values_list("broker_id", "epoch"))

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from kio.schema.allocate_producer_ids.v0 import request as allocate_v0
+from kio.schema.alter_partition.v3 import request as alter_v3
 from kio.schema.broker_heartbeat.v1 import request as heartbeat_v1
 from kio.schema.broker_registration.v4 import request as registration_v4
 from kio.schema.errors import ErrorCode
@@ -19,6 +20,7 @@ from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import MetadataRecord
 from controlplane.principals import principal_create
 from controlplane.runtime.lease import cluster_get_or_create
+from replicas.models import Partition
 from tests.conftest import registration_body
 from tests.wire.conftest import RunningListener
 from tests.wire.rawclient import RawClient
@@ -147,3 +149,64 @@ def test_registration_refusals_are_kafkas(broker_client: Any, api: Any, tokens: 
     refused = broker_client.request(malformed)
     assert refused.error_code == ErrorCode.invalid_request
     assert not Broker.objects.filter(pk=2).exists()
+
+
+def alter(
+    topic_id: uuid.UUID, leader_epoch: int, partition_epoch: int, isr: list[tuple[int, int]]
+) -> Any:
+    members = tuple(alter_v3.BrokerState(broker_id=b, broker_epoch=e) for b, e in isr)
+    partition = alter_v3.PartitionData(
+        partition_index=0,
+        leader_epoch=leader_epoch,
+        new_isr_with_epochs=members,
+        leader_recovery_state=0,
+        partition_epoch=partition_epoch,
+    )
+    return alter_v3.TopicData(topic_id=topic_id, partitions=(partition,))
+
+
+def test_alter_partition_by_topic_id(
+    broker_client: Any, api: Any, tokens: Any, register: Any
+) -> None:
+    epochs = {b: register(b, unfence=True) for b in (1, 2, 3)}
+    body = {"topics": [{"name": "wired", "num_partitions": 1, "replication_factor": 3}]}
+    status, created = api.post("/api/v1/create-topics", body, token=tokens["admin"])
+    assert status == 200 and created["topics"][0]["error_code"] == 0, created
+    partition = Partition.objects.get(topic__name="wired", partition_index=0)
+    topic_id = uuid.UUID(partition.topic_id)
+    leader = partition.leader
+    follower = next(b for b in partition.replicas if b != leader)
+    shrunk = [(leader, epochs[leader]), (follower, epochs[follower])]
+    answer = broker_client.request(
+        alter_v3.AlterPartitionRequest(
+            broker_id=leader,
+            broker_epoch=epochs[leader],
+            topics=(
+                alter(topic_id, partition.leader_epoch, partition.partition_epoch, shrunk),
+                alter(uuid.uuid4(), 0, 0, shrunk),  # a topic id nobody knows
+            ),
+        )
+    )
+    assert answer.error_code == ErrorCode.none
+    results = {t.topic_id: t.partitions[0] for t in answer.topics}
+    done = results[topic_id]
+    assert (done.error_code, sorted(done.isr), done.partition_epoch) == (
+        ErrorCode.none,
+        sorted([leader, follower]),
+        partition.partition_epoch + 1,
+    )
+    assert [p.error_code for t, p in results.items() if t != topic_id] == [
+        ErrorCode.unknown_topic_id
+    ]
+    partition.refresh_from_db()
+    assert sorted(partition.isr) == sorted([leader, follower])
+    # KIP-903: an ISR member named with an epoch that is not its registration's
+    stale = [(leader, epochs[leader]), (follower, epochs[follower] + 1)]
+    again = broker_client.request(
+        alter_v3.AlterPartitionRequest(
+            broker_id=leader,
+            broker_epoch=epochs[leader],
+            topics=(alter(topic_id, partition.leader_epoch, partition.partition_epoch, stale),),
+        )
+    )
+    assert again.topics[0].partitions[0].error_code == ErrorCode.ineligible_replica

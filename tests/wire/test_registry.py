@@ -26,7 +26,12 @@ def test_every_registered_kafka_rpc_is_served_on_the_wire() -> None:
 
 # What brokers send the controller, served on its listeners only: the REST internal API's
 # routes (`/internal/v1/...`), not admin RPCs of the registry.
-BROKER_LIFECYCLE = {62: "BrokerRegistration", 63: "BrokerHeartbeat", 67: "AllocateProducerIds"}
+BROKER_LIFECYCLE = {
+    56: "AlterPartition",
+    62: "BrokerRegistration",
+    63: "BrokerHeartbeat",
+    67: "AllocateProducerIds",
+}
 
 
 def test_the_wire_serves_nothing_the_registry_does_not_name() -> None:

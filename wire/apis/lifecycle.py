@@ -11,8 +11,12 @@ from kio.index import load_response_schema
 
 from brokers import services
 from brokers.api.serializers import BrokerHeartbeatSerializer, BrokerRegistrationSerializer
+from brokers.selectors import registered_epochs
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.runtime.conversation import RequestContext
+from replicas import services as replica_services
+from replicas.api.serializers import AlterPartitionSerializer
+from replicas.selectors import topic_names_by_id
 from wire.apis.base import CONTROLLER_ONLY, WireRequest, wire_api
 from wire.convert import from_data
 
@@ -144,3 +148,100 @@ def allocate_producer_ids(request: WireRequest) -> Any:
             producer_id_len=0,
         )
     return answer(request, data)
+
+
+ALTER_PARTITION = 56
+
+
+@wire_api("AlterPartition", ALTER_PARTITION, (2, 3), roles=CONTROLLER_ONLY)
+def alter_partition(request: WireRequest) -> Any:
+    """Kafka's AlterPartition by topic id (v2+), translated to the REST body's topic names;
+    an id this cluster does not know is that topic's UNKNOWN_TOPIC_ID. v3's ISR members carry
+    their broker epochs (KIP-903): a member whose epoch is not its registration's is
+    INELIGIBLE_REPLICA, as Kafka's controller answers it."""
+    body = request.body
+    names = topic_names_by_id(topic_ids=[str(t.topic_id) for t in body.topics])
+    epochs = registered_epochs()
+    unknown: dict[str, list[dict[str, Any]]] = {}
+    ineligible: dict[str, list[dict[str, Any]]] = {}
+    asked = []
+    for topic in body.topics:
+        topic_id = str(topic.topic_id)
+        if topic_id not in names:
+            unknown[topic_id] = [
+                _partition_refusal(int(p.partition_index), Errors.UNKNOWN_TOPIC_ID)
+                for p in topic.partitions
+            ]
+            continue
+        partitions = []
+        for p in topic.partitions:
+            isr, stale = _isr_of(p, epochs)
+            if stale:
+                ineligible.setdefault(topic_id, []).append(
+                    _partition_refusal(int(p.partition_index), Errors.INELIGIBLE_REPLICA)
+                )
+                continue
+            partitions.append(
+                {
+                    "partition_index": int(p.partition_index),
+                    "leader_epoch": int(p.leader_epoch),
+                    "new_isr": isr,
+                    "partition_epoch": int(p.partition_epoch),
+                    "leader_recovery_state": int(p.leader_recovery_state),
+                }
+            )
+        asked.append({"topic_name": names[topic_id], "partitions": partitions})
+    try:
+        payload = validated(
+            AlterPartitionSerializer,
+            {
+                "broker_id": int(body.broker_id),
+                "broker_epoch": int(body.broker_epoch),
+                "topics": asked,
+            },
+        )
+        payload["topics"] = [
+            {"topic_name": t["topic_name"], "partitions": [dict(p) for p in t["partitions"]]}
+            for t in payload["topics"]
+        ]
+        data = replica_services.partition_alter(payload=payload, context=context_of(request))
+    except ApiError as error:
+        return refused(request, error, topics=[])
+    if data.get("error_code"):
+        return answer(request, {"error_code": data["error_code"], "topics": []})
+    ids = {name: topic_id for topic_id, name in names.items()}
+    topics = [
+        {
+            "topic_id": ids[t["topic_name"]],
+            "partitions": [{**p, "leader_recovery_state": 0} for p in t["partitions"]]
+            + ineligible.get(ids[t["topic_name"]], []),
+        }
+        for t in data.get("topics", [])
+    ]
+    topics += [{"topic_id": topic_id, "partitions": items} for topic_id, items in unknown.items()]
+    return answer(request, {"error_code": 0, "topics": topics})
+
+
+def _isr_of(partition: Any, epochs: dict[int, int]) -> tuple[list[int], bool]:
+    """The new ISR's broker ids, and whether a member's epoch (v3) is not its registration's."""
+    members = getattr(partition, "new_isr_with_epochs", None)
+    if members is None:
+        return [int(b) for b in partition.new_isr], False
+    isr = [int(m.broker_id) for m in members]
+    stale = any(
+        int(m.broker_epoch) != -1 and epochs.get(int(m.broker_id)) != int(m.broker_epoch)
+        for m in members
+    )
+    return isr, stale
+
+
+def _partition_refusal(index: int, error: Errors) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": int(error),
+        "leader_id": -1,
+        "leader_epoch": -1,
+        "isr": [],
+        "leader_recovery_state": 0,
+        "partition_epoch": -1,
+    }
