@@ -125,8 +125,9 @@ def _optional_bool(value: bool | None) -> str:
 
 
 NO_LEADER = -1
-# Kafka's DirectoryId.LOST (KIP-858): the failed dir of an AlterReplicaState that names none.
-LOST_DIRECTORY = "00000000-0000-0000-0000-000000000001"
+# Kafka's DirectoryId.LOST, Uuid(0, 2) (KIP-858; 1 is UNASSIGNED, 0 MIGRATING): the failed dir
+# of an AlterReplicaState that names none.
+LOST_DIRECTORY = "00000000-0000-0000-0000-000000000002"
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
 
 

@@ -396,7 +396,7 @@ def test_alter_replica_state_marks_replicas_offline_and_moves_leadership(kafka, 
         *["PartitionChangeRecord"] * 3,
     ]
     assert all(r.principal == "User:broker-a" for r in records)
-    assert records[0].data["offline_log_dirs"] == ["00000000-0000-0000-0000-000000000001"]
+    assert records[0].data["offline_log_dirs"] == ["00000000-0000-0000-0000-000000000002"]
     assert all(r.data["offline_replicas"] == [1] for r in records[1:])
     assert not PendingReplicaStateChange.objects.exists()  # applied (embedded: at once)
 

@@ -1,0 +1,167 @@
+"""The house metadata log as Kafka's `__cluster_metadata` log: batches, fetch answers, segments.
+
+Offsets are the house log's own: record N of the house log is record N of Kafka's. A batch
+holds consecutive records written by one controller epoch at one timestamp (what one commit
+writes), at most `max_batch_records` of them, and is encoded once: serve the same bytes to every
+broker that fetches them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+
+from controlplane.controller.kraft.batches import decode_batches, encode_batch
+from controlplane.controller.kraft.codec import MalformedRecords
+from controlplane.controller.kraft.frames import (
+    DecodedRecord,
+    KafkaRecord,
+    decode_control,
+    decode_metadata_value,
+)
+from controlplane.controller.kraft.twins import BrokerDirectories, kafka_record
+from controlplane.controller.kraft.versions import (
+    DEFAULT_METADATA_VERSION,
+    METADATA_VERSION_FEATURE,
+    metadata_version,
+)
+from controlplane.controller.records import FeatureLevelRecord, Record
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
+DEFAULT_MAX_BATCH_RECORDS = 1000
+DEFAULT_MAX_BATCH_BYTES = 1 << 20  # a batch closes once it holds this much (a record more)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One record of the house log with what its batch needs: offset, epoch, timestamp."""
+
+    offset: int
+    epoch: int
+    timestamp_ms: int
+    record: Record
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EncodedBatch:
+    base_offset: int
+    last_offset: int
+    epoch: int
+    data: bytes
+
+
+def segment_file_name(base_offset: int) -> str:
+    """Kafka's name for a log segment that starts at `base_offset`."""
+    return f"{base_offset:020d}.log"
+
+
+def kafka_batch(
+    entries: Sequence[tuple[int, Record]],
+    epoch: int,
+    timestamp_ms: int,
+    metadata_version_level: int = DEFAULT_METADATA_VERSION,
+    directories: BrokerDirectories | None = None,
+) -> bytes:
+    """One batch of house records at consecutive offsets, each as its Kafka twin (or NoOp).
+
+    `directories` is advanced past the entries (see `BrokerDirectories`)."""
+    if not entries:
+        raise ValueError("a record batch holds one record at least")
+    directories = directories if directories is not None else BrokerDirectories()
+    records: list[KafkaRecord] = []
+    for index, (offset, record) in enumerate(entries):
+        if offset != entries[0][0] + index:
+            raise ValueError(f"offset {offset} does not follow {entries[0][0] + index - 1}")
+        records.append(kafka_record(record, metadata_version_level, directories))
+        directories.observe(record)
+    return encode_batch(entries[0][0], records, epoch=epoch, timestamp_ms=timestamp_ms)
+
+
+class KafkaLogEncoder:
+    """Turns the house log, read in offset order (across calls), into Kafka batches.
+
+    Keeps what later records need: the registrations' log dirs (`directories`) and the
+    metadata.version, `metadata_version_level` until the log's own FeatureLevelRecord for
+    metadata.version names another (records after it are written at that level, as Kafka's)."""
+
+    def __init__(
+        self,
+        metadata_version_level: int = DEFAULT_METADATA_VERSION,
+        *,
+        directories: BrokerDirectories | None = None,
+        max_batch_records: int = DEFAULT_MAX_BATCH_RECORDS,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> None:
+        metadata_version(metadata_version_level)  # refuses an unknown level now
+        self.metadata_version_level = metadata_version_level
+        self.directories = directories if directories is not None else BrokerDirectories()
+        self.max_batch_records = max_batch_records
+        self.max_batch_bytes = max_batch_bytes
+        self.next_offset: int | None = None
+
+    def batches(self, entries: Iterable[LogEntry]) -> Iterator[EncodedBatch]:
+        pending: list[KafkaRecord] = []
+        size = 0
+        first: LogEntry | None = None
+        for entry in entries:
+            if self.next_offset is not None and entry.offset != self.next_offset:
+                raise ValueError(f"offset {entry.offset} where {self.next_offset} was next")
+            if first is not None and (
+                entry.epoch != first.epoch
+                or entry.timestamp_ms != first.timestamp_ms
+                or len(pending) >= self.max_batch_records
+                or size >= self.max_batch_bytes
+            ):
+                yield self._batch(first, pending)
+                pending, size, first = [], 0, None
+            record = kafka_record(entry.record, self.metadata_version_level, self.directories)
+            self._observe(entry.record)
+            pending.append(record)
+            size += len(record.value)
+            first = first or entry
+            self.next_offset = entry.offset + 1
+        if first is not None:
+            yield self._batch(first, pending)
+
+    def _observe(self, record: Record) -> None:
+        self.directories.observe(record)
+        if isinstance(record, FeatureLevelRecord) and record.name == METADATA_VERSION_FEATURE:
+            metadata_version(record.feature_level)  # a level this module cannot write: refused
+            self.metadata_version_level = record.feature_level
+
+    @staticmethod
+    def _batch(first: LogEntry, records: list[KafkaRecord]) -> EncodedBatch:
+        data = encode_batch(
+            first.offset, records, epoch=first.epoch, timestamp_ms=first.timestamp_ms
+        )
+        return EncodedBatch(first.offset, first.offset + len(records) - 1, first.epoch, data)
+
+
+def records_within(batches: Iterable[EncodedBatch], max_bytes: int) -> bytes:
+    """Whole batches, in order, while they fit in `max_bytes`, and the first one whatever its
+    size (as Kafka's fetch answers at least one batch, so that a follower always progresses)."""
+    out = bytearray()
+    for batch in batches:
+        if out and len(out) + len(batch.data) > max_bytes:
+            break
+        out += batch.data
+        if len(out) >= max_bytes:
+            break
+    return bytes(out)
+
+
+def decode_records(data: bytes) -> Iterator[tuple[int, DecodedRecord]]:
+    """Every record of `data` (whole batches) with its offset, decoded: metadata records from
+    their frame, control records from their key and value. MalformedRecords for anything a
+    KRaft reader would refuse, a key on a metadata record included."""
+    for batch in decode_batches(data):
+        for record in batch.records:
+            if batch.is_control:
+                yield record.offset, decode_control(record.key, record.value)
+                continue
+            if record.key is not None:
+                raise MalformedRecords(f"the metadata record at {record.offset} has a key")
+            if record.value is None:
+                raise MalformedRecords(f"the metadata record at {record.offset} has no value")
+            yield record.offset, decode_metadata_value(record.value)

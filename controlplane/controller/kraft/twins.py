@@ -1,0 +1,359 @@
+"""Each house record as its Kafka twin at a metadata.version; a NoOpRecord when it has none.
+
+One log, one set of offsets: a house record Kafka has no twin for (MirrorMaker's records, a
+BROKER_LOGGER config, anything registered later without a mapping here) is served to brokers as
+a NoOpRecord at the same offset, which brokers replay as nothing.
+
+What Kafka's records carry that ours do not, or the other way round:
+
+- Ids: ours are UUID strings (canonical, as `ControllerEnv.new_uuid` makes them; Kafka's
+  URL-safe base64 form is read too); Kafka's are 16 bytes.
+- RegisterBrokerRecord: Features is the metadata.version range a broker supports (from 7, the
+  oldest a 4.x broker reads, to the cluster's level: the house's brokers report none, and Kafka's
+  controller records a missing range as the broker's); `pod`, `software_version` and the
+  controlled shutdown offset have no twin fields.
+- PartitionRecord: Kafka has no offline replicas and no canary flags (KIP-1095): dropped.
+  Directories, one per replica, as Kafka's controller picks them (ClusterControlManager
+  .defaultDir): the broker's only log dir when its registration lists one, UNASSIGNED when it
+  lists several (the broker chooses and answers with AssignReplicasToDirs) or is not registered,
+  MIGRATING when it lists none.
+- BrokerRegistrationChangeRecord: ours carries the broker's offline log dirs; Kafka's v2
+  LogDirs carries the ONLINE ones (replacing the registration's list; empty means unchanged).
+  So online = the dirs its current registration lists, less the offline ones, in the
+  registration's order; `BrokerDirectories` knows the registrations as the log goes. When every
+  dir is offline nothing can be said in Kafka's terms (Kafka's broker halts then): no LogDirs.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from controlplane.controller.acls.bindings import (
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from controlplane.controller.kraft import schemas
+from controlplane.controller.kraft.frames import KafkaRecord, metadata_record
+from controlplane.controller.kraft.versions import (
+    METADATA_VERSION_FEATURE,
+    MINIMUM_METADATA_VERSION,
+    MetadataVersion,
+    metadata_version,
+)
+from controlplane.controller.records import (
+    AccessControlEntryRecord,
+    BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
+    ConfigRecord,
+    ControlledShutdownChange,
+    DelegationTokenRecord,
+    FeatureLevelRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    Record,
+    RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnregisterBrokerRecord,
+)
+
+# Kafka's DirectoryId: reserved ids a replica's directory may hold instead of a real one.
+MIGRATING_DIRECTORY = uuid.UUID(int=0)  # placed before 3.7-IV2, dir unknown
+UNASSIGNED_DIRECTORY = uuid.UUID(int=1)  # not placed yet: the broker picks one
+LOST_DIRECTORY = uuid.UUID(int=2)  # an unspecified offline dir
+
+SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+# Kafka's ConfigResource.Type. BROKER_LOGGER (8) is left out: Kafka's brokers apply logger
+# levels themselves and its controller never writes them to the log.
+CONFIG_RESOURCE_TYPE_IDS = {"TOPIC": 2, "BROKER": 4, "CLIENT_METRICS": 16, "GROUP": 32}
+
+
+def kafka_uuid(value: str) -> uuid.UUID:
+    """A house id as Kafka's Uuid: a UUID string, or Kafka's own 22-character base64 form."""
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        pass
+    if len(value) == 22:
+        try:
+            raw = base64.urlsafe_b64decode(value + "==")
+        except (binascii.Error, ValueError):
+            raw = b""
+        if len(raw) == 16:
+            return uuid.UUID(bytes=raw)
+    raise ValueError(f"{value!r} is neither a UUID nor a Kafka Uuid")
+
+
+class BrokerDirectories:
+    """The log dirs of each broker's current registration, kept up to date by `observe`-ing
+    the log's records in order (a RegisterBrokerRecord sets them, an UnregisterBrokerRecord
+    drops them). Start it from a snapshot's brokers to serve a log that starts later."""
+
+    def __init__(
+        self, registrations: Mapping[int, tuple[int, Sequence[str]]] | None = None
+    ) -> None:
+        # broker id -> (broker epoch, log dirs as the registration lists them)
+        self._registrations: dict[int, tuple[int, tuple[str, ...]]] = {
+            broker: (epoch, tuple(dirs)) for broker, (epoch, dirs) in (registrations or {}).items()
+        }
+
+    def observe(self, record: Record) -> None:
+        if isinstance(record, RegisterBrokerRecord):
+            self._registrations[record.broker_id] = (record.broker_epoch, record.log_dirs)
+        elif isinstance(record, UnregisterBrokerRecord):
+            self._registrations.pop(record.broker_id, None)
+
+    def log_dirs(self, broker_id: int, broker_epoch: int | None = None) -> tuple[str, ...] | None:
+        """The dirs the broker's registration lists (at `broker_epoch` when given), or None."""
+        registration = self._registrations.get(broker_id)
+        if registration is None or broker_epoch not in (None, registration[0]):
+            return None
+        return registration[1]
+
+    def default_directory(self, broker_id: int) -> uuid.UUID:
+        """Where a new replica on the broker goes, as Kafka's controller decides it."""
+        dirs = self.log_dirs(broker_id)
+        if dirs is None:
+            return UNASSIGNED_DIRECTORY
+        if not dirs:
+            return MIGRATING_DIRECTORY
+        return kafka_uuid(dirs[0]) if len(dirs) == 1 else UNASSIGNED_DIRECTORY
+
+
+Twin = tuple[int, int, dict[str, Any]]  # apiKey, version, fields
+_Mapper = Callable[[Any, MetadataVersion, BrokerDirectories], Twin | None]
+
+
+def kafka_record(
+    record: Record, metadata_version_level: int, directories: BrokerDirectories | None = None
+) -> KafkaRecord:
+    """`record` as its Kafka twin written at `metadata_version_level`, or a NoOpRecord.
+
+    `directories` (the registrations so far) decides PartitionRecord directories and
+    BrokerRegistrationChangeRecord LogDirs; without it every replica is UNASSIGNED and log dir
+    changes are left out. It is read, never advanced: `BrokerDirectories.observe` does that."""
+    mv = metadata_version(metadata_version_level)
+    mapper = _MAPPERS.get(type(record))
+    twin = None if mapper is None else mapper(record, mv, directories or BrokerDirectories())
+    if twin is None:
+        return no_op_record()
+    api_key, version, fields = twin
+    return metadata_record(api_key, version, fields)
+
+
+def no_op_record() -> KafkaRecord:
+    return metadata_record(schemas.NO_OP.key, 0, {})
+
+
+def _register_broker(
+    record: RegisterBrokerRecord, mv: MetadataVersion, _dirs: BrokerDirectories
+) -> Twin:
+    fields: dict[str, Any] = {
+        "BrokerId": record.broker_id,
+        "IncarnationId": kafka_uuid(record.incarnation_id),
+        "BrokerEpoch": record.broker_epoch,
+        "EndPoints": [
+            {
+                "Name": listener.name,
+                "Host": listener.host,
+                "Port": listener.port,
+                "SecurityProtocol": _security_protocol_id(listener.security_protocol),
+            }
+            for listener in record.listeners
+        ],
+        "Features": [
+            {
+                "Name": METADATA_VERSION_FEATURE,
+                "MinSupportedVersion": MINIMUM_METADATA_VERSION,
+                "MaxSupportedVersion": mv.level,
+            }
+        ],
+        "Rack": record.rack,
+        "Fenced": record.fenced,
+        "InControlledShutdown": record.in_controlled_shutdown,
+    }
+    if mv.directory_assignment:
+        fields["LogDirs"] = [kafka_uuid(d) for d in record.log_dirs]
+    return schemas.REGISTER_BROKER.key, mv.register_broker, fields
+
+
+def _security_protocol_id(name: str) -> int:
+    try:
+        return SECURITY_PROTOCOL_IDS[name]
+    except KeyError:
+        raise ValueError(f"{name!r} is not a security protocol Kafka knows") from None
+
+
+def _unregister_broker(record: UnregisterBrokerRecord, _mv: Any, _dirs: Any) -> Twin:
+    fields = {"BrokerId": record.broker_id, "BrokerEpoch": record.broker_epoch}
+    return schemas.UNREGISTER_BROKER.key, 0, fields
+
+
+def _registration_change(
+    record: BrokerRegistrationChangeRecord, mv: MetadataVersion, dirs: BrokerDirectories
+) -> Twin:
+    fields: dict[str, Any] = {
+        "BrokerId": record.broker_id,
+        "BrokerEpoch": record.broker_epoch,
+        "Fenced": int(record.fenced),  # FencingChange carries Kafka's codes: -1, 0, 1
+        "InControlledShutdown": int(record.in_controlled_shutdown),
+    }
+    version = 0 if record.in_controlled_shutdown == ControlledShutdownChange.NONE else 1
+    registered = dirs.log_dirs(record.broker_id, record.broker_epoch)
+    if record.offline_log_dirs is not None and mv.directory_assignment and registered:
+        offline = set(record.offline_log_dirs)
+        online = [kafka_uuid(d) for d in registered if d not in offline]
+        if online:
+            fields["LogDirs"] = online
+            version = 2
+    return schemas.BROKER_REGISTRATION_CHANGE.key, min(version, mv.registration_change), fields
+
+
+def _topic(record: TopicRecord, _mv: Any, _dirs: Any) -> Twin:
+    return schemas.TOPIC.key, 0, {"Name": record.name, "TopicId": kafka_uuid(record.topic_id)}
+
+
+def _partition(record: PartitionRecord, mv: MetadataVersion, dirs: BrokerDirectories) -> Twin:
+    fields: dict[str, Any] = {
+        "PartitionId": record.partition_id,
+        "TopicId": kafka_uuid(record.topic_id),
+        "Replicas": list(record.replicas),
+        "Isr": list(record.isr),
+        "RemovingReplicas": [],
+        "AddingReplicas": [],
+        "Leader": record.leader,
+        "LeaderEpoch": record.leader_epoch,
+        "PartitionEpoch": record.partition_epoch,
+    }
+    if mv.partition >= 1:
+        fields["Directories"] = [dirs.default_directory(b) for b in record.replicas]
+    return schemas.PARTITION.key, mv.partition, fields
+
+
+def _partition_change(
+    record: PartitionChangeRecord, mv: MetadataVersion, dirs: BrokerDirectories
+) -> Twin:
+    fields: dict[str, Any] = {
+        "PartitionId": record.partition_id,
+        "TopicId": kafka_uuid(record.topic_id),
+        "Isr": None if record.isr is None else list(record.isr),
+        "Leader": record.leader,
+        "Replicas": None if record.replicas is None else list(record.replicas),
+    }
+    if record.replicas is not None and mv.partition >= 1:
+        # New replicas need a directory each, and the list must stay as long as Replicas.
+        fields["Directories"] = [dirs.default_directory(b) for b in record.replicas]
+    return schemas.PARTITION_CHANGE.key, mv.partition, fields
+
+
+def _remove_topic(record: RemoveTopicRecord, _mv: Any, _dirs: Any) -> Twin:
+    return schemas.REMOVE_TOPIC.key, 0, {"TopicId": kafka_uuid(record.topic_id)}
+
+
+def _config(record: ConfigRecord, _mv: Any, _dirs: Any) -> Twin | None:
+    resource_type = CONFIG_RESOURCE_TYPE_IDS.get(record.resource_type)
+    if resource_type is None:
+        return None
+    fields = {
+        "ResourceType": resource_type,
+        "ResourceName": record.resource_name,
+        "Name": record.name,
+        "Value": record.value,
+    }
+    return schemas.CONFIG.key, 0, fields
+
+
+def _client_quota(record: ClientQuotaRecord, _mv: Any, _dirs: Any) -> Twin:
+    fields = {
+        "Entity": [{"EntityType": kind, "EntityName": name} for kind, name in record.entity],
+        "Key": record.key,
+        "Value": float(record.value),
+        "Remove": record.remove,
+    }
+    return schemas.CLIENT_QUOTA.key, 0, fields
+
+
+def _delegation_token(
+    record: DelegationTokenRecord, mv: MetadataVersion, _dirs: Any
+) -> Twin | None:
+    if not mv.delegation_tokens:
+        return None
+    fields = {
+        "Owner": record.owner,
+        "Requester": record.requester,
+        "Renewers": list(record.renewers),
+        "IssueTimestamp": record.issue_timestamp,
+        "MaxTimestamp": record.max_timestamp,
+        "ExpirationTimestamp": record.expiration_timestamp,
+        "TokenId": record.token_id,
+    }
+    return schemas.DELEGATION_TOKEN.key, 0, fields
+
+
+def _remove_delegation_token(
+    record: RemoveDelegationTokenRecord, mv: MetadataVersion, _dirs: Any
+) -> Twin | None:
+    if not mv.delegation_tokens:
+        return None
+    return schemas.REMOVE_DELEGATION_TOKEN.key, 0, {"TokenId": record.token_id}
+
+
+def _feature_level(record: FeatureLevelRecord, _mv: Any, _dirs: Any) -> Twin:
+    fields = {"Name": record.name, "FeatureLevel": record.feature_level}
+    return schemas.FEATURE_LEVEL.key, 0, fields
+
+
+def _producer_ids(record: ProducerIdsRecord, _mv: Any, _dirs: Any) -> Twin:
+    fields = {
+        "BrokerId": record.broker_id,
+        "BrokerEpoch": record.broker_epoch,
+        "NextProducerId": record.next_producer_id,
+    }
+    return schemas.PRODUCER_IDS.key, 0, fields
+
+
+def _acl(record: AccessControlEntryRecord, _mv: Any, _dirs: Any) -> Twin:
+    fields = {
+        "Id": kafka_uuid(record.id),
+        "ResourceType": int(ResourceType.from_name(record.resource_type)),
+        "ResourceName": record.resource_name,
+        "PatternType": int(PatternType.from_name(record.pattern_type)),
+        "Principal": record.principal,
+        "Host": record.host,
+        "Operation": int(AclOperation.from_name(record.operation)),
+        "PermissionType": int(AclPermissionType.from_name(record.permission_type)),
+    }
+    return schemas.ACCESS_CONTROL_ENTRY.key, 0, fields
+
+
+def _remove_acl(record: RemoveAccessControlEntryRecord, _mv: Any, _dirs: Any) -> Twin:
+    return schemas.REMOVE_ACCESS_CONTROL_ENTRY.key, 0, {"Id": kafka_uuid(record.id)}
+
+
+_MAPPERS: dict[type[Record], _Mapper] = {
+    RegisterBrokerRecord: _register_broker,
+    UnregisterBrokerRecord: _unregister_broker,
+    BrokerRegistrationChangeRecord: _registration_change,
+    TopicRecord: _topic,
+    PartitionRecord: _partition,
+    PartitionChangeRecord: _partition_change,
+    RemoveTopicRecord: _remove_topic,
+    ConfigRecord: _config,
+    ClientQuotaRecord: _client_quota,
+    DelegationTokenRecord: _delegation_token,
+    RemoveDelegationTokenRecord: _remove_delegation_token,
+    FeatureLevelRecord: _feature_level,
+    ProducerIdsRecord: _producer_ids,
+    AccessControlEntryRecord: _acl,
+    RemoveAccessControlEntryRecord: _remove_acl,
+}
+TWINNED_RECORD_TYPES = frozenset(cls.TYPE for cls in _MAPPERS)
