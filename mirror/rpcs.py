@@ -12,6 +12,9 @@ flow's aliases in the URL and a text body) and never travel in an Envelope.
   group protocol, POST /api/v1/mirror/groups/{source}/{target}/...): CLUSTER_ACTION on CLUSTER,
   as brokers' internal RPCs. Never READ on GROUP, Kafka's consumer permission: a member gets the
   flow's session key and the leader's URL, and a consumer's principal must not (issue 34).
+  PutMirrorTaskConfigs keeps only the task configs the connector derives from the stored
+  configuration (else INVALID_CONFIG, 400) and its audit row names the member that computed
+  them (a MIRROR_WORKER resource: the follower that posted them to the leader).
 
 Group RPCs answer Kafka's group errors (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) in the body with HTTP 200, as Kafka's JoinGroup and
@@ -35,7 +38,16 @@ from controlplane.controller.mirror.config import (
     mirror_config_parse,
 )
 from controlplane.http_errors import error_body
-from controlplane.rpc import ApiSpec, Caller, Handler, Reply, cluster, public_write, register
+from controlplane.rpc import (
+    ApiSpec,
+    Caller,
+    Handler,
+    Reply,
+    Resources,
+    cluster,
+    public_write,
+    register,
+)
 from mirror import selectors, services
 from mirror.api import serializers as s
 from mirror.api.responses import GROUP_ANSWER
@@ -71,6 +83,27 @@ def _flow_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable
 
 def _group_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable[Body]:
     return [_resource("GROUP", services.GROUP_PREFIX + _flow_name(body), top)]
+
+
+def _task_config_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable[Body]:
+    """The flow's group and the member whose connector computed the task configs (issue 34:
+    a follower's post was audited as the leader's write alone): its worker id as the group
+    has it once the controller checked it, else as the leader named it."""
+    poster = next(
+        (
+            str(value)[:255]
+            for value in (
+                notes.get("poster_worker_id"),
+                body.get("poster_worker_id"),
+                body.get("poster_member_id"),
+                body.get("member_id"),
+            )
+            if isinstance(value, str) and value
+        ),
+        "",
+    )
+    named = list(_group_resources(body, answer, top, notes))
+    return [*named, _resource("MIRROR_WORKER", poster, top)] if poster else named
 
 
 def _not_found(source: str, target: str) -> Reply:
@@ -133,7 +166,7 @@ def provider_declarations(properties: Any) -> list[str]:
     )
 
 
-# --- a mirror node's group protocol (READ on the flow's GROUP) ------------------------------
+# --- a mirror node's group protocol (CLUSTER_ACTION on CLUSTER) ---------------------------
 def mirror_node_allowed(caller: Caller) -> bool:
     """A mirror node's principal: CLUSTER_ACTION on CLUSTER (or a super user)."""
     return caller.allowed(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
@@ -195,7 +228,10 @@ ALTER_TARGET_STATE = register(
 
 
 def _group_rpc(
-    name: str, serializer: type[StrictSerializer], service: Callable[..., Body]
+    name: str,
+    serializer: type[StrictSerializer],
+    service: Callable[..., Body],
+    resources: Resources = _group_resources,
 ) -> ApiSpec:
     """A group RPC of a mirror node, with the flow's aliases beside `serializer`'s fields."""
     return register(
@@ -203,7 +239,7 @@ def _group_rpc(
         request=_on_flow(serializer),
         authorize=public_write,
         handler=_group_call(service),
-        resources=_group_resources,
+        resources=resources,
         response=GROUP_ANSWER,
     )
 
@@ -212,7 +248,10 @@ GROUP_SPECS = {
     "join": _group_rpc("JoinMirrorGroup", s.JoinSerializer, services.mirror_group_join),
     "sync": _group_rpc("SyncMirrorGroup", s.SyncSerializer, services.mirror_group_sync),
     "task-configs": _group_rpc(
-        "PutMirrorTaskConfigs", s.TaskConfigsSerializer, services.mirror_task_configs_put
+        "PutMirrorTaskConfigs",
+        s.TaskConfigsSerializer,
+        services.mirror_task_configs_put,
+        _task_config_resources,
     ),
     "leave": _group_rpc("LeaveMirrorGroup", s.MemberSerializer, services.mirror_group_leave),
 }

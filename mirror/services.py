@@ -39,7 +39,7 @@ def mirror_flow_name(*, source: str, target: str) -> str:
 
 
 def mirror_group_id(*, source: str, target: str) -> str:
-    """The GROUP resource a flow's members need READ on: `mm2-<source>-><target>`."""
+    """The GROUP resource a flow's group is audited as: `mm2-<source>-><target>`."""
     return GROUP_PREFIX + mirror_flow_name(source=source, target=target)
 
 
@@ -141,7 +141,12 @@ def mirror_task_configs_put(
     connector: str,
     task_configs: list[dict[str, str]],
     context: RequestContext,
+    poster_member_id: str = "",
+    poster_worker_id: str = "",
 ) -> dict[str, Any]:
+    """The leader persists a connector's task configs; the controller keeps only those the
+    connector derives from the stored configuration, posted by a member of the generation
+    (`poster_member_id`, default the leader), whom the audit trail names."""
     payload = {
         "source": source,
         "target": target,
@@ -149,6 +154,8 @@ def mirror_task_configs_put(
         "generation": generation,
         "connector": connector,
         "task_configs": task_configs,
+        "poster_member_id": poster_member_id or member_id,
+        "poster_worker_id": poster_worker_id,
     }
     return _call("PutMirrorTaskConfigs", payload, context)
 

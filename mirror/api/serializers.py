@@ -150,6 +150,10 @@ class TaskConfigsSerializer(StrictSerializer):
     generation = StrictIntegerField(min_value=0, max_value=INT32_MAX)
     connector = StrictCharField(max_length=NAME_MAX)
     task_configs = serializers.ListField(child=StringMapField(), max_length=MAX_TASKS)
+    # The member whose connector computed them (a follower that posted them to the leader's
+    # REST server), for the audit trail; empty: the leader's own connector.
+    poster_member_id = StrictCharField(max_length=NAME_MAX, required=False, default="")
+    poster_worker_id = StrictCharField(max_length=NAME_MAX, required=False, default="")
 
 
 class ConfigTextSerializer(StrictSerializer):

@@ -7,6 +7,12 @@ states. As leader it assigns the connectors and tasks over the members (Connect'
 and persists task configs: its own connectors', and those followers post to its REST server,
 signed with the flow's session key. Every leader write carries its generation; a stale one is
 refused and the worker follows the group's answer instead.
+
+A posted task config is never trusted (issue 34: the session key once reached a consumer's
+principal, who pointed both clusters at its own URL): the leader refuses (400) any config that is
+not what the connector derives from the stored configuration, persists the rest in the poster's
+name, and every worker runs a task with the connector config it derives itself, taking only the
+task's own keys (its index, its topic-partitions) from what was persisted.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import httpx
 from controlplane.controller.mirror.assignment import eager_assignment, task_id, task_index
 from controlplane.controller.mirror.config import CONNECTORS, Flow, MirrorMakerConfig
 from controlplane.controller.mirror.settings import WorkerSettings
+from controlplane.controller.mirror.task_configs import task_config_problems, task_config_to_run
 from mirror.node.clients import CallFailed, ClusterUnreachable, CoordinatorClient, Endpoint
 from mirror.node.connectors import (
     CONNECTOR_RUNNERS,
@@ -36,7 +43,7 @@ from mirror.node.connectors import (
 )
 from mirror.node.providers import Providers
 from mirror.node.rest import Answer, RestServer, client_tls, error, server_tls
-from mirror.node.signature import signature_headers, signature_problem
+from mirror.node.signature import MEMBER_HEADER, header, signature_headers, signature_problem
 
 logger = logging.getLogger("mirror.node")
 say = logging.getLogger("mirror.node.progress")  # what the terminal shows of a node's progress
@@ -238,11 +245,15 @@ class FlowWorker:
             leader_url = self.group.get("leader_url", "")
             key = self.group.get("session_key")
         if self.is_leader():
-            return self._persist(connector, configs) == 204
+            return self._persist(connector, configs, self.member_id)[0] == 204
         if not leader_url or not key:
             return False
         body = json.dumps(configs).encode()
-        headers = {"Content-Type": "application/json", **signature_headers(key, body)}
+        headers = {
+            "Content-Type": "application/json",
+            MEMBER_HEADER: self.member_id,
+            **signature_headers(key, body),
+        }
         url = f"{leader_url}/connectors/{connector}/tasks"
         try:
             response = httpx.post(
@@ -273,36 +284,48 @@ class FlowWorker:
         )
         return True
 
-    def _persist(self, connector: str, configs: list[dict[str, str]]) -> int:
+    def _persist(self, connector: str, configs: list[dict[str, str]], poster: str) -> Answer:
+        """Persist task configs through the control plane, in the name of `poster` (the member
+        whose connector computed them); the control plane checks them again (issue 34)."""
         with self._lock:
             generation = self.group.get("generation", 0)
+            workers = {m["member_id"]: m["worker_id"] for m in self.group.get("members", [])}
         body = {
             "member_id": self.member_id,
             "generation": generation,
             "connector": connector,
             "task_configs": configs,
+            "poster_member_id": poster,
+            "poster_worker_id": workers.get(
+                poster, self.worker_id if poster == self.member_id else ""
+            ),
         }
         try:
             answer = self.coordinator.group(
                 self.flow.source, self.flow.target, "task-configs", body
             )
-        except (ClusterUnreachable, CallFailed) as failure:
+        except ClusterUnreachable as failure:
             logger.warning("%s: could not persist task configs: %s", self.flow.name, failure)
-            return 503
+            return error(503, "The control plane is unreachable")
+        except CallFailed as refused:  # INVALID_CONFIG, INVALID_REQUEST: Connect's 400
+            logger.warning("%s: task configs refused: %s", self.flow.name, refused)
+            message = refused.body.get("error_message") if isinstance(refused.body, dict) else None
+            return error(400 if refused.status == 400 else 503, message or "Refused")
         if answer.get("error_code"):
             logger.info("%s: task configs refused: %s", self.flow.name, answer.get("error_message"))
-            return 409
+            return error(409, "Cannot complete request because of a rebalance")
         with self._lock:
             self.group.setdefault("task_configs", {})[connector] = configs
         say.info(
-            "%s: persisted task configs of %s (%d task(s)) as leader",
+            "%s: persisted task configs of %s (%d task(s)) as leader, computed by %s",
             self.flow.name,
             connector,
             len(configs),
+            body["poster_worker_id"] or poster,
         )
         self._lead()
         self._reconcile()
-        return 204
+        return 204, None
 
     # --- what this worker runs ----------------------------------------------------------------
     def _reconcile(self, stop_all: bool = False) -> None:
@@ -317,7 +340,11 @@ class FlowWorker:
                     connector = task.rsplit("-", 1)[0]
                     configs = self.group.get("task_configs", {}).get(connector, [])
                     if task_index(task) < len(configs):
-                        wanted[task] = dict(configs[task_index(task)])
+                        wanted[task] = task_config_to_run(
+                            self.config.connector_config(self.flow, connector),
+                            connector,
+                            configs[task_index(task)],
+                        )
             states = self.group.get("target_states", {})
             gone = [self.runners.pop(n) for n in list(self.runners) if n not in wanted]
             for name, config in wanted.items():
@@ -486,12 +513,7 @@ class FlowWorker:
         ):
             return error(400, "Expected a list of task configs (objects of strings)")
         if self.is_leader():
-            status = self._persist(name, configs)
-            return (
-                (204, None)
-                if status == 204
-                else error(status, "Could not persist the task configs")
-            )
+            return self._persist_posted(name, configs, header(headers, MEMBER_HEADER) or "")
         if forward is False or not leader_url:
             return error(
                 409,
@@ -503,7 +525,11 @@ class FlowWorker:
                 f"{leader_url}/connectors/{name}/tasks",
                 params={"forward": "false"},
                 content=body,
-                headers={k: v for k, v in headers.items() if k.lower().startswith("x-connect-")}
+                headers={
+                    k: v
+                    for k, v in headers.items()
+                    if k.lower().startswith(("x-connect-", "x-mirror-"))
+                }
                 | {"Content-Type": "application/json"},
                 timeout=10,
                 verify=self.peer_tls,
@@ -511,3 +537,38 @@ class FlowWorker:
         except httpx.HTTPError:
             return error(409, "The leader is unreachable (a rebalance is likely under way)")
         return response.status_code, (response.json() if response.content else None)
+
+    def _persist_posted(self, name: str, configs: list[dict[str, str]], poster: str) -> Answer:
+        """A follower's task configs, as leader: from a member of this generation, and exactly
+        what the connector derives from the stored configuration (else 400, naming the keys)."""
+        with self._lock:
+            members = {m["member_id"]: m["worker_id"] for m in self.group.get("members", [])}
+            runs = [
+                a["member_id"] for a in self.group.get("assignments", []) if name in a["connectors"]
+            ]
+            config = self.config
+        if not poster:
+            return error(400, f"Name the posting member in {MEMBER_HEADER}")
+        if poster not in members or (runs and runs[0] != poster):
+            # A member this leader does not know yet, or not the one running the connector in
+            # this generation: a rebalance is under way (the poster retries, or stops).
+            return error(
+                409,
+                "Cannot complete request because of a conflicting operation "
+                "(e.g. worker rebalance)",
+            )
+        problems = task_config_problems(config, self.flow, name, configs)
+        if problems:
+            logger.warning(
+                "%s: refused task configs of %s posted by %s: %s",
+                self.flow.name,
+                name,
+                members[poster],
+                "; ".join(problems),
+            )
+            return error(
+                400,
+                f"Task configs of {name} are not what it derives from the stored "
+                f"configuration: {'; '.join(problems)}",
+            )
+        return self._persist(name, configs, poster)

@@ -4,7 +4,8 @@
 The node reads the configuration from the control plane at `url` and follows its changes
 without restarting (each flow's heartbeat answer carries the configuration's offset; a new one
 makes the node read it again). It runs one FlowWorker per flow whose target is among `clusters`
-(all flows when none is given), with this node's config providers (its environment, its files).
+(all flows when none is given), with this node's config providers (its environment, its files),
+bounded by its operator's `NodePolicy` whatever the stored text declares.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from controlplane.controller.mirror.config import (
 )
 from mirror.node.clients import CallFailed, ClusterUnreachable, CoordinatorClient, Endpoint
 from mirror.node.herder import FlowWorker
-from mirror.node.providers import Providers
+from mirror.node.providers import NodePolicy, Providers
 
 logger = logging.getLogger("mirror.node")
 say = logging.getLogger("mirror.node.progress")
@@ -35,10 +36,12 @@ class MirrorNode:
         token: str,
         clusters: list[str] | None = None,
         environ: dict[str, str] | None = None,
+        policy: NodePolicy | None = None,
     ) -> None:
         self.endpoint = Endpoint("the configuration's control plane", url, token, "mirror-node")
         self.clusters = set(clusters or [])
         self.environ = environ
+        self.policy = policy or NodePolicy()
         self.coordinator = CoordinatorClient(self.endpoint)
         self.workers: dict[Flow, FlowWorker] = {}
         self.config_offset = -1
@@ -53,6 +56,7 @@ class MirrorNode:
             self.endpoint.url,
             ", ".join(sorted(self.clusters)) or "every cluster",
         )
+        say.info("what stored texts may make this node read: %s", self.policy.describe())
         try:
             while not self._stop.is_set():
                 self.refresh()
@@ -108,7 +112,7 @@ class MirrorNode:
         )
 
     def apply(self, config: MirrorMakerConfig) -> None:
-        providers = Providers(config.providers, self.environ)
+        providers = Providers(config.providers, self.environ, self.policy)
         wanted = self._wanted(config)
         for flow in [f for f in self.workers if f not in wanted]:
             say.info("%s: no longer in the configuration; leaving", flow.name)

@@ -6,6 +6,12 @@ Each node resolves references with its own environment and files, when it config
 connector or task (KIP-710's lazy resolution): two nodes may resolve the same reference to
 different values. A reference a provider cannot resolve stays literal and is reported, with the
 reason, never with a value; resolved values are used in memory only.
+
+The stored text declares the providers (only a super user may), but what a node reads from its
+own host is bounded by the node's operator too (`NodePolicy`, from `run_mirror_node`'s options):
+which provider kinds it instantiates (Kafka's `org.apache.kafka.automatic.config.providers`),
+which environment variables and which paths it reads (KIP-993's `allowed.paths`). A reference
+must pass both the text's parameters and the node's bound (issue 34).
 """
 
 from __future__ import annotations
@@ -13,13 +19,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 
 from controlplane.controller.mirror.config import (
     DIRECTORY_PROVIDER,
     ENV_PROVIDER,
     FILE_PROVIDER,
+    PROVIDER_CLASSES,
     ProviderDeclaration,
 )
 from controlplane.controller.mirror.properties import PropertiesError, parse_properties
@@ -49,15 +56,132 @@ class Resolution:
         )
 
 
-def _allowed(path: str, allowed_paths: str | None) -> str | None:
-    """Kafka's AllowedPaths.parseUntrustedPath: the normalised path when allowed, else None."""
+def _allowed(path: str, allowed_paths: str | Iterable[str] | None) -> str | None:
+    """Kafka's AllowedPaths.parseUntrustedPath: the normalised path when allowed, else None.
+    `allowed_paths`: a comma-separated text (the provider's parameter) or the paths themselves;
+    none or empty allows every path, as Kafka's default."""
     normalised = os.path.normpath(path)
-    if not allowed_paths:
+    if isinstance(allowed_paths, str):
+        bounds = [p for p in (item.strip() for item in allowed_paths.split(",")) if p]
+    else:
+        bounds = list(allowed_paths or ())
+    if not bounds:
         return normalised
-    for allowed in allowed_paths.split(","):
-        if PurePosixPath(normalised).is_relative_to(os.path.normpath(allowed.strip())):
+    for allowed in bounds:
+        if PurePosixPath(normalised).is_relative_to(os.path.normpath(allowed)):
             return normalised
     return None
+
+
+# The house's own settings live in CP_* variables, among them the node's token
+# (CP_MIRROR_TOKEN): without an allow-list of its operator's, a node never resolves them.
+HOUSE_VARIABLES = re.compile(r"CP_.*")
+KIND_NAMES = (ENV_PROVIDER, FILE_PROVIDER, DIRECTORY_PROVIDER)
+NO_PROVIDERS = "none"
+
+
+class PolicyError(ValueError):
+    """An operator's bound does not parse (the message names the option)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class NodePolicy:
+    """What the node's operator lets any stored text make this node read from its host.
+
+    Every field's None means "no bound of the node's own" (Kafka's defaults): every provider
+    kind a text declares is instantiated, as Kafka instantiates every declared provider when
+    `org.apache.kafka.automatic.config.providers` is unset, every path the text's
+    `allowed.paths` allows is read, and every variable its `allowlist.pattern` admits is
+    resolved, except the house's own `CP_*` variables (the node's token among them): those only
+    when the operator's own pattern admits them."""
+
+    provider_kinds: frozenset[str] | None = None
+    env_allowlist: str | None = None  # a regex every variable name must match whole
+    allowed_paths: tuple[str, ...] | None = None  # absolute, normalised
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        config_providers: str | None = None,
+        env_allowlist: str | None = None,
+        allowed_paths: str | None = None,
+    ) -> NodePolicy:
+        """The policy from the operator's texts (None: not given). An empty provider list, or
+        `none`, allows no provider, as Kafka's property set to a list naming none."""
+        kinds = None if config_providers is None else _kinds(config_providers)
+        if env_allowlist is not None:
+            try:
+                re.compile(env_allowlist)
+            except re.error as error:
+                raise PolicyError(
+                    f"--env-allowlist: invalid regular expression ({error})"
+                ) from None
+        paths = None
+        if allowed_paths is not None:
+            paths = tuple(p.strip() for p in allowed_paths.split(",") if p.strip())
+            relative = [p for p in paths if not p.startswith("/")]
+            if relative:
+                raise PolicyError(f"--allowed-paths: {relative[0]!r} is not an absolute path")
+            paths = tuple(os.path.normpath(p) for p in paths)
+        return cls(kinds, env_allowlist, paths)
+
+    def describe(self) -> str:
+        """The bound in a line for the node's log (names and paths only, nothing resolved)."""
+        if self.provider_kinds is None:
+            kinds = "every kind"
+        else:
+            kinds = ", ".join(sorted(self.provider_kinds)) or NO_PROVIDERS
+        if self.env_allowlist is None:
+            env = "the texts' patterns, never CP_*"
+        else:
+            env = f"names matching {self.env_allowlist}"
+        paths = "any path" if self.allowed_paths is None else ", ".join(self.allowed_paths)
+        return f"config providers: {kinds}; environment: {env}; paths: {paths}"
+
+    def kind_refused(self, kind: str) -> str | None:
+        if self.provider_kinds is None or kind in self.provider_kinds:
+            return None
+        return f"this node does not instantiate {kind} config providers (--config-providers)"
+
+    def variable_refused(self, name: str) -> str | None:
+        if self.env_allowlist is None:
+            if HOUSE_VARIABLES.fullmatch(name):
+                return f"environment variable {name} is this node's own (see --env-allowlist)"
+            return None
+        if re.fullmatch(self.env_allowlist, name):
+            return None
+        return f"environment variable {name} is not allowed by this node (--env-allowlist)"
+
+    def path_refused(self, path: str) -> str | None:
+        """A path outside the node's allowed paths, by its name or by where its links lead."""
+        if self.allowed_paths is None:
+            return None
+        refused = f"{path} is outside this node's allowed paths (--allowed-paths)"
+        if not self.allowed_paths:  # the operator gave an empty list: no path at all
+            return refused
+        real_bounds = [os.path.realpath(p) for p in self.allowed_paths]
+        if _allowed(path, self.allowed_paths) is None or (
+            _allowed(os.path.realpath(path), real_bounds) is None
+        ):
+            return refused
+        return None
+
+
+def _kinds(text: str) -> frozenset[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if names == [NO_PROVIDERS]:
+        return frozenset()
+    kinds = set()
+    for name in names:
+        kind = name if name in KIND_NAMES else PROVIDER_CLASSES.get(name)
+        if kind is None:
+            raise PolicyError(
+                f"--config-providers: unknown provider {name!r} "
+                f"(one of {', '.join(KIND_NAMES)}, Kafka's class names, or {NO_PROVIDERS})"
+            )
+        kinds.add(kind)
+    return frozenset(kinds)
 
 
 # Why a reference stays literal when what it names is not there (a file, a key, a variable):
@@ -72,9 +196,11 @@ class Providers:
         self,
         declarations: Mapping[str, ProviderDeclaration],
         environ: Mapping[str, str] | None = None,
+        policy: NodePolicy | None = None,
     ) -> None:
         self.declarations = dict(declarations)
         self.environ = dict(os.environ if environ is None else environ)
+        self.policy = policy or NodePolicy()
 
     def resolve(self, config: Mapping[str, str]) -> Resolution:
         """Every value with its references resolved where this node can."""
@@ -108,22 +234,31 @@ class Providers:
         if declaration is None:
             return None, f"no config provider {provider!r} is declared"
         kind, params = declaration.kind, declaration.params
+        refused = self.policy.kind_refused(kind)
+        if refused:  # never instantiated here: its references stay literal
+            return None, refused
         if kind == ENV_PROVIDER:
             pattern = params.get("allowlist.pattern", ".*")
             if path:
                 return None, "EnvVarConfigProvider takes no path"
             if not re.fullmatch(pattern, key):
                 return None, f"environment variable {key} is not allowed by allowlist.pattern"
+            refused = self.policy.variable_refused(key)
+            if refused:
+                return None, refused
             if key not in self.environ:
                 return None, UNRESOLVABLE
             return self.environ[key], ""
         allowed = _allowed(path, params.get("allowed.paths"))
         if allowed is None:
             return None, f"{path} is outside allowed.paths"
+        refused = self.policy.path_refused(allowed)
+        if refused:
+            return None, refused
         if kind == FILE_PROVIDER:
             return self._from_file(allowed, key, files)
         if kind == DIRECTORY_PROVIDER:
-            return self._from_directory(allowed, key)
+            return self._from_directory(allowed, key, self.policy)
         return None, f"unknown provider kind {kind}"
 
     @staticmethod
@@ -143,10 +278,13 @@ class Providers:
         return read[key], ""
 
     @staticmethod
-    def _from_directory(path: str, key: str) -> tuple[str | None, str]:
+    def _from_directory(path: str, key: str, policy: NodePolicy) -> tuple[str | None, str]:
         if "/" in key or key in ("", ".", ".."):
             return None, f"{key!r} is not a file name"
         target = os.path.join(path, key)
+        refused = policy.path_refused(target)  # a link in the directory may lead elsewhere
+        if refused:
+            return None, refused
         if not os.path.isfile(target):
             return None, UNRESOLVABLE
         try:

@@ -2,7 +2,9 @@
 (new task configs for the leader) with the flow's session key; the leader checks it.
 
 Headers `X-Connect-Authorization` (the HMAC, base64) and `X-Connect-Request-Signature-Algorithm`
-(HmacSHA256, Connect's default `inter.worker.signature.algorithm`).
+(HmacSHA256, Connect's default `inter.worker.signature.algorithm`). Beside them the follower
+names itself in `X-Mirror-Member-Id` (its member id in the flow's group), for the audit trail:
+the leader persists the task configs in the poster's name (issue 34).
 """
 
 from __future__ import annotations
@@ -16,6 +18,13 @@ from collections.abc import Mapping
 SIGNATURE_HEADER = "X-Connect-Authorization"
 ALGORITHM_HEADER = "X-Connect-Request-Signature-Algorithm"
 ALGORITHM = "HmacSHA256"
+MEMBER_HEADER = "X-Mirror-Member-Id"
+
+
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """A request header, whatever case the client spelled its name in."""
+    wanted = name.lower()
+    return next((v for k, v in headers.items() if k.lower() == wanted), None)
 
 
 def _mac(key_b64: str, body: bytes) -> bytes:

@@ -14,6 +14,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import AuditEvent
+from controlplane.controller.mirror.assignment import source_task_configs
+from controlplane.controller.mirror.config import Flow, mirror_config_parse
 from controlplane.models import MetadataRecord
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.replay import metadata_verify
@@ -152,6 +154,12 @@ def join(api: Any, token: str, member: str, host: str, **extra: Any) -> dict[str
     return dict(answer)
 
 
+def derived(counts: dict[str, int]) -> list[dict[str, str]]:
+    """What MirrorSourceConnector derives from TEXT for these topics (tasks.max 1)."""
+    base = mirror_config_parse(TEXT).connector_config(Flow("A", "B"), "MirrorSourceConnector")
+    return source_task_configs(base, counts, 1)
+
+
 def heartbeat(api: Any, token: str, member: str, **report: Any) -> dict[str, Any]:
     body = {"member_id": member, "report": {"worker_id": f"{member}/A__B", **report}}
     status, answer = api.post(f"{GROUP}/heartbeat", body, token=token)
@@ -180,7 +188,7 @@ def test_group_protocol_generations_leader_and_fencing(client, api, tokens):
         "member_id": "m2",
         "generation": 2,
         "connector": "MirrorSourceConnector",
-        "task_configs": [{"task.assigned.partitions": "orders-0"}],
+        "task_configs": derived({"orders": 1}),
     }
     status, answer = api.post(f"{GROUP}/task-configs", configs, token=admin)
     assert status == 200 and answer["error"] == "REBALANCE_IN_PROGRESS", answer
@@ -213,9 +221,7 @@ def test_group_protocol_generations_leader_and_fencing(client, api, tokens):
         "connectors": ["MirrorHeartbeatConnector"],
         "tasks": ["MirrorSourceConnector-0"],
     }
-    assert beat["task_configs"]["MirrorSourceConnector"] == [
-        {"task.assigned.partitions": "orders-0"}
-    ]
+    assert beat["task_configs"]["MirrorSourceConnector"] == derived({"orders": 1})
     bad = {**sync, "assignments": [{"member_id": "m9", "connectors": [], "tasks": ["nope-3"]}]}
     status, answer = api.post(f"{GROUP}/sync", bad, token=admin)
     assert status == 400 and answer["error"] == "INVALID_REQUEST", answer
@@ -240,6 +246,61 @@ def test_group_protocol_generations_leader_and_fencing(client, api, tokens):
     assert answer["error"] == "UNKNOWN_MEMBER_ID", answer
     assert heartbeat(api, admin, "m1")["error"] == "UNKNOWN_MEMBER_ID"
     assert metadata_verify() == []
+
+
+def test_task_configs_are_the_connectors_and_audited_in_the_posters_name(client, api, tokens):
+    """Issue 34: a follower's task configs pointing the clusters at its poster's URL, or with a
+    token reference of its choosing, are refused (INVALID_CONFIG, 400, never 500), nothing is
+    stored; the audit row of every write names the member that posted them."""
+    stored(client, tokens)
+    admin = tokens["admin"]
+    join(api, admin, "m1", "127.0.0.2")
+    join(api, admin, "m2", "127.0.0.3")
+    plan = [
+        {"member_id": "m1", "connectors": ["MirrorCheckpointConnector"], "tasks": []},
+        {"member_id": "m2", "connectors": ["MirrorSourceConnector"], "tasks": []},
+    ]
+    sync = {"member_id": "m1", "generation": 2, "assignments": plan}
+    assert api.post(f"{GROUP}/sync", sync, token=admin)[1]["error_code"] == 0
+    posted = {
+        "member_id": "m1",
+        "generation": 2,
+        "connector": "MirrorSourceConnector",
+        "poster_member_id": "m2",
+        "poster_worker_id": "127.0.0.3/A__B",
+    }
+    before = MetadataRecord.objects.count()
+    for change in (
+        {"target.cluster.bootstrap.servers": "http://127.0.0.1:27555"},
+        {"source.cluster.token": "${env:CP_MIRROR_TOKEN}"},
+        {"target.cluster.client.id": "${env:HOME}"},
+    ):
+        hostile = derived({"orders": 1})
+        hostile[0].update(change)
+        status, answer = api.post(
+            f"{GROUP}/task-configs", {**posted, "task_configs": hostile}, token=admin
+        )
+        assert status == 400 and answer["error"] == "INVALID_CONFIG", answer
+        (key,) = change
+        assert key in answer["error_message"] and change[key] not in answer["error_message"]
+    assert MetadataRecord.objects.count() == before
+    refused = AuditEvent.objects.filter(api="PutMirrorTaskConfigs", outcome="FAILED")
+    assert refused.count() == 3
+    for event in refused:
+        assert {"resource_type": "MIRROR_WORKER", "resource_name": "127.0.0.3/A__B"} in [
+            {k: r[k] for k in ("resource_type", "resource_name")} for r in event.resources
+        ]
+
+    status, answer = api.post(
+        f"{GROUP}/task-configs", {**posted, "task_configs": derived({"orders": 2})}, token=admin
+    )
+    assert status == 200 and answer["error_code"] == 0, answer
+    written = AuditEvent.objects.get(api="PutMirrorTaskConfigs", outcome="SUCCESS")
+    assert written.principal == "User:admin" and written.first_offset is not None
+    assert [(r["resource_type"], r["resource_name"]) for r in written.resources] == [
+        ("GROUP", "mm2-A->B"),
+        ("MIRROR_WORKER", "127.0.0.3/A__B"),  # the poster, not only the leader that persisted
+    ]
 
 
 def test_expired_members_leave_by_the_controllers_timer(client, api, tokens, monkeypatch):

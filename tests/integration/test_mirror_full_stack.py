@@ -202,6 +202,15 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     assert "persisted task configs of MirrorSourceConnector" in nodes[0].output()
     hops = audit(b, api="PutMirrorTaskConfigs", outcome="SUCCESS")
     assert hops and {e["client_id"] for e in hops} == {leader}  # only the leader wrote them
+    # ... each in the name of the member whose connector computed them (issue 34): the
+    # follower running MirrorSourceConnector for its posts, not only the leader.
+    posters = {
+        r["resource_name"]
+        for e in hops
+        for r in e["resources"]
+        if r["resource_type"] == "MIRROR_WORKER"
+    }
+    assert source["worker_id"] in posters and leader in posters, posters
 
     # Config and ACL sync follow MirrorSourceConnector's rules.
     wait_for(
@@ -339,6 +348,28 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         "error_code": 404,
         "message": "Connector NoSuchConnector not found",
     }
+    # Signed with the flow's key and in the name of the member running the source connector,
+    # task configs pointing the clusters elsewhere are still refused (issue 34): the leader
+    # keeps what the connector derives from the stored text.
+    status, before = get(leader_url + "/connectors/MirrorSourceConnector/tasks")
+    hostile = [dict(t["config"]) for t in before]
+    for task in hostile:
+        task["target.cluster.bootstrap.servers"] = "http://127.0.0.1:27555"
+        task["source.cluster.token"] = "${env:CP_MIRROR_TOKEN}"
+    hostile_body = json.dumps(hostile).encode()
+    as_member = {
+        "X-Connect-Authorization": base64.b64encode(
+            hmac.new(key, hostile_body, hashlib.sha256).digest()
+        ).decode(),
+        "X-Connect-Request-Signature-Algorithm": "HmacSHA256",
+        "X-Mirror-Member-Id": member_id(b, source["worker_id"]),
+        "Content-Type": "application/json",
+    }
+    status, answer = send(tasks_url, "POST", hostile_body, as_member)
+    assert status == 400 and set(answer) == {"error_code", "message"}, answer
+    assert "target.cluster.bootstrap.servers differs" in answer["message"]
+    assert "27555" not in answer["message"]
+    assert get(leader_url + "/connectors/MirrorSourceConnector/tasks")[1] == before
     # Pausing through a REST server needs the caller's own token (audited as the caller).
     checkpoint = leader_url + "/connectors/MirrorCheckpointConnector"
     assert send(checkpoint + "/pause", "PUT", b"", {})[0] == 401
@@ -506,6 +537,16 @@ def test_a_source_that_is_down_shows_retries_and_recovers_and_a_paused_leader_is
     assert late == [], late  # nothing the stale leader wrote after it lost its place
     second.kill(signal.SIGTERM)
     first.kill(signal.SIGTERM)
+
+
+def member_id(cluster: Cluster, worker_id: str) -> str:
+    """The member id of `worker_id` in the flow's latest generation (from the metadata log)."""
+    rows = cluster.stack.sql(
+        "SELECT data::text FROM cp_metadata_record WHERE record_type = 'MirrorGroupRecord'"
+        ' ORDER BY "offset" DESC LIMIT 1'
+    )
+    members = json.loads(rows[0][0])["members"]
+    return str(next(m["member_id"] for m in members if m["worker_id"] == worker_id))
 
 
 def after_offset(cluster: Cluster, flow: dict[str, Any]) -> int:

@@ -13,6 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from audit.models import AuditEvent
+from controlplane.controller.mirror.assignment import source_task_configs
+from controlplane.controller.mirror.config import Flow, mirror_config_parse
 from mirror.members import local_members
 from tests.ui.conftest import ui_login
 
@@ -70,13 +72,16 @@ def lead(
     leader: str,
     generation: int,
     assignments: list[dict[str, Any]],
-    task_configs: int = 1,
+    partitions: int = 1,
 ) -> None:
+    # What MirrorSourceConnector derives from TEXT (tasks.max 1): the control plane stores
+    # nothing else (issue 34).
+    base = mirror_config_parse(TEXT).connector_config(Flow("A", "B"), "MirrorSourceConnector")
     body = {
         "member_id": leader,
         "generation": generation,
         "connector": "MirrorSourceConnector",
-        "task_configs": [{"task.assigned.partitions": f"orders-{i}"} for i in range(task_configs)],
+        "task_configs": source_task_configs(base, {"orders": partitions}, 1),
     }
     assert (
         api.post("/api/v1/mirror/groups/A/B/task-configs", body, token=token)[1]["error_code"] == 0

@@ -17,9 +17,13 @@ from controlplane.controller.dispatch import run_event
 from controlplane.controller.env import ControllerEnv
 from controlplane.controller.errors import InvalidStateTransition
 from controlplane.controller.image import MetadataDelta, MetadataImage, replay_log
-from controlplane.controller.mirror.assignment import eager_assignment
-from controlplane.controller.mirror.config import CONNECTORS
-from controlplane.controller.mirror.group import GROUP_TRANSITIONS, check_group_transition
+from controlplane.controller.mirror.assignment import eager_assignment, source_task_configs
+from controlplane.controller.mirror.config import CONNECTORS, Flow, mirror_config_parse
+from controlplane.controller.mirror.group import (
+    GROUP_TRANSITIONS,
+    check_group_transition,
+    put_task_configs,
+)
 from controlplane.controller.mirror_records import MirrorGroupRecord
 from controlplane.controller.records import record_from_data
 
@@ -27,6 +31,7 @@ CONFIG = """clusters = A, B
 A.bootstrap.servers = http://a:1
 B.bootstrap.servers = http://b:1
 A->B.enabled = true
+A->B.tasks.max = 3
 emit.heartbeats.enabled = false
 """
 WORKERS = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
@@ -71,6 +76,12 @@ def join(cluster: Cluster, member: str, worker: str, **extra: Any) -> dict[str, 
             **extra,
         ),
     )
+
+
+def derived(topics: int) -> list[dict[str, str]]:
+    """MirrorSourceConnector's task configs for `topics` one-partition topics t0, t1, ..."""
+    base = mirror_config_parse(CONFIG).connector_config(Flow("A", "B"), "MirrorSourceConnector")
+    return source_task_configs(base, {f"t{i}": 1 for i in range(topics)}, 3)
 
 
 @pytest.fixture
@@ -146,10 +157,55 @@ def test_a_stale_leader_is_fenced_by_generation(cluster: Cluster) -> None:
     }
     answer = cluster.run("PutMirrorTaskConfigs", secret)
     assert answer["error"] == "INVALID_CONFIG" and "literal-token" not in str(answer)
-    ok = {**write, "generation": cluster.group.generation}
+    ok = {**write, "generation": cluster.group.generation, "task_configs": derived(1)}
     assert cluster.run("PutMirrorTaskConfigs", ok)["error_code"] == 0
     assert cluster.run("PutMirrorTaskConfigs", ok)["error_code"] == 0
     assert len(cluster.log) == records + 1  # the same configs again wrote nothing
+
+
+def test_only_derived_task_configs_from_a_member_running_the_connector_are_stored(
+    cluster: Cluster,
+) -> None:
+    """Issue 34: the control plane keeps only what the connector derives from the stored
+    configuration, computed by a member of the generation (the one running the connector once
+    it is assigned), whose worker id the audit trail gets in the notes."""
+    join(cluster, "m1", "127.0.0.2")
+    join(cluster, "m2", "127.0.0.3")
+    generation = cluster.group.generation
+    write = flow(
+        member_id="m1",
+        generation=generation,
+        connector="MirrorSourceConnector",
+        task_configs=derived(2),
+        poster_member_id="m2",
+        poster_worker_id="127.0.0.3/A__B",
+    )
+    records = len(cluster.log)
+    hostile = derived(2)
+    hostile[0]["target.cluster.bootstrap.servers"] = "http://127.0.0.1:27555"
+    answer = cluster.run("PutMirrorTaskConfigs", {**write, "task_configs": hostile})
+    assert answer["error"] == "INVALID_CONFIG", answer
+    assert "target.cluster.bootstrap.servers differs" in answer["error_message"]
+    assert "27555" not in answer["error_message"]
+    assert "posted by 127.0.0.3/A__B" in answer["error_message"]
+    for poster in ({"poster_member_id": "eve"}, {"poster_worker_id": "127.0.0.9/A__B"}):
+        answer = cluster.run("PutMirrorTaskConfigs", {**write, **poster})
+        assert answer["error"] == "INVALID_REQUEST" and "not a member" in answer["error_message"]
+    assert len(cluster.log) == records
+    # Once assigned, only the member running the connector computes its task configs.
+    plan = [
+        {"member_id": "m1", "connectors": ["MirrorCheckpointConnector"], "tasks": []},
+        {"member_id": "m2", "connectors": ["MirrorSourceConnector"], "tasks": []},
+    ]
+    sync = flow(member_id="m1", generation=generation, assignments=plan)
+    assert cluster.run("SyncMirrorGroup", sync)["error_code"] == 0
+    leaders_own = {**write, "poster_member_id": "", "poster_worker_id": ""}
+    answer = cluster.run("PutMirrorTaskConfigs", leaders_own)
+    assert answer["error"] == "INVALID_REQUEST" and "does not run" in answer["error_message"]
+    result = put_task_configs(MetadataDelta(cluster.image), write)
+    assert result.notes == {"poster_worker_id": "127.0.0.3/A__B", "poster_member_id": "m2"}
+    assert cluster.run("PutMirrorTaskConfigs", write)["error_code"] == 0
+    assert list(cluster.group.task_configs["MirrorSourceConnector"]) == derived(2)
 
 
 def test_the_group_state_machine_as_data() -> None:
@@ -226,7 +282,11 @@ class GroupMachine(RuleBasedStateMachine):
         group = self.cluster.group
         generation = group.generation - 1 if stale else group.generation
         records = len(self.cluster.log)
-        configs = [{"task.assigned.partitions": f"t-{i}"} for i in range(tasks)]
+        configs = derived(tasks)
+        # The member running the source connector computed them (the leader until assigned).
+        current = group.assignment_generation == group.generation
+        runs = [a.member_id for a in group.assignments if "MirrorSourceConnector" in a.connectors]
+        poster = runs[0] if current and runs else group.leader
         put = self.cluster.run(
             "PutMirrorTaskConfigs",
             flow(
@@ -234,6 +294,7 @@ class GroupMachine(RuleBasedStateMachine):
                 generation=generation,
                 connector="MirrorSourceConnector",
                 task_configs=configs,
+                poster_member_id=poster,
             ),
         )
         counts = {c: len(self.cluster.group.task_configs.get(c, ())) for c in CONNECTORS}

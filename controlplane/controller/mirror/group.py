@@ -23,12 +23,14 @@ from controlplane.controller.image import MetadataDelta
 from controlplane.controller.image.mirror import FlowGroup, FlowKey, MirrorDelta
 from controlplane.controller.mirror.config import (
     CONNECTORS,
+    Flow,
     MirrorConfigError,
     MirrorMakerConfig,
     is_sensitive,
     mirror_config_parse,
 )
 from controlplane.controller.mirror.references import is_single_reference
+from controlplane.controller.mirror.task_configs import task_config_problems
 from controlplane.controller.mirror_records import (
     TARGET_STATES,
     MirrorAssignmentRecord,
@@ -265,11 +267,18 @@ def sync_group(view: MetadataDelta, payload: Mapping[str, Any]) -> ControllerRes
 
 
 def put_task_configs(view: MetadataDelta, payload: Mapping[str, Any]) -> ControllerResult:
-    """The leader persists a connector's task configs (Connect's putTaskConfigs)."""
+    """The leader persists a connector's task configs (Connect's putTaskConfigs): only those
+    the connector derives for the flow from the stored configuration (issue 34: a follower's
+    post once pointed both clusters at its poster's URL), posted by a member of the group.
+
+    `poster_member_id` (default: the leader) is the member whose connector computed them, a
+    follower when they came to the leader's REST server; its worker id goes to the audit trail
+    in the notes, from the group (what the leader claims of it must agree)."""
     key, group = _leader_write(view, payload)
     connector = str(payload["connector"])
     if connector not in CONNECTORS:
         raise ApiError(Errors.INVALID_REQUEST, f"Connector {connector} not found.")
+    poster = _poster(key, group, payload, connector)
     task_configs = tuple(
         {str(k): str(v) for k, v in task.items()} for task in payload["task_configs"]
     )
@@ -289,10 +298,45 @@ def put_task_configs(view: MetadataDelta, payload: Mapping[str, Any]) -> Control
             f"Task configs hold a literal secret ({', '.join(secrets[:5])}): only config "
             "provider references are stored.",
         )
+    config = stored_config(view.mirror_delta)
+    assert config is not None  # _leader_write found the flow in it
+    problems = task_config_problems(config, Flow(*key), connector, task_configs)
+    if problems:
+        raise ApiError(
+            Errors.INVALID_CONFIG,
+            f"Task configs of {connector} posted by {poster.worker_id} are not what it derives "
+            f"from the stored configuration: {'; '.join(problems)}.",
+        )
+    answer = {**OK, "connector": connector, "tasks": len(task_configs)}
+    notes = {"poster_worker_id": poster.worker_id, "poster_member_id": poster.member_id}
     if group.task_configs.get(connector) == task_configs:
-        return ControllerResult([], {**OK, "connector": connector, "tasks": len(task_configs)})
+        return ControllerResult([], answer, notes=notes)
     record = MirrorTaskConfigsRecord(key[0], key[1], connector, group.generation, task_configs)
-    return ControllerResult([record], {**OK, "connector": connector, "tasks": len(task_configs)})
+    return ControllerResult([record], answer, notes=notes)
+
+
+def _poster(
+    key: FlowKey, group: FlowGroup, payload: Mapping[str, Any], connector: str
+) -> MirrorMember:
+    """The member whose connector computed the task configs: a member of this generation, and
+    the one running the connector once this generation's assignment is made."""
+    member_id = str(payload.get("poster_member_id") or payload["member_id"])
+    poster = group.member(member_id)
+    claimed = str(payload.get("poster_worker_id") or "")
+    if poster is None or (claimed and claimed != poster.worker_id):
+        raise ApiError(
+            Errors.INVALID_REQUEST,
+            f"Task configs of {key[0]}->{key[1]} posted by {(claimed or member_id)[:255]}: not "
+            f"a member of generation {group.generation}.",
+        )
+    runs = [a.member_id for a in group.assignments if connector in a.connectors]
+    if group.assignment_generation == group.generation and runs and runs[0] != poster.member_id:
+        raise ApiError(
+            Errors.INVALID_REQUEST,
+            f"Task configs of {connector} posted by {poster.worker_id}: it does not run "
+            f"{connector} in generation {group.generation}.",
+        )
+    return poster
 
 
 def alter_target_state(view: MetadataDelta, payload: Mapping[str, Any]) -> ControllerResult:

@@ -3,7 +3,8 @@
 ``AlterMirrorConfig`` ``{text}``; ``JoinMirrorGroup`` ``{source, target, member_id, worker_id,
 rest_url, session_timeout_ms, contacts}``; ``LeaveMirrorGroup`` ``{source, target, member_id}``;
 ``SyncMirrorGroup`` ``{source, target, member_id, generation, assignments}``;
-``PutMirrorTaskConfigs`` ``{source, target, member_id, generation, connector, task_configs}``;
+``PutMirrorTaskConfigs`` ``{source, target, member_id, generation, connector, task_configs,
+poster_member_id, poster_worker_id}``;
 ``AlterMirrorTargetState`` ``{source, target, state, connectors}``; and the timer's
 ``ExpireMirrorMembers`` ``{contacts}``.
 """
