@@ -33,6 +33,7 @@ from kio.schema.errors import ErrorCode
 from controlplane.login_failures import FAILED_AUTHENTICATION_DELAY_S, FAILED_LOGINS
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.rpc import Caller
+from controlplane.runtime.notifier import notifier
 from wire import metrics
 from wire.admission import (
     ANONYMOUS,
@@ -40,7 +41,7 @@ from wire.admission import (
     plain_user,
     within_request_rate,
 )
-from wire.apis.base import WIRE_APIS, Advertised, WireApi, WireRequest
+from wire.apis.base import WIRE_APIS, Advertised, LongPoll, WireApi, WireRequest
 from wire.convert import from_data
 from wire.listeners import CLIENT, SECURITY_PROTOCOLS, Listener
 from wire.memory import RequestMemory
@@ -388,7 +389,13 @@ class WireServer:
         loop = asyncio.get_running_loop()
         gate = conn.listener.listener_name if conn.listener.controller else None
         response = await loop.run_in_executor(self.pool, self._handle, api, request, received, gate)
-        if response is None:
+        if isinstance(response, LongPoll):
+            await notifier.wait_async(response.generation, response.timeout_s)
+            request = dataclasses.replace(request, waited=True)
+            response = await loop.run_in_executor(
+                self.pool, self._handle, api, request, received, gate
+            )
+        if response is None or isinstance(response, LongPoll):
             raise _Close(f"{api.name} failed")
         return response
 
@@ -413,7 +420,7 @@ class WireServer:
 
     def _handle(
         self, api: WireApi, request: WireRequest, received: float, gate: str | None
-    ) -> bytes | None:
+    ) -> bytes | LongPoll | None:
         """On the pool: the handler, then the encoding (never on the event loop). On a
         controller listener (`gate`: its name) the caller must hold CLUSTER_ACTION first."""
         from django.db import close_old_connections
@@ -429,6 +436,8 @@ class WireServer:
                 answer = refused_on_controller_listener(api, request, gate)
             else:
                 answer = api.handler(request)
+            if isinstance(answer, LongPoll):
+                return answer
             body = answer if isinstance(answer, bytes) else encode_body(answer)
             errors = [] if isinstance(answer, bytes) else metrics.error_names(answer)
         except Exception:

@@ -27,6 +27,7 @@ def test_every_registered_kafka_rpc_is_served_on_the_wire() -> None:
 # What brokers send the controller, served on its listeners only: the REST internal API's
 # routes (`/internal/v1/...`), not admin RPCs of the registry.
 BROKER_LIFECYCLE = {
+    1: "Fetch",  # the Raft Fetch of __cluster_metadata-0
     56: "AlterPartition",
     62: "BrokerRegistration",
     63: "BrokerHeartbeat",

@@ -54,6 +54,18 @@ class WireRequest:
     listener: str  # the security protocol: PLAINTEXT, SASL_PLAINTEXT, SSL, SASL_SSL
     listener_name: str = ""  # Kafka's ListenerName (CONTROLLER, ...); "" is the protocol's
     listener_role: str = CLIENT
+    waited: bool = False  # asked again after its LongPoll: answer now, even with nothing
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class LongPoll:
+    """What a handler answers when it has nothing yet and the request may wait (a Fetch's
+    MaxWaitMs): the listener waits on its event loop, holding no thread, until the metadata log
+    moves past `generation` (controlplane.runtime.notifier) or `timeout_s` passes, then asks the
+    handler again (`WireRequest.waited`)."""
+
+    generation: int
+    timeout_s: float
 
 
 # A handler answers the kio response entity of the request's version (kio.index.

@@ -1,0 +1,169 @@
+"""The Raft Fetch of `__cluster_metadata`-0 on the controller listener (issue 35, point 2), as
+a stock broker sends it: the log in Kafka's batches from any offset, the leader and its epoch,
+the high watermark, diverging epochs, the top-level errors a broker survives, and a long poll
+that a commit wakes."""
+
+from __future__ import annotations
+
+import datetime
+import threading
+import time
+import uuid
+from typing import Any
+
+import pytest
+from kio.schema.errors import ErrorCode
+from kio.schema.fetch.v17 import request as fetch_v17
+
+from controlplane.controller.features import BOOTSTRAP_FEATURES
+from controlplane.controller.kraft import decode_records
+from controlplane.models import MetadataRecord
+from controlplane.principals import principal_create
+from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerEvent, RequestContext
+from controlplane.runtime.lease import cluster_get_or_create, cluster_read
+from tests.conftest import registration_body
+from tests.wire.conftest import RunningListener
+from tests.wire.rawclient import RawClient
+from tests.wire.test_server import authenticate
+from wire.apis.raft import METADATA_TOPIC_ID
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def fetch(
+    offset: int,
+    last_epoch: int,
+    leader_epoch: int,
+    *,
+    cluster_id: str | None = None,
+    topic_id: uuid.UUID = METADATA_TOPIC_ID,
+    max_wait_ms: int = 0,
+    max_bytes: int = 8 << 20,
+) -> fetch_v17.FetchRequest:
+    partition = fetch_v17.FetchPartition(
+        partition=0,
+        current_leader_epoch=leader_epoch,
+        fetch_offset=offset,
+        last_fetched_epoch=last_epoch,
+        log_start_offset=-1,
+        partition_max_bytes=max_bytes,
+        replica_directory_id=uuid.uuid4(),
+    )
+    return fetch_v17.FetchRequest(
+        cluster_id=cluster_id,
+        replica_state=fetch_v17.ReplicaState(replica_id=1, replica_epoch=-1),
+        max_wait=datetime.timedelta(milliseconds=max_wait_ms),
+        min_bytes=0,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(fetch_v17.FetchTopic(topic_id=topic_id, partitions=(partition,)),),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
+
+
+def register(broker_id: int) -> None:
+    event = ControllerEvent(
+        "BrokerRegistration",
+        registration_body(broker_id, cluster_get_or_create().cluster_id),
+        RequestContext(principal="User:broker", request_id=str(uuid.uuid4())),
+    )
+    assert get_runtime().handle(event).error_code == 0
+
+
+@pytest.fixture
+def follower(wire_listener: RunningListener) -> Any:
+    token = principal_create(name="raft-follower", broker=True)
+    with RawClient(wire_listener.host, wire_listener.controller_port) as client:
+        assert authenticate(client, "raft-follower", token) == ErrorCode.none
+        yield client
+
+
+def only(response: Any) -> Any:
+    assert response.error_code == ErrorCode.none, response
+    (topic,) = response.responses
+    assert topic.topic_id == METADATA_TOPIC_ID
+    (partition,) = topic.partitions
+    return partition
+
+
+def test_a_follower_reads_the_whole_log_in_kafkas_batches(
+    follower: Any, wire_listener: RunningListener
+) -> None:
+    for broker_id in (1, 2, 3):
+        register(broker_id)
+    cluster = cluster_read()
+    epoch = cluster.controller_epoch
+    # A fresh broker knows no epoch: it learns the leader from FENCED_LEADER_EPOCH.
+    fresh = only(follower.request(fetch(0, 0, 0)))
+    assert fresh.error_code == ErrorCode.fenced_leader_epoch
+    assert (fresh.current_leader.leader_id, fresh.current_leader.leader_epoch) == (
+        cluster.controller_id,
+        epoch,
+    )
+    answer = follower.request(fetch(0, 0, epoch, cluster_id=cluster.cluster_id))
+    assert [(n.node_id, n.host, n.port) for n in answer.node_endpoints] == [
+        (cluster.controller_id, wire_listener.host, wire_listener.controller_port)
+    ]
+    partition = only(answer)
+    assert partition.error_code == ErrorCode.none
+    assert partition.high_watermark == cluster.last_offset + 1
+    decoded = list(decode_records(bytes(partition.records)))
+    stored = list(MetadataRecord.objects.order_by("offset").values_list("offset", "record_type"))
+    assert [offset for offset, _ in decoded] == [offset for offset, _ in stored]
+    names = [record.name for _, record in decoded]
+    assert names[: len(BOOTSTRAP_FEATURES)] == ["FeatureLevelRecord"] * len(BOOTSTRAP_FEATURES)
+    assert names.count("RegisterBrokerRecord") == 3
+    # From an offset inside a batch: that batch's rest, cut where the follower's log ends.
+    middle = len(BOOTSTRAP_FEATURES) + 1
+    tail = only(follower.request(fetch(middle, epoch, epoch)))
+    assert [o for o, _ in decode_records(bytes(tail.records))] == list(
+        range(middle, cluster.last_offset + 1)
+    )
+    # At the end, without waiting: nothing, the same high watermark.
+    end = only(follower.request(fetch(cluster.last_offset + 1, epoch, epoch)))
+    assert bytes(end.records) == b"" and end.high_watermark == cluster.last_offset + 1
+
+
+def test_epochs_and_divergence(follower: Any) -> None:
+    register(1)
+    cluster = cluster_read()
+    epoch = cluster.controller_epoch
+    ahead = only(follower.request(fetch(0, 0, epoch + 1)))
+    assert ahead.error_code == ErrorCode.unknown_leader_epoch
+    # A follower whose last batch came from an epoch this log never had: where it diverges.
+    assert epoch >= 1
+    diverged = only(follower.request(fetch(cluster.last_offset + 5, epoch, epoch)))
+    assert (diverged.diverging_epoch.epoch, diverged.diverging_epoch.end_offset) == (
+        epoch,
+        cluster.last_offset + 1,
+    )
+    assert bytes(diverged.records) == b""
+
+
+def test_top_level_errors_a_broker_survives(follower: Any) -> None:
+    register(1)
+    epoch = cluster_read().controller_epoch
+    other = follower.request(fetch(0, 0, epoch, cluster_id="another-cluster"))
+    assert other.error_code == ErrorCode.inconsistent_cluster_id and other.responses == ()
+    wrong = follower.request(fetch(0, 0, epoch, topic_id=uuid.uuid4()))
+    assert wrong.error_code == ErrorCode.invalid_request and wrong.responses == ()
+    negative = follower.request(fetch(-1, 0, epoch))
+    assert negative.error_code == ErrorCode.invalid_request
+
+
+def test_a_parked_fetch_is_woken_by_a_commit(follower: Any) -> None:
+    register(1)
+    cluster = cluster_read()
+    epoch, end = cluster.controller_epoch, cluster.last_offset + 1
+    started = time.monotonic()
+    idle = only(follower.request(fetch(end, epoch, epoch, max_wait_ms=300)))
+    assert bytes(idle.records) == b"" and time.monotonic() - started >= 0.25
+    threading.Timer(0.3, register, args=(2,)).start()
+    started = time.monotonic()
+    woken = only(follower.request(fetch(end, epoch, epoch, max_wait_ms=10_000)))
+    assert time.monotonic() - started < 5  # the commit, not the 10 s wait, answered it
+    assert [r.name for _, r in decode_records(bytes(woken.records))] == ["RegisterBrokerRecord"]
