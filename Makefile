@@ -8,7 +8,7 @@ KAFKA_PORT ?= 9092
 KAFKA_SASL_PORT ?= 9093
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-health-fence clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-health-fence clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -103,6 +103,10 @@ bench-health-fence: $(PY)
 ## bench-wire: the Kafka protocol listener vs REST through kafka-python: Metadata of 1,000 x 10, CreateTopics
 bench-wire: install-test services
 	$(PY) -m bench.wire_protocol $(BENCH_ARGS)
+
+## bench-raft-fetch: a broker catching up through the Raft Fetch against the REST fetch
+bench-raft-fetch: install-test services
+	$(PY) -m bench.raft_fetch $(BENCH_ARGS)
 
 ## bench-admin: admin writes direct vs forwarded in an Envelope (KIP-590): latency, writes/s
 bench-admin: install-test services

@@ -258,6 +258,10 @@ CP_KAFKA_LISTENERS = [
 # Kafka's listener.security.protocol.map and controller.listener.names for those listeners.
 CP_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP = os.environ.get("CP_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP")
 CP_KAFKA_CONTROLLER_LISTENER_NAMES = os.environ.get("CP_KAFKA_CONTROLLER_LISTENER_NAMES")
+# The broker principal a PLAINTEXT controller listener's connections are (loopback/private only).
+CP_KAFKA_CONTROLLER_PLAINTEXT_PRINCIPAL = (
+    os.environ.get("CP_KAFKA_CONTROLLER_PLAINTEXT_PRINCIPAL") or None
+)
 CP_KAFKA_ADVERTISED_HOST = os.environ.get("CP_KAFKA_ADVERTISED_HOST") or None
 CP_KAFKA_LISTENER_STARTER = "wire.runner.start_embedded"
 CP_KAFKA_PORT_PER_NODE = env_bool("CP_KAFKA_PORT_PER_NODE", False)

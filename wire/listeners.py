@@ -6,6 +6,7 @@ listener serves clients. No Django, no I/O."""
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 from collections.abc import Iterable, Mapping
 
@@ -120,3 +121,22 @@ def parse_listeners(
             raise ValueError(f"listener {listener.listener_name} is named twice")
         seen.add(listener.listener_name)
     return listeners
+
+
+def require_private_plaintext_controllers(listeners: list[Listener]) -> None:
+    """A PLAINTEXT controller listener whose connections are a broker principal proves nothing
+    about its peers: it must be bound to loopback or a private address."""
+    for listener in listeners:
+        if not (listener.controller and listener.protocol == "PLAINTEXT"):
+            continue
+        try:
+            address = ipaddress.ip_address(listener.host)
+            private = address.is_loopback or address.is_private
+        except ValueError:
+            private = listener.host == "localhost"
+        if not private or listener.host in ("0.0.0.0", "::"):
+            raise ValueError(
+                f"controller listener {listener.listener_name} binds {listener.host}: a PLAINTEXT "
+                "controller listener mapped to a broker principal binds loopback or a private "
+                "address only"
+            )

@@ -62,6 +62,7 @@ async def start_embedded(log: Any) -> WireServer:
         ),
         advertised_host=settings.CP_KAFKA_ADVERTISED_HOST,
         port_per_node=settings.CP_KAFKA_PORT_PER_NODE,
+        controller_plaintext_principal=settings.CP_KAFKA_CONTROLLER_PLAINTEXT_PRINCIPAL,
     )
     for bound in await server.start():
         listener = bound.listener

@@ -31,7 +31,7 @@ from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
 from controlplane.login_failures import FAILED_AUTHENTICATION_DELAY_S, FAILED_LOGINS
-from controlplane.principals import AuthenticatedPrincipal
+from controlplane.principals import AuthenticatedPrincipal, principal_forwarded
 from controlplane.rpc import Caller
 from controlplane.runtime.notifier import notifier
 from wire import metrics
@@ -43,7 +43,12 @@ from wire.admission import (
 )
 from wire.apis.base import WIRE_APIS, Advertised, LongPoll, WireApi, WireRequest
 from wire.convert import from_data
-from wire.listeners import CLIENT, SECURITY_PROTOCOLS, Listener
+from wire.listeners import (
+    CLIENT,
+    SECURITY_PROTOCOLS,
+    Listener,
+    require_private_plaintext_controllers,
+)
 from wire.memory import RequestMemory
 from wire.protocol import (
     API_VERSIONS_KEY,
@@ -60,7 +65,14 @@ from wire.protocol import (
     unsupported_api_versions,
 )
 from wire.sasl import MECHANISMS, SaslFailed
-from wire.tls_principal import NoMatchingRule, Rule, distinguished_name, mapped_name, parse_rules
+from wire.tls_principal import (
+    NoMatchingRule,
+    Rule,
+    distinguished_name,
+    mapped_name,
+    parse_rules,
+    ssl_context,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -143,9 +155,15 @@ class WireServer:
         advertised_host: str | None = None,
         port_per_node: bool = False,
         principal_mapping_rules: str = "DEFAULT",
+        controller_plaintext_principal: str | None = None,
     ) -> None:
         if any(listener.tls for listener in listeners) and ssl_context is None:
             raise ValueError("SSL and SASL_SSL listeners need a certificate and key")
+        if controller_plaintext_principal:
+            require_private_plaintext_controllers(listeners)
+        # Who a PLAINTEXT controller listener's connections are (a broker principal), where
+        # the operator binds it to loopback or a private network and says so; else ANONYMOUS.
+        self.controller_plaintext_principal = controller_plaintext_principal or None
         self.listeners = listeners
         self.limits = limits or Limits()
         self.ssl_context = ssl_context
@@ -224,6 +242,13 @@ class WireServer:
             return Advertised(host, bound.port)
         return Advertised(host, bound.port, functools.partial(self.node_port, bound))
 
+    def _maps_plaintext_controller(self, listener: Listener) -> bool:
+        return bool(
+            self.controller_plaintext_principal
+            and listener.controller
+            and listener.protocol == "PLAINTEXT"
+        )
+
     def _transport_principal(self, writer: asyncio.StreamWriter) -> AuthenticatedPrincipal:
         """PLAINTEXT, or SSL without a client certificate: User:ANONYMOUS; SSL with one: its
         subject's name as `ssl.principal.mapping.rules` maps it (Kafka's
@@ -256,6 +281,11 @@ class WireServer:
             return
         try:
             principal = None if listener.sasl else self._transport_principal(writer)
+            if principal is not None and self._maps_plaintext_controller(listener):
+                assert self.controller_plaintext_principal is not None
+                principal = await asyncio.get_running_loop().run_in_executor(
+                    self.pool, principal_forwarded, self.controller_plaintext_principal
+                )
         except NoMatchingRule as error:
             metrics.CONNECTIONS_REFUSED.labels(listener.listener_name, "principal_mapping").inc()
             logger.warning("closing %s: %s", host, error)
@@ -555,25 +585,3 @@ def _within_item_bound(api: WireApi, header: RequestHeader, frame: bytes) -> Non
             f"{api.name} v{header.api_version} with {items} items: at most {api.max_items} "
             "per request"
         )
-
-
-def ssl_context(
-    certfile: str, keyfile: str, cafile: str | None = None, client_auth: str | None = None
-) -> ssl.SSLContext:
-    """The SSL listeners' context: TLS 1.2 and newer; client certificates (verified against
-    `cafile`) as Kafka's `ssl.client.auth` says: none, requested (the default with a CA) or
-    required."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=cafile)
-    context.minimum_version = ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(certfile, keyfile)
-    auth = client_auth or ("requested" if cafile else "none")
-    if auth not in ("none", "requested", "required"):
-        raise ValueError(f"ssl.client.auth {auth!r} is not one of none, requested, required")
-    if auth != "none" and not cafile:
-        raise ValueError(f"ssl.client.auth={auth} needs the CA of client certificates")
-    context.verify_mode = {
-        "none": ssl.CERT_NONE,
-        "requested": ssl.CERT_OPTIONAL,
-        "required": ssl.CERT_REQUIRED,
-    }[auth]
-    return context

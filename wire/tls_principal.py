@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import ssl
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,3 +88,25 @@ def mapped_name(name: str, rules: Sequence[Rule]) -> str:
         if mapped is not None:
             return mapped
     raise NoMatchingRule(f"no ssl.principal.mapping.rules rule matches {name!r}")
+
+
+def ssl_context(
+    certfile: str, keyfile: str, cafile: str | None = None, client_auth: str | None = None
+) -> ssl.SSLContext:
+    """The SSL listeners' context: TLS 1.2 and newer; client certificates (verified against
+    `cafile`) as Kafka's `ssl.client.auth` says: none, requested (the default with a CA) or
+    required."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=cafile)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(certfile, keyfile)
+    auth = client_auth or ("requested" if cafile else "none")
+    if auth not in ("none", "requested", "required"):
+        raise ValueError(f"ssl.client.auth {auth!r} is not one of none, requested, required")
+    if auth != "none" and not cafile:
+        raise ValueError(f"ssl.client.auth={auth} needs the CA of client certificates")
+    context.verify_mode = {
+        "none": ssl.CERT_NONE,
+        "requested": ssl.CERT_OPTIONAL,
+        "required": ssl.CERT_REQUIRED,
+    }[auth]
+    return context

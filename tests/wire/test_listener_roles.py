@@ -179,3 +179,40 @@ def test_listener_configuration_errors_say_what_is_wrong(
 
 def test_a_listener_named_by_its_protocol_keeps_its_name_empty() -> None:
     assert Listener.parse("SASL_SSL://h:9") == Listener("SASL_SSL", "h", 9)
+
+
+def test_a_plaintext_controller_listener_maps_to_a_configured_broker_principal(
+    transactional_db: None,
+) -> None:
+    from wire.runner import ThreadedListener
+    from wire.server import Limits, WireServer
+
+    principal_create(name="acl-admin", super_user=True)
+    principal_create(name="loopback-brokers", broker=True)
+    controller = Listener("PLAINTEXT", "127.0.0.1", 0, name="CONTROLLER", role=CONTROLLER)
+    with pytest.raises(ValueError, match="loopback or a private address"):
+        WireServer(
+            [Listener("PLAINTEXT", "0.0.0.0", 0, name="CONTROLLER", role=CONTROLLER)],
+            controller_plaintext_principal="loopback-brokers",
+        )
+    for mapped, expected in (
+        (None, ErrorCode.cluster_authorization_failed),
+        ("loopback-brokers", ErrorCode.none),
+    ):
+        server = WireServer(
+            [controller],
+            limits=Limits(authentication_timeout_s=5, idle_timeout_s=60, threads=2),
+            controller_plaintext_principal=mapped,
+        )
+        runner = ThreadedListener(server)
+        (bound,) = runner.start()
+        try:
+            with RawClient("127.0.0.1", bound.port) as client:
+                answer = client.request(envelope(forwarded_create_acls(f"mapped-{mapped}")))
+            assert answer.error_code == expected
+        finally:
+            runner.stop()
+    assert Acl.objects.filter(resource_name="mapped-loopback-brokers").exists()
+    assert not Acl.objects.filter(resource_name="mapped-None").exists()
+    event = AuditEvent.objects.filter(api="CreateAcls").latest("pk")
+    assert event.forwarding_principal == "User:loopback-brokers"

@@ -40,6 +40,14 @@ class Command(BaseCommand):
             help="Kafka's listener.security.protocol.map (CONTROLLER is PLAINTEXT unless mapped)",
         )
         parser.add_argument(
+            "--controller-plaintext-principal",
+            default=None,
+            metavar="NAME",
+            help="the principal a PLAINTEXT controller listener's connections are (a broker "
+            "principal), for a controller listener bound to loopback or a private address only; "
+            "without it they are User:ANONYMOUS",
+        )
+        parser.add_argument(
             "--controller-listener-names",
             default=None,
             metavar="NAME[,...]",
@@ -136,14 +144,18 @@ class Command(BaseCommand):
         if options["metrics_port"] is not None:
             start_http_server(options["metrics_port"], registry=scraped_registry())
         load_all()
-        server = WireServer(
-            listeners,
-            limits=limits,
-            ssl_context=context,
-            advertised_host=options["advertised_host"],
-            port_per_node=options["port_per_node"],
-            principal_mapping_rules=options["ssl_principal_mapping_rules"],
-        )
+        try:
+            server = WireServer(
+                listeners,
+                limits=limits,
+                ssl_context=context,
+                advertised_host=options["advertised_host"],
+                port_per_node=options["port_per_node"],
+                principal_mapping_rules=options["ssl_principal_mapping_rules"],
+                controller_plaintext_principal=options["controller_plaintext_principal"],
+            )
+        except ValueError as error:
+            raise CommandError(str(error)) from None
         asyncio.run(self._serve(server))
 
     async def _serve(self, server: WireServer) -> None:
