@@ -25,8 +25,9 @@ from controlplane.controller.kraft import (
 )
 from controlplane.controller.kraft.batches import decode_batches, encode_batch
 from controlplane.controller.kraft.frames import KafkaRecord
+from controlplane.controller.kraft.snapshot import kafka_snapshot
 from controlplane.controller.records import Record, UnknownRecordType, record_from_data
-from controlplane.models import MetadataRecord
+from controlplane.models import MetadataRecord, MetadataSnapshot
 from controlplane.runtime.snapshots import (
     SnapshotDamaged,
     metadata_snapshot_get,
@@ -176,3 +177,28 @@ def reset_kraft_log() -> None:
     global _log
     with _log_lock:
         _log = None
+    with _snapshot_lock:
+        _snapshot_bytes.clear()
+
+
+_snapshot_bytes: dict[tuple[str, int, int], bytes] = {}
+_snapshot_lock = threading.Lock()
+
+
+def kafka_snapshot_bytes(snapshot: MetadataSnapshot, cluster_id: str) -> bytes:
+    """`snapshot` in Kafka's checkpoint format, encoded once per process (the latest one kept:
+    brokers behind the log's start fetch the newest snapshot)."""
+    key = (cluster_id, snapshot.end_offset, snapshot.epoch)
+    with _snapshot_lock:
+        cached = _snapshot_bytes.get(key)
+        if cached is not None:
+            return cached
+        decoded = metadata_snapshot_load(snapshot=snapshot)
+        data = kafka_snapshot(
+            decoded.records,
+            epoch=snapshot.epoch,
+            last_contained_timestamp_ms=snapshot.created_ms,
+        )
+        _snapshot_bytes.clear()
+        _snapshot_bytes[key] = data
+        return data

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.kraft import (
     METADATA_PARTITION_DIR,
     BrokerDirectories,
@@ -34,6 +35,7 @@ from controlplane.controller.kraft import (
 )
 from controlplane.controller.kraft.codec import Array, Field, Struct
 from controlplane.controller.kraft.schemas import CONTROL_RECORDS, METADATA_RECORDS
+from controlplane.controller.kraft.snapshot import checkpoint_file_name, kafka_snapshot
 from controlplane.controller.kraft.twins import TWINNED_RECORD_TYPES
 from controlplane.controller.mirror_records import MirrorMakerConfigRecord
 from controlplane.controller.records import (
@@ -253,3 +255,29 @@ def test_kafka_reads_the_exported_log_of_a_real_workload(
     assert {"TopicRecord", "AccessControlEntryRecord", "BrokerRegistrationChangeRecord"} <= set(
         names
     )
+
+
+def test_kafka_reads_a_snapshot_we_serve(kafka_jars: None, tmp_path: Path) -> None:
+    """The checkpoint FetchSnapshot serves (SnapshotHeader, the image's records, SnapshotFooter)
+    is what DumpLogSegments reads from a `.checkpoint` file."""
+    records = [
+        r
+        for r in every_record_type()
+        if not isinstance(r, RemoveTopicRecord | UnregisterBrokerRecord)
+        and not type(r).TYPE.startswith("Remove")
+    ]
+    image = MetadataImage(cluster_id="c")
+    delta = MetadataDelta(image)
+    for record in records:
+        delta.replay(record)
+    image.apply(delta)
+    data = kafka_snapshot(
+        image.snapshot_records(), epoch=3, last_contained_timestamp_ms=1_700_000_000_000
+    )
+    checkpoint = tmp_path / METADATA_PARTITION_DIR / checkpoint_file_name(image.last_offset + 1, 3)
+    checkpoint.parent.mkdir()
+    checkpoint.write_bytes(data)
+    decoded = assert_kafka_reads_what_we_read(data, dump(checkpoint))
+    names = [record.name for record in decoded]
+    assert names[0] == "SnapshotHeaderRecord" and names[-1] == "SnapshotFooterRecord"
+    assert names[1] == "FeatureLevelRecord" and "PartitionRecord" in names

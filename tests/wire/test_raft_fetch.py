@@ -167,3 +167,76 @@ def test_a_parked_fetch_is_woken_by_a_commit(follower: Any) -> None:
     woken = only(follower.request(fetch(end, epoch, epoch, max_wait_ms=10_000)))
     assert time.monotonic() - started < 5  # the commit, not the 10 s wait, answered it
     assert [r.name for _, r in decode_records(bytes(woken.records))] == ["RegisterBrokerRecord"]
+
+
+def test_a_follower_behind_the_logs_start_loads_the_snapshot(
+    follower: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """After retention the log starts at the latest snapshot's end: a follower from offset 0
+    is told its SnapshotId, fetches the snapshot (Kafka's checkpoint format) in pieces, then
+    fetches the log from the snapshot's end."""
+    from controlplane.controller.kraft import decode_batches
+    from controlplane.runtime import snapshots
+    from tests.api.test_metadata_snapshots import KEEP_ONE
+
+    monkeypatch.setattr(snapshots, "RETENTION_FLOORS", [])
+    snapshots.snapshot_state_reset()
+    for broker_id in (1, 2):
+        register(broker_id)
+    assert snapshots.metadata_snapshot_create(config=KEEP_ONE) is not None
+    register(3)
+    latest = snapshots.metadata_snapshot_create(config=KEEP_ONE)
+    assert latest is not None
+    register(4)
+    cluster = cluster_read()
+    assert cluster.log_start_offset == latest.end_offset > 0
+    epoch = cluster.controller_epoch
+    told = only(follower.request(fetch(0, 0, epoch)))
+    assert (told.snapshot_id.end_offset, told.snapshot_id.epoch) == (
+        latest.end_offset,
+        latest.epoch,
+    )
+    assert bytes(told.records) == b""
+    pieces, position, size = [], 0, None
+    while size is None or position < size:
+        answer = follower.request(
+            snapshot_request(latest.end_offset, latest.epoch, epoch, position)
+        )
+        (part,) = answer.topics[0].partitions
+        assert part.error_code == ErrorCode.none, part
+        size = int(part.size)
+        pieces.append(bytes(part.unaligned_records))
+        position += len(pieces[-1])
+    assert len(pieces) > 1  # 256 bytes at a time
+    batches = decode_batches(b"".join(pieces))
+    assert batches[0].is_control and batches[-1].is_control  # SnapshotHeader ... SnapshotFooter
+    names = [r.name for _, r in decode_records(b"".join(pieces))]
+    assert names[0] == "SnapshotHeaderRecord" and names[-1] == "SnapshotFooterRecord"
+    assert names[1] == "FeatureLevelRecord" and names.count("RegisterBrokerRecord") == 3
+    (tmp_path / "snapshot.checkpoint").write_bytes(b"".join(pieces))
+    # From the snapshot's end, with its epoch: the log after it.
+    rest = only(follower.request(fetch(latest.end_offset, latest.epoch, epoch)))
+    assert [r.name for _, r in decode_records(bytes(rest.records))] == ["RegisterBrokerRecord"]
+    # A snapshot this log does not keep; a position past the end.
+    gone = follower.request(snapshot_request(latest.end_offset - 1, latest.epoch, epoch, 0))
+    assert gone.topics[0].partitions[0].error_code == ErrorCode.snapshot_not_found
+    past = follower.request(snapshot_request(latest.end_offset, latest.epoch, epoch, 10**9))
+    assert past.topics[0].partitions[0].error_code == ErrorCode.position_out_of_range
+
+
+def snapshot_request(end_offset: int, snapshot_epoch: int, epoch: int, position: int) -> Any:
+    from kio.schema.fetch_snapshot.v1 import request as snapshot_v1
+
+    partition = snapshot_v1.PartitionSnapshot(
+        partition=0,
+        current_leader_epoch=epoch,
+        snapshot_id=snapshot_v1.SnapshotId(end_offset=end_offset, epoch=snapshot_epoch),
+        position=position,
+        replica_directory_id=uuid.uuid4(),
+    )
+    return snapshot_v1.FetchSnapshotRequest(
+        cluster_id=None,
+        replica_id=1,
+        max_bytes=256,
+        topics=(snapshot_v1.TopicSnapshot(name="__cluster_metadata", partitions=(partition,)),),
+    )

@@ -28,6 +28,7 @@ def test_every_registered_kafka_rpc_is_served_on_the_wire() -> None:
 # routes (`/internal/v1/...`), not admin RPCs of the registry.
 BROKER_LIFECYCLE = {
     1: "Fetch",  # the Raft Fetch of __cluster_metadata-0
+    59: "FetchSnapshot",
     56: "AlterPartition",
     62: "BrokerRegistration",
     63: "BrokerHeartbeat",

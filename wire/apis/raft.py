@@ -20,9 +20,13 @@ from typing import Any
 from kio.index import load_response_schema
 
 from controlplane.controller.errors import Errors
-from controlplane.runtime.kraft_log import kraft_log
+from controlplane.runtime.kraft_log import kafka_snapshot_bytes, kraft_log
 from controlplane.runtime.lease import cluster_read
 from controlplane.runtime.notifier import notifier
+from controlplane.runtime.snapshots import (
+    metadata_snapshot_get,
+    metadata_snapshot_latest_intact,
+)
 from wire.apis.base import CONTROLLER_ONLY, LongPoll, WireRequest, wire_api
 from wire.convert import from_data
 
@@ -54,7 +58,10 @@ def fetch(request: WireRequest) -> Any:
         return _top_level(request, Errors.INVALID_REQUEST)
     log = kraft_log(head["log_start_offset"], head["cluster_id"])
     log.extend_to(head["last_offset"])
-    if not (offset == 0 and last_epoch == 0 and log.start_offset == 0):
+    snapshot = _snapshot_needed(log.start_offset, offset, last_epoch)
+    if snapshot is not None:
+        return _partition(request, head, current=current, snapshot_id=snapshot)
+    if not _at_the_start(log.start_offset, offset, last_epoch):
         found_epoch, end = log.end_offset_for_epoch(last_epoch)
         if found_epoch != last_epoch or end < offset:
             diverging = {"epoch": found_epoch, "end_offset": end}
@@ -65,6 +72,25 @@ def fetch(request: WireRequest) -> Any:
     if not records and not request.waited and wait_ms > 0:
         return LongPoll(generation, wait_ms / 1000)
     return _partition(request, head, current=current, records=records)
+
+
+def _snapshot_needed(start: int, offset: int, last_epoch: int) -> dict[str, int] | None:
+    """The snapshot a follower must load first (Kafka's validateOffsetAndEpoch): its offset is
+    before the log's start, or at it from another epoch than the snapshot's there."""
+    if start == 0 or offset > start:
+        return None
+    latest = metadata_snapshot_latest_intact()
+    if latest is None or latest.end_offset < start:
+        return None
+    if offset < start or last_epoch != latest.epoch:
+        return {"end_offset": latest.end_offset, "epoch": latest.epoch}
+    return None
+
+
+def _at_the_start(start: int, offset: int, last_epoch: int) -> bool:
+    """A fetch from where the log starts: offset 0 of an empty history, or the end of the
+    snapshot the log goes on from (checked by `_snapshot_needed`)."""
+    return (offset == 0 and last_epoch == 0 and start == 0) or (start > 0 and offset == start)
 
 
 def metadata_head_of_quorum() -> dict[str, Any]:
@@ -96,6 +122,7 @@ def _partition(
     error: Errors = Errors.NONE,
     records: bytes = b"",
     diverging_epoch: dict[str, int] | None = None,
+    snapshot_id: dict[str, int] | None = None,
 ) -> Any:
     high_watermark = head["last_offset"] + 1
     partition: dict[str, Any] = {
@@ -111,23 +138,82 @@ def _partition(
     }
     if diverging_epoch is not None:
         partition["diverging_epoch"] = diverging_epoch
-    advertised = request.advertised
-    endpoints = []
-    if current["leader_id"] != NO_LEADER:
-        endpoints = [
-            {
-                "node_id": current["leader_id"],
-                "host": advertised.host,
-                "port": advertised.port,
-                "rack": None,
-            }
-        ]
+    if snapshot_id is not None:
+        partition["snapshot_id"] = snapshot_id
     return from_data(
         load_response_schema(request.api_key, request.api_version),
         {
             "error_code": 0,
             "session_id": 0,
             "responses": [{"topic_id": METADATA_TOPIC_ID, "partitions": [partition]}],
-            "node_endpoints": endpoints,
+            "node_endpoints": _endpoints(request, current["leader_id"]),
+        },
+    )
+
+
+def _endpoints(request: WireRequest, leader_id: int) -> list[dict[str, Any]]:
+    """The leader's endpoint on this listener (Fetch v16+ and FetchSnapshot v1 NodeEndpoints):
+    a leader named without one is fatal to a broker that does not know it as a voter."""
+    if leader_id == NO_LEADER:
+        return []
+    advertised = request.advertised
+    return [{"node_id": leader_id, "host": advertised.host, "port": advertised.port, "rack": None}]
+
+
+FETCH_SNAPSHOT = 59
+METADATA_TOPIC = "__cluster_metadata"
+
+
+@wire_api("FetchSnapshot", FETCH_SNAPSHOT, (0, 1), roles=CONTROLLER_ONLY)
+def fetch_snapshot(request: WireRequest) -> Any:
+    """A piece of the snapshot a Fetch named (KIP-630): the snapshot in Kafka's checkpoint
+    format from `position`, at most `max_bytes`, and its whole size; SNAPSHOT_NOT_FOUND for a
+    snapshot id this log does not keep, POSITION_OUT_OF_RANGE past its end."""
+    body = request.body
+    head = metadata_head_of_quorum()
+    response_class = load_response_schema(request.api_key, request.api_version)
+    if body.cluster_id is not None and body.cluster_id != head["cluster_id"]:
+        return from_data(
+            response_class, {"error_code": int(Errors.INCONSISTENT_CLUSTER_ID), "topics": []}
+        )
+    asked = [(t.name, p) for t in body.topics for p in t.partitions]
+    if len(asked) != 1 or asked[0][0] != METADATA_TOPIC or int(asked[0][1].partition) != 0:
+        return from_data(response_class, {"error_code": int(Errors.INVALID_REQUEST), "topics": []})
+    part = asked[0][1]
+    epoch = head["controller_epoch"]
+    current = {"leader_id": head["leader_id"], "leader_epoch": epoch}
+    wanted = {"end_offset": int(part.snapshot_id.end_offset), "epoch": int(part.snapshot_id.epoch)}
+    answer: dict[str, Any] = {
+        "index": 0,
+        "error_code": 0,
+        "snapshot_id": wanted,
+        "current_leader": current,
+        "size": 0,
+        "position": int(part.position),
+        "unaligned_records": b"",
+    }
+    leader_epoch = int(part.current_leader_epoch)
+    snapshot = metadata_snapshot_get(end_offset=wanted["end_offset"])
+    if leader_epoch != epoch:
+        stale = leader_epoch < epoch
+        answer["error_code"] = int(
+            Errors.FENCED_LEADER_EPOCH if stale else Errors.UNKNOWN_LEADER_EPOCH
+        )
+    elif snapshot is None or snapshot.epoch != wanted["epoch"]:
+        answer["error_code"] = int(Errors.SNAPSHOT_NOT_FOUND)
+    else:
+        data = kafka_snapshot_bytes(snapshot, head["cluster_id"])
+        position = int(part.position)
+        if position < 0 or position >= len(data):
+            answer["error_code"] = int(Errors.POSITION_OUT_OF_RANGE)
+        else:
+            answer["size"] = len(data)
+            answer["unaligned_records"] = data[position : position + max(int(body.max_bytes), 1)]
+    return from_data(
+        response_class,
+        {
+            "error_code": 0,
+            "topics": [{"name": METADATA_TOPIC, "partitions": [answer]}],
+            "node_endpoints": _endpoints(request, head["leader_id"]),
         },
     )
