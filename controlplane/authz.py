@@ -44,17 +44,31 @@ if TYPE_CHECKING:
 CACHE_TTL_S = 5.0
 
 
-def broker_grant(principal: str) -> AclBinding:
-    """What `--broker` means: ALLOW CLUSTER_ACTION on the cluster, as an ACL would grant it."""
-    return AclBinding(
-        resource_type=ResourceType.CLUSTER,
-        resource_name=CLUSTER_NAME,
-        pattern_type=PatternType.LITERAL,
-        principal=principal,
-        host=WILDCARD_HOST,
-        operation=AclOperation.CLUSTER_ACTION,
-        permission_type=AclPermissionType.ALLOW,
-    )
+# Kafka's internal topics, which brokers create themselves (plain CreateTopics to the
+# controller, not in an Envelope): the group coordinator's, the transaction coordinator's and
+# the share coordinator's.
+BROKER_INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state", "__share_group_state")
+
+
+def broker_grants(principal: str) -> list[AclBinding]:
+    """What `--broker` means, as ACLs would grant it: ALLOW CLUSTER_ACTION on the cluster, and
+    CREATE of Kafka's internal topics."""
+
+    def allow(resource_type: ResourceType, name: str, operation: AclOperation) -> AclBinding:
+        return AclBinding(
+            resource_type=resource_type,
+            resource_name=name,
+            pattern_type=PatternType.LITERAL,
+            principal=principal,
+            host=WILDCARD_HOST,
+            operation=operation,
+            permission_type=AclPermissionType.ALLOW,
+        )
+
+    return [
+        allow(ResourceType.CLUSTER, CLUSTER_NAME, AclOperation.CLUSTER_ACTION),
+        *(allow(ResourceType.TOPIC, t, AclOperation.CREATE) for t in BROKER_INTERNAL_TOPICS),
+    ]
 
 
 class _AclCache:
@@ -84,7 +98,7 @@ class _AclCache:
             return index
         cached = self._with_broker_grant.get(principal.principal)
         if cached is None:
-            cached = index.with_added([broker_grant(principal.principal)])
+            cached = index.with_added(broker_grants(principal.principal))
             self._with_broker_grant[principal.principal] = cached
         return cached
 

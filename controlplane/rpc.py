@@ -50,6 +50,9 @@ class Caller:
     # The Kafka listener's security protocol it came in on (PLAINTEXT, SASL_PLAINTEXT, SSL,
     # SASL_SSL); None where there is none (REST, the UI, an Envelope's inner request).
     security_protocol: str | None = None
+    # The role of that listener: "controller" where brokers reach the controller (their plain
+    # CreateTopics of internal topics is no public write there), else "client" or None.
+    listener_role: str | None = None
     # The request's audit facts, out to the controller and back (`execute` gives each request
     # a trail of its own; the handler's service calls carry it in `context`).
     trail: RequestTrail = dataclasses.field(default_factory=RequestTrail, compare=False)
@@ -97,8 +100,10 @@ def any_principal(caller: Caller) -> None:
 
 
 def public_write(caller: Caller) -> None:
-    """KIP-590: a broker principal never sends admin writes to the public API."""
-    refuse_broker_on_public_write(caller.principal)
+    """KIP-590: a broker principal never sends admin writes to the public API (its own
+    requests reach the controller on a controller listener)."""
+    if caller.listener_role != "controller":
+        refuse_broker_on_public_write(caller.principal)
 
 
 def cluster(operation: AclOperation, *, write: bool = False) -> Authorize:
@@ -106,7 +111,7 @@ def cluster(operation: AclOperation, *, write: bool = False) -> Authorize:
 
     def authorize(caller: Caller) -> None:
         if write:
-            refuse_broker_on_public_write(caller.principal)
+            public_write(caller)
         require_cluster(caller.principal, host=caller.host, operation=operation)
 
     return authorize

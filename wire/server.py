@@ -409,6 +409,7 @@ class WireServer:
                 client_id=header.client_id,
                 request_id=str(uuid.uuid4()),
                 security_protocol=conn.listener.protocol,
+                listener_role=conn.listener.role,
             ),
             advertised=self.advertised(bound),
             listener=conn.listener.protocol,

@@ -5,6 +5,7 @@ internal API; a broker on the wire and one on REST share the cluster."""
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import uuid
 from typing import Any
 
@@ -13,6 +14,7 @@ from kio.schema.allocate_producer_ids.v0 import request as allocate_v0
 from kio.schema.alter_partition.v3 import request as alter_v3
 from kio.schema.broker_heartbeat.v1 import request as heartbeat_v1
 from kio.schema.broker_registration.v4 import request as registration_v4
+from kio.schema.create_topics.v7 import request as create_topics_v7
 from kio.schema.errors import ErrorCode
 
 from brokers.models import Broker
@@ -20,7 +22,7 @@ from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import MetadataRecord
 from controlplane.principals import principal_create
 from controlplane.runtime.lease import cluster_get_or_create
-from replicas.models import Partition
+from replicas.models import Partition, Topic
 from tests.conftest import registration_body
 from tests.wire.conftest import RunningListener
 from tests.wire.rawclient import RawClient
@@ -210,3 +212,35 @@ def test_alter_partition_by_topic_id(
         )
     )
     assert again.topics[0].partitions[0].error_code == ErrorCode.ineligible_replica
+
+
+def test_brokers_create_kafkas_internal_topics_on_the_controller_listener(
+    broker_client: Any, wire_listener: RunningListener, register: Any
+) -> None:
+    """A broker's plain CreateTopics of an internal topic (its group coordinator's
+    __consumer_offsets) runs on the controller listener; other topics need CREATE as anyone's
+    would; and a broker principal's admin writes stay refused on client listeners (KIP-590)."""
+    for broker_id in (1, 2, 3):
+        register(broker_id, unfence=True)
+
+    def create(client: Any, name: str) -> tuple[str, ErrorCode]:
+        topic = create_topics_v7.CreatableTopic(
+            name=name, num_partitions=3, replication_factor=3, assignments=(), configs=()
+        )
+        answer = client.request(
+            create_topics_v7.CreateTopicsRequest(
+                topics=(topic,), timeout=datetime.timedelta(seconds=10), validate_only=False
+            )
+        )
+        (result,) = answer.topics
+        return result.name, ErrorCode(result.error_code)
+
+    assert create(broker_client, "__consumer_offsets") == ("__consumer_offsets", ErrorCode.none)
+    assert create(broker_client, "orders") == ("orders", ErrorCode.topic_authorization_failed)
+    token = principal_create(name="kafka-broker-on-client-listener", broker=True)
+    with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
+        assert authenticate(client, "kafka-broker-on-client-listener", token) == ErrorCode.none
+        refused = create(client, "__transaction_state")
+    assert refused == ("__transaction_state", ErrorCode.cluster_authorization_failed)
+    assert Topic.objects.filter(name="__consumer_offsets").exists()
+    assert not Topic.objects.filter(name__in=["orders", "__transaction_state"]).exists()
