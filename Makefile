@@ -6,9 +6,13 @@ PORT ?= 8000
 INTERNAL_PORT ?= 8001
 KAFKA_PORT ?= 9092
 KAFKA_SASL_PORT ?= 9093
+# make run KAFKA_BROKERS=N: N stock Apache Kafka brokers (Java 17+, the pinned jars) under the
+# control plane, at its controller listener on KAFKA_CONTROLLER_PORT.
+KAFKA_BROKERS ?= 0
+KAFKA_CONTROLLER_PORT ?= 9098
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-health-fence clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-health-fence clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -31,7 +35,8 @@ services:
 
 ## run: set everything up and start the control plane (embedded default) with a demo cluster
 run: install
-	PORT=$(PORT) INTERNAL_PORT=$(INTERNAL_PORT) KAFKA_PORT=$(KAFKA_PORT) KAFKA_SASL_PORT=$(KAFKA_SASL_PORT) bash scripts/run-embedded.sh
+	PORT=$(PORT) INTERNAL_PORT=$(INTERNAL_PORT) KAFKA_PORT=$(KAFKA_PORT) KAFKA_SASL_PORT=$(KAFKA_SASL_PORT) \
+		KAFKA_BROKERS=$(KAFKA_BROKERS) KAFKA_CONTROLLER_PORT=$(KAFKA_CONTROLLER_PORT) bash scripts/run-embedded.sh
 
 lint:
 	$(VENV)/bin/ruff check .
@@ -60,7 +65,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-health-fence
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-health-fence
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -103,6 +108,10 @@ bench-health-fence: $(PY)
 ## bench-wire: the Kafka protocol listener vs REST through kafka-python: Metadata of 1,000 x 10, CreateTopics
 bench-wire: install-test services
 	$(PY) -m bench.wire_protocol $(BENCH_ARGS)
+
+## bench-real-broker: a stock Kafka broker from start to registered, caught up, unfenced; kill -9 to fenced; restart
+bench-real-broker: install-test services
+	$(PY) -m bench.real_broker $(BENCH_ARGS)
 
 ## bench-raft-fetch: a broker catching up through the Raft Fetch against the REST fetch
 bench-raft-fetch: install-test services

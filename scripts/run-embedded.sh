@@ -7,13 +7,30 @@ PORT="${PORT:-8000}"
 INTERNAL_PORT="${INTERNAL_PORT:-8001}"
 KAFKA_PORT="${KAFKA_PORT:-9092}"
 KAFKA_SASL_PORT="${KAFKA_SASL_PORT:-9093}"
+# Real Apache Kafka brokers (the pinned jars, unmodified) under this control plane: 0 = none.
+KAFKA_BROKERS="${KAFKA_BROKERS:-0}"
+KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9098}"  # not 9092-9097: the simulated brokers advertise those
+KAFKA_BROKER_DIR=var/kafka-brokers
+KAFKA_FIRST_BROKER_ID=100  # the simulated brokers are 0-5
 URL="http://127.0.0.1:${PORT}"
 INTERNAL_URL="http://127.0.0.1:${INTERNAL_PORT}"
 if [ "$PORT" = "$INTERNAL_PORT" ]; then
   echo "PORT and INTERNAL_PORT must differ (the public and the internal listener): both are ${PORT}" >&2
   exit 2
 fi
+case "$KAFKA_BROKERS" in
+  ''|*[!0-9]*) echo "KAFKA_BROKERS must be a number of brokers: ${KAFKA_BROKERS}" >&2; exit 2 ;;
+esac
 mkdir -p var
+if [ "$KAFKA_BROKERS" -gt 0 ]; then
+  bash scripts/install-kafka.sh
+  if ! missing=$($PY -c 'from devtools import kafka
+kafka.java_executable()
+assert kafka.installed(), f"no Kafka jars in {kafka.libs_dir()} (bash scripts/install-kafka.sh)"' 2>&1); then
+    echo "KAFKA_BROKERS=${KAFKA_BROKERS} needs Java 17+ and Kafka's jars: ${missing##*: }" >&2
+    exit 2
+  fi
+fi
 unset DATABASE_URL CELERY_BROKER_URL
 export CP_SUPER_USERS="${CP_SUPER_USERS:-User:admin}"
 # One process, two listeners: the public one on PORT, the brokers' (internal) one on INTERNAL_PORT.
@@ -24,15 +41,35 @@ export CP_KAFKA_LISTENERS="PLAINTEXT://127.0.0.1:${KAFKA_PORT},SASL_PLAINTEXT://
 # Each simulated broker at a port of its own (chosen by the OS): every client, kafkajs included,
 # sees one address per node id.
 export CP_KAFKA_PORT_PER_NODE=1
+if [ "$KAFKA_BROKERS" -gt 0 ]; then
+  # The controller's listener, where real brokers follow the metadata log (Raft Fetch) and
+  # register and heartbeat: SASL/PLAIN, each broker a broker principal (name and token).
+  CP_KAFKA_LISTENERS="${CP_KAFKA_LISTENERS},CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT}"
+  export CP_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP="CONTROLLER:SASL_PLAINTEXT"
+  export CP_KAFKA_CONTROLLER_LISTENER_NAMES="CONTROLLER"
+fi
 
 $PY manage.py migrate --noinput -v0
 $PY manage.py collectstatic --noinput -v0
 ADMIN_TOKEN=$($PY manage.py create_principal admin --super-user | tail -n 1)
 BROKER_TOKEN=$($PY manage.py create_principal demo-brokers --broker | tail -n 1)
+if [ "$KAFKA_BROKERS" -gt 0 ]; then
+  # One broker principal per real broker: `PRINCIPAL TOKEN` lines for devtools.kafka_broker.
+  mkdir -p "$KAFKA_BROKER_DIR"
+  credentials="${KAFKA_BROKER_DIR}/credentials"
+  (umask 077; : > "$credentials")
+  for i in $(seq 0 $((KAFKA_BROKERS - 1))); do
+    name="kafka-broker-$((KAFKA_FIRST_BROKER_ID + i))"
+    echo "${name} $($PY manage.py create_principal "$name" --broker | tail -n 1)" >> "$credentials"
+  done
+fi
 
 pids=()
+kafka_pid=""
 cleanup() {
   echo; echo "Stopping..."
+  # The real brokers first: their controlled shutdown needs the controller.
+  if [ -n "$kafka_pid" ]; then kill "$kafka_pid" 2>/dev/null || true; wait "$kafka_pid" 2>/dev/null || true; fi
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
 }
@@ -74,6 +111,37 @@ for _ in $(seq 1 60); do
   sleep 0.5
 done
 
+KAFKA_MSG=""
+if [ "$KAFKA_BROKERS" -gt 0 ]; then
+  cluster_id=""
+  for _ in $(seq 1 60); do
+    cluster_id=$(curl -fsS -H "Authorization: Bearer ${ADMIN_TOKEN}" "${URL}/api/v1/cluster" 2>/dev/null \
+      | $PY -c 'import json, sys; print(json.load(sys.stdin).get("cluster_id") or "")' 2>/dev/null || true)
+    [ -n "$cluster_id" ] && break
+    sleep 0.5
+  done
+  $PY -m devtools.kafka_broker run --count "$KAFKA_BROKERS" \
+    --controller "127.0.0.1:${KAFKA_CONTROLLER_PORT}" --controller-id "${CP_CONTROLLER_ID:-3000}" \
+    --cluster-id="$cluster_id" --credentials "${KAFKA_BROKER_DIR}/credentials" \
+    --work-dir "$KAFKA_BROKER_DIR" --first-node-id "$KAFKA_FIRST_BROKER_ID" \
+    > var/kafka-brokers.log 2>&1 &
+  kafka_pid=$!
+  # Each broker registers, catches up and is unfenced (a JVM's start: some seconds each).
+  last_id=$((KAFKA_FIRST_BROKER_ID + KAFKA_BROKERS - 1))
+  for _ in $(seq 1 $((60 + 30 * KAFKA_BROKERS))); do
+    state=$(curl -fsS -H "Authorization: Bearer ${ADMIN_TOKEN}" "${URL}/api/v1/brokers/${last_id}" 2>/dev/null || true)
+    case "$state" in *'"state":"UNFENCED"'*|*'"state": "UNFENCED"'*) break ;; esac
+    kill -0 "$kafka_pid" 2>/dev/null || break
+    sleep 1
+  done
+  KAFKA_MSG="
+  Real Kafka brokers (Apache Kafka $($PY -c 'from devtools import kafka; print(kafka.pinned_version())'), stock jars), controller listener CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT} (SASL/PLAIN):
+$(grep '^Kafka broker [0-9]* (pid' var/kafka-brokers.log | sed 's/^/    /')
+    Each broker's own log: ${KAFKA_BROKER_DIR}/broker-ID/broker.log; the launcher's: var/kafka-brokers.log
+    Their state: curl -H \"Authorization: Bearer ${ADMIN_TOKEN}\" ${URL}/api/v1/brokers/${KAFKA_FIRST_BROKER_ID}
+"
+fi
+
 cat <<MSG
 
   Kafka control plane running (embedded: SQLite, in-process controller)
@@ -85,7 +153,7 @@ cat <<MSG
     Kafka protocol: PLAINTEXT 127.0.0.1:${KAFKA_PORT} (User:ANONYMOUS), SASL_PLAINTEXT 127.0.0.1:${KAFKA_SASL_PORT} (SASL/PLAIN)
   Demo cluster: 6 simulated brokers (5 broker + 1 canary-broker, 3 racks) and the topic
   demo-orders (12 partitions, RF 3); simulator log in var/simulator.log
-
+${KAFKA_MSG}
   Admin token (User:admin, super user):
 ${ADMIN_TOKEN}
 

@@ -302,6 +302,8 @@ class WireServer:
         conn = _Connection(listener, host, principal)
         try:
             await self._serve(conn, reader, writer, bound)
+        except asyncio.CancelledError:
+            pass  # the listener closes (a parked Fetch among others): nothing more to answer
         finally:
             writer.close()
             self._open -= 1

@@ -240,3 +240,27 @@ def snapshot_request(end_offset: int, snapshot_epoch: int, epoch: int, position:
         max_bytes=256,
         topics=(snapshot_v1.TopicSnapshot(name="__cluster_metadata", partitions=(partition,)),),
     )
+
+
+def test_closing_the_listener_under_a_parked_fetch_logs_no_error(
+    follower: Any, wire_listener: RunningListener, caplog: pytest.LogCaptureFixture
+) -> None:
+    register(1)
+    cluster = cluster_read()
+    epoch, end = cluster.controller_epoch, cluster.last_offset + 1
+    follower.send(fetch(end, epoch, epoch, max_wait_ms=30_000))
+    time.sleep(0.3)  # parked on the event loop
+    with caplog.at_level("ERROR"):
+        stop = threading.Thread(target=_stop_listener, args=(wire_listener,))
+        stop.start()
+        stop.join(15)
+    assert follower.read_frame() is None  # closed, not answered
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
+def _stop_listener(listener: RunningListener) -> None:
+    import asyncio
+
+    loop = listener.server._loop
+    assert loop is not None
+    asyncio.run_coroutine_threadsafe(listener.server.close(), loop).result(timeout=10)
