@@ -112,9 +112,7 @@ class Follower:
             isolation_level=0,
             session_id=0,
             session_epoch=-1,
-            topics=(
-                fetch_v17.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),
-            ),
+            topics=(fetch_v17.FetchTopic(topic_id=METADATA_TOPIC_ID, partitions=(partition,)),),
             forgotten_topics_data=(),
             rack_id="",
         )
