@@ -244,3 +244,13 @@ def test_brokers_create_kafkas_internal_topics_on_the_controller_listener(
     assert refused == ("__transaction_state", ErrorCode.cluster_authorization_failed)
     assert Topic.objects.filter(name="__consumer_offsets").exists()
     assert not Topic.objects.filter(name__in=["orders", "__transaction_state"]).exists()
+
+
+def test_a_broker_id_a_live_incarnation_holds_is_duplicate(broker_client: Any) -> None:
+    cluster_id = cluster_get_or_create().cluster_id
+    first = broker_client.request(registration(7, cluster_id))
+    assert first.error_code == ErrorCode.none
+    broker_client.request(heartbeat(7, int(first.broker_epoch), int(first.broker_epoch)))
+    again = broker_client.request(registration(7, cluster_id))  # another incarnation id
+    assert again.error_code == ErrorCode.duplicate_broker_registration
+    assert Broker.objects.get(pk=7).epoch == int(first.broker_epoch)
