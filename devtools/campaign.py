@@ -15,7 +15,10 @@ topics through it, and start it again (the client reconnects; nothing is applied
 slow connections on both public listeners for 30 s; lose two of the three racks' brokers
 at once (their heartbeats stop): after the session timeout every partition with a surviving ISR
 member must have a live leader, and when the racks come back their brokers rejoin the ISR and
-the preferred leaders return (Celery beat's rebalance). After each: every acknowledged write
+the preferred leaders return (Celery beat's rebalance); restart every broker with a new
+incarnation (kill -9 the simulator, start it again): each registers anew once its old session
+lapsed, and every ISR must be whole again and every preferred leader lead again
+(devtools/campaign_brokers.py has the broker faults). After each: every acknowledged write
 is in the metadata log exactly once, `verify_metadata` is clean, and the time until writes were
 acknowledged again is measured (and, for the controller faults, until a new controller held the
 lease). Through it all, history clients (`devtools.history`) on both web nodes write and read the
@@ -45,6 +48,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from devtools import campaign_brokers
 from devtools.admin_writers import AdminWriters
 from devtools.history import HistoryClients
 from devtools.private_services import (
@@ -106,34 +110,7 @@ class FaultCampaign:
             self.start_controller()
         wait_for(lambda: self.stack.lease()[0].startswith("controller-"), 60, "a controller")
         web_b = self.web["web-b"]
-        argv = [
-            PYTHON,
-            "manage.py",
-            "simulate_brokers",
-            "--internal-url",
-            web_b.internal,
-            "--url",
-            web_b.base,
-            "--token",
-            self.broker_token,
-            "--brokers",
-            str(BROKERS),
-            "--racks",
-            str(RACKS),
-            "--log-dirs",
-            str(LOG_DIRS),
-            "--control",
-            "stdin",
-            "--topic",
-            TOPIC,
-            "--partitions",
-            "6",
-            "--replication-factor",
-            "3",
-            "--admin-token",
-            self.stack.tokens["admin"],
-        ]
-        self.simulator = self.stack.spawn("simulator", argv, stdin=subprocess.PIPE)
+        self.start_simulator()
         self.stack.start_worker()
         self.stack.start_beat()
         self.kafka_port = free_port()
@@ -163,6 +140,20 @@ class FaultCampaign:
         self.wire_writer = wire
         wire.start()
         wait_for(lambda: len(wire.acknowledged) >= 3, 60, "Kafka-protocol writes flowing")
+
+    def start_simulator(self) -> None:
+        """The six simulated brokers on web node B's internal listener, commands on stdin: each
+        start is a new incarnation of every broker."""
+        argv = campaign_brokers.simulator_argv(
+            self.web["web-b"],
+            broker_token=self.broker_token,
+            admin_token=self.stack.tokens["admin"],
+            brokers=BROKERS,
+            racks=RACKS,
+            log_dirs=LOG_DIRS,
+            topic=TOPIC,
+        )
+        self.simulator = self.stack.spawn("simulator", argv, stdin=subprocess.PIPE)
 
     def start_kafka_listener(self) -> None:
         """`serve_kafka` (SASL_PLAINTEXT), on the same port across restarts."""
@@ -333,57 +324,27 @@ class FaultCampaign:
         }
 
     def lose_two_racks(self) -> dict[str, Any]:
-        """The brokers of two of the three racks stop heartbeating at once; the other rack's
-        keep on. Measured: until every partition with a surviving ISR member has a live leader
-        (Kafka: after the session timeout, elected from the ISR), then, once the racks are back,
-        until their brokers are unfenced, back in every ISR (by themselves: a resumed simulated
-        broker's leaders take it back with AlterPartition once it is unfenced) and leading their
-        preferred partitions again (the rebalance)."""
-        lost = [b for b in range(BROKERS) if b % RACKS != 0]
-        survivors = {b for b in range(BROKERS) if b % RACKS == 0}
-        before = self.partitions()
-        with_a_survivor = [p for p in before if set(p["isr_nodes"]) & survivors]
-        began = time.monotonic()
-        for broker in lost:
-            self.simulator_command(f"stop {broker}")
+        return campaign_brokers.lose_two_racks(self, brokers=BROKERS, racks=RACKS)
 
-        def survivors_lead() -> bool:
-            now = {p["partition_index"]: p for p in self.partitions()}
-            return all(now[p["partition_index"]]["leader_id"] in survivors for p in with_a_survivor)
-
-        wait_for(survivors_lead, 60, "a live leader for every partition with a live ISR member")
-        available_s = round(time.monotonic() - began, 2)
-        still_unfenced = self.unfenced()
-        back = time.monotonic()
-        for broker in lost:
-            self.simulator_command(f"resume {broker}")
-        wait_for(lambda: self.unfenced() == BROKERS, 60, "the lost racks' brokers unfenced")
-        unfenced_s = round(time.monotonic() - back, 2)
-
-        def isr_full() -> bool:
-            return all(set(p["isr_nodes"]) == set(p["replica_nodes"]) for p in self.partitions())
-
-        wait_for(isr_full, 60, "every replica back in its ISR")
-        in_isr_s = round(time.monotonic() - back, 2)
-
-        def preferred_lead() -> bool:
-            return all(p["leader_id"] == p["replica_nodes"][0] for p in self.partitions())
-
-        wait_for(preferred_lead, 60, "the preferred leaders back (the rebalance)")
-        return {
-            "lost_brokers": lost,
-            "partitions_with_a_surviving_isr_member": len(with_a_survivor),
-            "partitions": len(before),
-            "every_such_partition_led_by_a_survivor_after_s": available_s,
-            "unfenced_brokers_then": still_unfenced,
-            "racks_back_brokers_unfenced_after_s": unfenced_s,
-            "racks_back_every_replica_in_isr_after_s": in_isr_s,
-            "racks_back_preferred_leaders_after_s": round(time.monotonic() - back, 2),
-        }
+    def restart_every_broker(self) -> dict[str, Any]:
+        return campaign_brokers.restart_every_broker(self, brokers=BROKERS)
 
     def partitions(self) -> list[dict[str, Any]]:
         status, body = self.web["web-b"].get(f"/api/v1/topics/{TOPIC}", self.stack.tokens["admin"])
         return list(body["partitions"]) if status == 200 else []
+
+    def incarnations(self, state: str | None = None) -> dict[int, str]:
+        """Broker id -> its registered incarnation (of the brokers in `state`, if given)."""
+        status, body = self.web["web-b"].get(
+            "/api/v1/brokers?page_size=100", self.stack.tokens["admin"]
+        )
+        if status != 200:
+            return {}
+        return {
+            int(b["broker_id"]): str(b["incarnation_id"])
+            for b in body["results"]
+            if state is None or b["state"] == state
+        }
 
     def simulator_command(self, line: str) -> None:
         assert self.simulator is not None and self.simulator.stdin is not None
@@ -513,6 +474,7 @@ FAULTS: list[tuple[str, str]] = [
     ("kill -9 the Kafka protocol listener during admin writes", "kill_kafka_listener"),
     ("50 slow connections on the public listener for 30 s", "slow_clients"),
     ("lose two of three racks' brokers at once, then bring them back", "lose_two_racks"),
+    ("restart every broker with a new incarnation (kill -9 the simulator)", "restart_every_broker"),
 ]
 
 
@@ -551,13 +513,15 @@ def campaign_stack(directory: Path) -> Iterator[FaultCampaign]:
                     os.environ[key] = value
 
 
-def run(directory: Path | None = None) -> dict[str, Any]:
-    """The whole campaign; its report."""
+def run(
+    directory: Path | None = None, faults: list[tuple[str, str]] | None = None
+) -> dict[str, Any]:
+    """The whole campaign (or only `faults`, some of FAULTS, in that order); its report."""
     with contextlib.ExitStack() as stack:
         if directory is None:
             directory = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         campaign = stack.enter_context(campaign_stack(directory))
-        for name, method in FAULTS:
+        for name, method in FAULTS if faults is None else faults:
             campaign.run_fault(name, getattr(campaign, method))
         assert campaign.writers is not None and campaign.history is not None
         campaign.writers.stop()

@@ -33,6 +33,8 @@ assert kafka.installed(), f"no Kafka jars in {kafka.libs_dir()} (bash scripts/in
 fi
 unset DATABASE_URL CELERY_BROKER_URL
 export CP_SUPER_USERS="${CP_SUPER_USERS:-User:admin}"
+# The demo returns preferred leaders within seconds after a restart (Kafka's default: 300 s).
+export CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS="${CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS:-10}"
 # One process, two listeners: the public one on PORT, the brokers' (internal) one on INTERNAL_PORT.
 export CP_LISTENER=public CP_INTERNAL_PORT="$INTERNAL_PORT"
 # Kafka's own protocol for stock admin clients, hosted by the same (embedded) process: PLAINTEXT

@@ -178,6 +178,7 @@ class SimulatorSession:
             f"{status.errors} errors | metadata offset {status.metadata_offset}, {controller}"
             f" | {status.topics} topics, {status.partitions} partitions, "
             f"{status.offline_replicas} offline replicas, {status.failed_log_dirs} failed log dirs"
+            f" | {self.simulator.counters.isr_expansions} replicas taken back into ISRs"
         )
 
     async def _print_status(self) -> None:

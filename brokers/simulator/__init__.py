@@ -4,8 +4,10 @@ A `BrokerSimulator` (fleet.py) runs regular and canary brokers against the contr
 internal API, as Kafka brokers run against a KRaft controller: they register, heartbeat, follow
 the metadata log, get unfenced, shut down in a controlled way (lifecycle.py); their log
 directories fail and are repaired (KIP-589, logdirs.py; its requests and answers in
-logdir_requests.py); they forward old clients' admin requests to the controller in Envelopes
-(KIP-590, forwarding.py); and they can send heartbeat load for the benchmarks (load.py). One
+logdir_requests.py); each partition's leader takes caught-up followers back into the ISR with
+AlterPartition after any (re)registration, a pause or a restart (isr.py); they forward old
+clients' admin requests to the controller in Envelopes (KIP-590, forwarding.py); and they can
+send heartbeat load for the benchmarks (load.py). One
 metadata follower per process (follower.py) reads the log for all of them into a `MetadataView`
 (metadata.py): the controller's own `MetadataImage`, fed through the core's record decoding and
 `MetadataDelta` replay, so the brokers' view of topics, partitions, ISRs and epochs follows the
@@ -46,10 +48,11 @@ from brokers.simulator.forwarding import (
     forwardable_apis,
     principal_fields,
 )
+from brokers.simulator.isr import IsrExpander
 from brokers.simulator.load import LoadResult
 from brokers.simulator.logdir_requests import OFFLINE_REPLICA_EVENT, LogDirResult
 from brokers.simulator.logdirs import STALE_METADATA_ERRORS
-from brokers.simulator.metadata import MetadataView, PartitionView
+from brokers.simulator.metadata import BrokerView, MetadataView, PartitionView
 from brokers.simulator.state import (
     BrokerPhase,
     BrokerState,
@@ -81,7 +84,9 @@ __all__ = [
     "BrokerPhase",
     "BrokerSimulator",
     "BrokerState",
+    "BrokerView",
     "ForwardResult",
+    "IsrExpander",
     "LoadResult",
     "LogDirResult",
     "MetadataView",

@@ -12,13 +12,15 @@ together and fronts:
 * `Lifecycle` (lifecycle.py): registration, heartbeats, fencing, controlled shutdown;
 * `LogDirs` (logdirs.py): log directories failing and repaired (KIP-589); `create_topic`
   (topics.py) makes the partitions for that;
+* `IsrExpander` (isr.py): each partition's leader takes its caught-up followers back into the
+  ISR (AlterPartition), whatever took them out: a pause, a restart as a new incarnation, a
+  restart of the whole fleet or of the control plane;
 * `Forwarder` (forwarding.py): Envelopes (KIP-590);
 * `HeartbeatLoad` (load.py): the benchmark mode.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any
@@ -34,6 +36,7 @@ from brokers.simulator.forwarding import (
     Forwarder,
     ForwardResult,
 )
+from brokers.simulator.isr import DEFAULT_CHECK_INTERVAL_S, IsrExpander
 from brokers.simulator.lifecycle import Lifecycle, new_brokers
 from brokers.simulator.load import HeartbeatLoad, LoadResult, heartbeat_bodies, load_senders
 from brokers.simulator.logdir_requests import LogDirResult
@@ -50,7 +53,7 @@ from brokers.simulator.state import (
 from brokers.simulator.topics import create_topic
 from controlplane.controller.brokers.control import DEFAULT_HEARTBEAT_INTERVAL_MS
 
-# How long a resumed broker may take to be unfenced, then each log dir to rejoin its ISRs.
+# How long `wait_in_isr` waits by default for a broker to be back in every ISR it belongs to.
 REJOIN_TIMEOUT_S = 60.0
 
 
@@ -91,6 +94,8 @@ class BrokerSimulator:
         track_partitions: bool = True,
         software_version: str | None = None,
         canary_software_version: str | None = None,
+        isr_expansion: bool = True,
+        isr_check_interval_s: float = DEFAULT_CHECK_INTERVAL_S,
     ) -> None:
         _check_arguments(
             brokers=brokers,
@@ -158,8 +163,16 @@ class BrokerSimulator:
             self._lifecycle, self._client, self._follower, self.counters, per_broker=log_dirs
         )
         self._forwarder = Forwarder(self._lifecycle, self._client, self.counters)
-        self._rejoining: set[asyncio.Task[bool]] = set()
-        self._loop: asyncio.AbstractEventLoop | None = None  # the one the simulator runs on
+        # The leaders' ISR expansion (isr.py); off only for a test that wants ISRs left alone.
+        self._isr = IsrExpander(
+            self._lifecycle,
+            self._client,
+            self._follower,
+            self.counters,
+            dir_of=self._log_dirs.index_of,
+            check_interval_s=isr_check_interval_s,
+        )
+        self.isr_expansion = isr_expansion
 
     # --- what the follower learnt -----------------------------------------------------------
     @property
@@ -191,6 +204,7 @@ class BrokerSimulator:
     # --- the parts' hooks into each other -----------------------------------------------------
     def _metadata_reached(self, offset: int) -> None:
         self._lifecycle.wake_caught_up(offset)
+        self._isr.poke()
 
     def _registered(self, broker: LiveBroker) -> None:
         self._log_dirs.on_registered(broker)
@@ -212,7 +226,6 @@ class BrokerSimulator:
         """Reach the server (retrying for `connect_timeout_s`), learn the cluster id, then start
         the metadata follower and every broker. Raises SimulatorError when the server never
         answered or refused the token."""
-        self._loop = asyncio.get_running_loop()
         self._client.open()
         try:
             await self._follower.first_contact(self.connect_timeout_s)
@@ -221,16 +234,21 @@ class BrokerSimulator:
             raise
         self._follower.start()
         self._lifecycle.start_all()
+        if self.isr_expansion:
+            self._isr.start()
 
     async def close(self) -> None:
         """Stop everything at once (no controlled shutdown: call shutdown_all() first for that).
         Brokers still running are marked `clean_shutdown=False`."""
         self._follower.closing = True
-        tasks = [*self._lifecycle.tasks(), *self._rejoining]
-        if self._follower.task is not None:
-            tasks.append(self._follower.task)
+        self._isr.closing = True
+        tasks = self._lifecycle.tasks()
+        for task in (self._follower.task, self._isr.task):
+            if task is not None:
+                tasks.append(task)
         await cancel_until_done(tasks)
         self._follower.task = None
+        self._isr.task = None
         self._lifecycle.mark_stopped()
         await self._client.close()
 
@@ -243,32 +261,29 @@ class BrokerSimulator:
     def resume(self, broker_id: int) -> None:
         """Heartbeat again. A silent broker keeps its registration and epoch, and asks to be
         unfenced again; a broker that was shut down starts again as a new incarnation (a
-        restarted broker process), registering afresh. Once unfenced, its replicas in working
-        log dirs rejoin their ISRs (`rejoin_isr`), as a Kafka follower that caught up is taken
-        back by its leader."""
+        restarted broker process), registering afresh. Either way, once the controller unfenced
+        it, its leaders take its replicas in working log dirs back into the ISR (isr.py), as
+        they do for any broker that (re)joins: `wait_in_isr` waits for that."""
         self._lifecycle.resume(broker_id)
-        if self._loop is not None:  # from the loop or another thread alike
-            self._loop.call_soon_threadsafe(self._start_rejoin, broker_id)
 
-    def _start_rejoin(self, broker_id: int) -> None:
-        task = asyncio.get_running_loop().create_task(self.rejoin_isr(broker_id))
-        self._rejoining.add(task)
-        task.add_done_callback(self._rejoining.discard)
-
-    async def rejoin_isr(self, broker_id: int, timeout_s: float = REJOIN_TIMEOUT_S) -> bool:
-        """When broker `broker_id` is unfenced (within `timeout_s`), its leaders' AlterPartition
-        takes its replicas in working log dirs back into the ISR (what the fencing took out).
-        True when every such replica is back."""
-        if not await wait_until(lambda: self.broker(broker_id).unfenced, timeout_s):
-            logger.warning("broker %d: still fenced after %.0f s; no rejoin", broker_id, timeout_s)
+    def in_every_isr(self, broker_id: int) -> bool:
+        """Whether the broker is unfenced and in the ISR of every partition it has a replica of
+        in a working log dir, as the follower's metadata shows."""
+        state = self._lifecycle.get(broker_id).state
+        if not state.unfenced:
             return False
-        state = self.broker(broker_id)
-        working = [d for d in range(len(state.log_dirs)) if d not in state.failed_log_dirs]
-        results = [
-            await self._log_dirs.repair(broker_id, d, timeout_s=timeout_s, progress=None)
-            for d in working
-        ]
-        return all(result.error is None for result in results)
+        return all(
+            broker_id in view.isr
+            for view in self._follower.view.partitions(broker_id=broker_id)
+            if self._log_dirs.index_of(view.topic, view.partition) not in state.failed_log_dirs
+        )
+
+    async def wait_in_isr(self, broker_id: int, timeout_s: float = REJOIN_TIMEOUT_S) -> bool:
+        """Wait (within `timeout_s`) until `in_every_isr(broker_id)`; its last value."""
+        if not await wait_until(lambda: self.in_every_isr(broker_id), timeout_s, poll_s=0.1):
+            logger.warning("broker %d: not back in every ISR after %.0f s", broker_id, timeout_s)
+            return False
+        return True
 
     async def shutdown(self, broker_id: int, timeout_s: float | None = 30.0) -> bool:
         """Controlled shutdown: heartbeat with want_shut_down until the controller answers

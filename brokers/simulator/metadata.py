@@ -13,7 +13,7 @@ Only this module reads the image's fields: the rest of the simulator asks the vi
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from brokers.simulator.state import logger
@@ -43,6 +43,17 @@ class PartitionView:
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class BrokerView:
+    """A broker's registration as the follower replayed it: what a leader checks before taking
+    the broker into an ISR (KIP-841: unfenced, not shutting down; KIP-903: this incarnation)."""
+
+    broker_id: int
+    epoch: int
+    fenced: bool
+    in_controlled_shutdown: bool
 
 
 class MetadataView:
@@ -129,6 +140,27 @@ class MetadataView:
     def offline_replica_count(self) -> int:
         """Replicas marked offline (KIP-589), summed over every partition."""
         return sum(len(p.offline_replicas) for p in self.image.partitions.values())
+
+    def broker(self, broker_id: int) -> BrokerView | None:
+        registration = self.image.broker(broker_id)
+        if registration is None:
+            return None
+        return BrokerView(
+            broker_id,
+            registration.epoch,
+            registration.fenced,
+            registration.in_controlled_shutdown,
+        )
+
+    def under_replicated(self, leaders: Collection[int]) -> list[PartitionView]:
+        """Partitions led by one of `leaders` whose ISR lacks a replica, by topic and index: one
+        pass over the image, a view built only for those."""
+        views = [
+            self._view(tid, index, registration)
+            for (tid, index), registration in self.image.partitions.items()
+            if registration.leader in leaders and len(registration.isr) < len(registration.replicas)
+        ]
+        return sorted(views, key=lambda v: (v.topic, v.partition))
 
     def partition(self, topic: str, partition: int) -> PartitionView | None:
         topic_id = self.image.topic_ids.get(topic)

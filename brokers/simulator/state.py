@@ -101,6 +101,8 @@ class SimulatorCounters:
     snapshot_loads: int = 0  # metadata snapshots loaded (a fetch answered a snapshot_id)
     snapshot_bytes: int = 0
     forwarded_requests: int = 0  # forward_admin_request() calls (each maybe several attempts)
+    isr_expansion_requests: int = 0  # AlterPartitions the leaders sent to take followers back
+    isr_expansions: int = 0  # followers those took back into an ISR (per partition)
     errors_by_kind: Counter[str] = dataclasses.field(default_factory=Counter)
     records_by_type: Counter[str] = dataclasses.field(default_factory=Counter)
 

@@ -2,14 +2,16 @@
 writers, kill -9 the active controller, pause it past its lease, restart Redis and PostgreSQL
 (private instances of the campaign's own), kill a web node, kill the Kafka protocol listener under
 a stock client's writes (it reconnects, nothing applied twice), hold 50 slow connections, lose two
-of three racks' brokers at once. After each: every acknowledged write in the log exactly once,
-verify_metadata clean; no broker fenced by the slow clients (nor by any fault but the racks' loss);
+of three racks' brokers at once, restart every broker as a new incarnation. After each: every
+acknowledged write in the log exactly once, verify_metadata clean; no broker fenced by the slow
+clients (nor by any fault but the racks' loss and the brokers' restart);
 the paused controller wrote nothing once its lease was gone; after the racks' loss every partition
 with a surviving ISR member is led by a survivor within the session timeout and the timer's period
-(the fencing rule, issue 20), and the preferred leaders return when the racks do. Throughout,
-history clients on both web nodes write and read topic configs, ACLs and quotas; the whole history
-is checked linearizable (devtools.linearizability), the smallest failing window printed when it is
-not.
+(the fencing rule, issue 20), and the preferred leaders return when the racks do; after every
+broker restarted as a new incarnation (kill -9 the simulator, start it again), every ISR is whole
+and every preferred leader leads again (issue 38). Throughout, history clients on both web nodes
+write and read topic configs, ACLs and quotas; the whole history is checked linearizable
+(devtools.linearizability), the smallest failing window printed when it is not.
 
 Its own marker (`campaign`): `make campaign` runs it, as .ci/run does after `make test`; it writes
 bench/results/fault_campaign.json, the figures of README's table.
@@ -76,7 +78,18 @@ def test_fault_campaign(tmp_path: Path) -> None:
     # The session timeout, one timer period, and the polling's and the commit's slack.
     bound_s = campaign.SESSION_TIMEOUT_MS / 1000 + 0.5 + 2.5
     assert racks["extra"]["every_such_partition_led_by_a_survivor_after_s"] <= bound_s
-    others = [f for f in report["faults"] if f is not racks]
+    # Every broker restarted as a new incarnation (issue 38): each is unfenced as its new
+    # incarnation, every ISR is whole again and every preferred leader leads again, within the
+    # old sessions' lapse, a fencing hold-off at most, a rebalance period and a generous slack.
+    restart = faults["restart every broker with a new incarnation (kill -9 the simulator)"]
+    restarted = restart["extra"]
+    assert restarted["restarted_brokers"] == list(range(campaign.BROKERS))
+    assert restarted["under_replicated_then"] == restarted["off_preferred_leader_then"] == 0
+    bound_s = campaign.SESSION_TIMEOUT_MS / 1000 + 30 + campaign.LEADER_IMBALANCE_CHECK_S + 10
+    assert restarted["preferred_leaders_after_s"] <= bound_s, restarted
+    # The old incarnations may be fenced by the timer, or replaced by the new registrations.
+    assert restart["brokers_fenced"] <= campaign.BROKERS
+    others = [f for f in report["faults"] if f is not racks and f is not restart]
     assert all(f["brokers_fenced"] == 0 for f in others), others
     # Every write and read of the history clients, through every fault: linearizable, or the
     # smallest window that is not, printed.
