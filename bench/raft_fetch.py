@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from bench.replica_state import bearer_client, brokers_unfenced
+from bench.verify import fail_unless_clean, verify_stack
 from bench.wire_protocol import summary
 from devtools.stack import BENCH_SETTINGS, PYTHON, Stack, free_port, running_stack, wait_for
 
@@ -192,6 +193,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
                 "concurrent_followers": args.followers,
                 "concurrent_each": summary(concurrent_times),
             }
+        result["verify_metadata"] = verify_stack(stack)
     finally:
         brokers.stop()
         http.close()
@@ -238,6 +240,7 @@ def main() -> None:
     out = RESULTS / "raft_fetch.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
+    fail_unless_clean(result["verify_metadata"], "raft_fetch")
 
 
 if __name__ == "__main__":
