@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent
 
@@ -58,8 +60,14 @@ class ControllerChannel:
 
     def __init__(self, url: str, *, longest_wait_s: float, key_prefix: str) -> None:
         # BLPOP holds a connection while it waits: the pool grows with the waiting threads.
+        # No retry inside redis-py: a command it resent after a broken connection may have been
+        # taken the first time, and only a first connect refused proves nothing went out (the
+        # caller's own attempts retry, with the request id).
         self.redis = redis.Redis.from_url(
-            url, socket_timeout=longest_wait_s + 5, health_check_interval=30
+            url,
+            socket_timeout=longest_wait_s + 5,
+            health_check_interval=30,
+            retry=Retry(NoBackoff(), 0),
         )
         self.requests_key = key_prefix + REQUESTS
         self.reply_prefix = key_prefix + REPLY
@@ -68,11 +76,28 @@ class ControllerChannel:
         reply_key = self.reply_prefix + uuid.uuid4().hex
         # `queued_ms`: the controller measures how long events wait for it (its ingress lag).
         queued = {**event.queued(int(time.time() * 1000)).to_wire(), "reply_to": reply_key}
-        self.redis.rpush(self.requests_key, _encode(queued))
-        answered = self.redis.blpop([reply_key], timeout=max(timeout_ms, 1) / 1000)
+        try:
+            self.redis.rpush(self.requests_key, _encode(queued))
+            answered = self.redis.blpop([reply_key], timeout=max(timeout_ms, 1) / 1000)
+        except redis.RedisError as error:
+            if never_sent(error):
+                raise  # Redis refused the connection: no controller can have taken the event
+            # Sent, or maybe sent (Redis took the RPUSH and the connection broke before its
+            # reply, or while waiting for the answer): a controller may have applied it, so it
+            # is "no answer in time", never "not applied"; the retry carries the request id.
+            logger.warning(
+                "controller request channel broke after sending %s: %s", event.api, error
+            )
+            return None
         if answered is None:
             return None
         return ControllerAnswer.from_wire(json.loads(answered[1]))
+
+
+def never_sent(error: redis.RedisError) -> bool:
+    """Whether `error` is Redis refusing the connection itself, before any command went out
+    (redis-py's message for a failed connect: "Error 111 connecting to host:port. ...")."""
+    return isinstance(error, redis.ConnectionError) and " connecting to " in str(error)
 
 
 class ChannelConsumer:

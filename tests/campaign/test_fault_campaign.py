@@ -60,6 +60,8 @@ def test_fault_campaign(tmp_path: Path) -> None:
     wire = report["wire_writes"]  # the stock client through serve_kafka, killed once
     assert wire["acknowledged"] > 0 and wire["duplicates"] == 0
     assert wire["acknowledged_found_in_log_once"] == wire["acknowledged"]
+    # every NOT_CONTROLLER it got was true: nothing it was told "not applied" had been
+    assert wire["outcomes"].get("already_there_at_first_attempt", 0) == 0, wire["outcomes"]
     killed = faults["kill -9 the Kafka protocol listener during admin writes"]
     assert killed["extra"]["wire_writes_resumed_after_s"] < 30
     assert report["server_500"] == 0, report["server_5xx"]

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import uuid
 from typing import Any
 
 import pytest
+import redis
 
 from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import MetadataRecord
-from controlplane.runtime.channel import ChannelConsumer, ControllerChannel
+from controlplane.runtime.channel import ChannelConsumer, ControllerChannel, never_sent
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent, RequestContext
 from controlplane.runtime.lease import cluster_get_or_create
-from devtools.stack import redis_url
+from devtools.stack import host_and_port, redis_url
 from tests.conftest import registration_body
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -96,3 +99,83 @@ def test_an_undecodable_event_is_dropped_and_the_rest_is_served(
     sender.join(timeout=10)
     (answer,) = answers
     assert answer is not None and answer.error_code == 0
+
+
+class CutAfterBlpop:
+    """A TCP proxy to the real Redis that breaks the connection once a BLPOP went through it:
+    Redis took the RPUSH before it, and the sender never sees an answer."""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.cut = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = self.listener.accept()
+                server = socket.create_connection(self.upstream)
+                threading.Thread(target=self._pipe, args=(server, client), daemon=True).start()
+                threading.Thread(
+                    target=self._pipe, args=(client, server, True), daemon=True
+                ).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, watch: bool = False) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := source.recv(65536):
+                sink.sendall(chunk)
+                if watch and b"BLPOP" in chunk.upper():
+                    self.cut.set()
+                    source.close()
+                    sink.close()
+                    return
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_a_channel_broken_after_the_send_is_no_answer_and_the_retry_finds_the_commit(
+    shared_redis: Any, key_prefix: str
+) -> None:
+    """Not "not applied": the event went out, and a controller applies it; the retry (the same
+    request id, as `_call_until_deadline` sends it) gets the answer of that one commit."""
+    proxy = CutAfterBlpop(host_and_port(URL, 6379))
+    try:
+        url = URL.replace(f":{host_and_port(URL, 6379)[1]}", f":{proxy.port}", 1)
+        broken = ControllerChannel(url, longest_wait_s=5, key_prefix=key_prefix)
+        event = registration(7)
+        assert broken.request(event, timeout_ms=5000) is None
+        assert proxy.cut.is_set()
+    finally:
+        proxy.close()
+    assert shared_redis.llen(broken.requests_key) == 1  # it went out: a controller takes it
+    consumer = ChannelConsumer(URL, get_runtime().handle_batch, key_prefix=key_prefix)
+    assert consumer.serve_once(wait_s=1) == 1
+    channel = ControllerChannel(URL, longest_wait_s=5, key_prefix=key_prefix)
+    retried: list[ControllerAnswer | None] = []
+    sender = threading.Thread(
+        target=lambda: retried.append(channel.request(event, timeout_ms=5000))
+    )
+    sender.start()
+    while shared_redis.llen(channel.requests_key) < 1:
+        threading.Event().wait(0.01)
+    assert consumer.serve_once(wait_s=1) == 1
+    sender.join(timeout=10)
+    (answer,) = retried
+    assert answer is not None and answer.error_code == 0
+    registrations = MetadataRecord.objects.filter(record_type="RegisterBrokerRecord")
+    assert registrations.count() == 1  # applied once
+    assert int(answer.response["broker_epoch"]) == registrations.get().offset
+
+
+def test_a_redis_that_refuses_the_connection_means_nothing_was_sent(key_prefix: str) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as placeholder:
+        port = placeholder.getsockname()[1]
+    channel = ControllerChannel(
+        f"redis://127.0.0.1:{port}/0", longest_wait_s=1, key_prefix=key_prefix
+    )
+    with pytest.raises(redis.ConnectionError) as refused:
+        channel.request(registration(1), timeout_ms=200)
+    assert never_sent(refused.value)

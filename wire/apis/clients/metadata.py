@@ -1,4 +1,5 @@
-"""Metadata (apiKey 3) and DescribeCluster (60): the cluster as stock Kafka clients learn it.
+"""Metadata (apiKey 3): the cluster as stock Kafka clients learn it (DescribeCluster, 60, is
+`describe_cluster`'s; the nodes both advertise, `nodes`').
 
 Every node a client learns of is advertised at this listener's own address (`request.
 advertised`): clients reconnect to the addresses Metadata gives and route admin requests (and
@@ -11,11 +12,10 @@ The reads are the REST API's: the live brokers as DescribeCluster lists them
 (`brokers.selectors.brokers_alive`), topics and partitions from `replicas.selectors`, topic
 visibility from `controlplane.authz.Visibility` (what GET /api/v1/topics shows), the cluster's
 head (id, controller, metadata offset) from `controlplane.selectors.metadata_head`.
-DescribeCluster calls the DescribeCluster RPC through `controlplane.rpc.execute`.
 
 KIP-1095's `Pod` travels as a tagged field of our own (`POD_TAG`) on the brokers of Metadata
-v12 and DescribeCluster v1+: those versions are flexible, so a stock client skips a tag it does
-not know, and the canary clients (`canary.clients.wire`) read it.
+v12 (and DescribeCluster v1+): those versions are flexible, so a stock client skips a tag it
+does not know, and the canary clients (`canary.clients.wire`) read it.
 
 An all-topics Metadata answer (1,000 topics x 10 partitions is ~10k kio entities, tens of ms to
 encode in Python) is cached as encoded bytes per (metadata offset, version, flags, advertised
@@ -29,39 +29,34 @@ operations) is computed on each request, so a cached answer never shows more tha
 import collections
 import dataclasses
 import datetime
-import functools
-import importlib
-import io
 import threading
 import uuid
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from types import ModuleType
 from typing import Any
 
-import kio.schema.describe_cluster.v1.response as describe_cluster_v1
-import kio.schema.describe_cluster.v2.response as describe_cluster_v2
-from django.conf import settings
-from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_writer
 
-from brokers import selectors as broker_selectors
-from brokers.rpcs import CLUSTER_OPERATIONS, OPERATIONS_NOT_ASKED
-from canary.clients.wire import POD_TAG, PodMetadataBroker, PodMetadataResponse
+from brokers.rpcs import OPERATIONS_NOT_ASKED
+from canary.clients.wire import PodMetadataBroker, PodMetadataResponse
 from controlplane.authz import Visibility
-from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
-from controlplane.controller.canary.rules import BROKER_POD
-from controlplane.rpc import REGISTRY, Caller, execute
+from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.selectors import metadata_head
 from replicas import selectors as replica_selectors
-from wire.apis.base import BOTH_ROLES, Advertised, WireRequest, wire_api
-from wire.apis.quorum import describe_controllers
-from wire.listeners import CONTROLLER
+from wire.apis.base import WireRequest, wire_api
+from wire.apis.clients.nodes import (
+    ClusterNodes,
+    advertised_nodes_for,
+    cluster_operations,
+    encode,
+    field_names,
+    make,
+    operations_bits,
+    response_module,
+)
 
 # KIP-1095's Pod is a tagged field (`POD_TAG`; why that number: canary.clients.wire, which
 # defines it and Metadata v12's Pod classes, so the listener and the canary clients share them).
 METADATA_API_KEY = 3
-DESCRIBE_CLUSTER_API_KEY = 60
 METADATA_POD_VERSION = 12  # KIP-1095: MetadataResponse brokers, v12+
 ZERO_UUID = uuid.UUID(int=0)
 NO_THROTTLE = datetime.timedelta(0)
@@ -79,126 +74,12 @@ TOPIC_OPERATIONS = (
 CACHE_ENTRIES = 32  # (version, principal outcome) combinations kept per listener process
 
 
-def _pod_field() -> Any:
-    return dataclasses.field(metadata={"kafka_type": "string", "tag": POD_TAG}, default=None)
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class PodDescribeClusterBrokerV1(describe_cluster_v1.DescribeClusterBroker):
-    pod: str | None = _pod_field()
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class PodDescribeClusterResponseV1(describe_cluster_v1.DescribeClusterResponse):
-    brokers: tuple[PodDescribeClusterBrokerV1, ...]
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class PodDescribeClusterBrokerV2(describe_cluster_v2.DescribeClusterBroker):
-    pod: str | None = _pod_field()
-
-
-@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
-class PodDescribeClusterResponseV2(describe_cluster_v2.DescribeClusterResponse):
-    brokers: tuple[PodDescribeClusterBrokerV2, ...]
-
-
 # (response, broker) classes that carry Pod, by version
 METADATA_POD_CLASSES: dict[int, tuple[type, type]] = {
     METADATA_POD_VERSION: (PodMetadataResponse, PodMetadataBroker)
 }
-DESCRIBE_CLUSTER_CLASSES: dict[int, tuple[type, type]] = {
-    1: (PodDescribeClusterResponseV1, PodDescribeClusterBrokerV1),
-    2: (PodDescribeClusterResponseV2, PodDescribeClusterBrokerV2),
-}
 
 
-def error_code(code: int) -> ErrorCode:
-    """Kafka's error code for `code` (a house code Kafka never defined: UNKNOWN_SERVER_ERROR)."""
-    try:
-        return ErrorCode(int(code))
-    except ValueError:
-        return ErrorCode.unknown_server_error
-
-
-def encode(entity: Any) -> bytes:
-    """The entity's encoded body (kio's writer, as the server encodes it)."""
-    buffer = io.BytesIO()
-    entity_writer(type(entity))(buffer, entity)
-    return buffer.getvalue()
-
-
-@functools.cache
-def _module(api_key: int, version: int) -> ModuleType:
-    return importlib.import_module(load_response_schema(api_key, version).__module__)
-
-
-@functools.cache
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls))
-
-
-def _make(cls: type, **values: Any) -> Any:
-    """`cls` from `values`, leaving out the fields this version lacks."""
-    names = _field_names(cls)
-    return cls(**{k: v for k, v in values.items() if k in names})
-
-
-# --- the nodes every answer advertises ------------------------------------------------------
-@dataclasses.dataclass(frozen=True, slots=True)
-class Node:
-    node_id: int
-    rack: str | None
-    pod: str
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ClusterNodes:
-    nodes: tuple[Node, ...]
-    controller_id: int  # always one of `nodes`: clients send admin requests to it
-
-    @property
-    def ids(self) -> frozenset[int]:
-        return frozenset(n.node_id for n in self.nodes)
-
-
-def cluster_nodes(brokers: Iterable[Mapping[str, Any]], controller_id: int | None) -> ClusterNodes:
-    """The nodes to advertise for these live brokers (DescribeCluster's `brokers` shape): their
-    ids, racks and pods; one synthetic node when none is alive. The controller is the given one
-    when it is listed, else the lowest listed id (the control plane's own controller id is no
-    broker's, and clients must reach the node Metadata names as controller)."""
-    nodes = tuple(
-        Node(int(b["broker_id"]), b.get("rack"), str(b.get("pod") or BROKER_POD)) for b in brokers
-    )
-    if not nodes:
-        synthetic = controller_id if controller_id is not None else settings.CP_CONTROLLER_ID
-        nodes = (Node(int(synthetic), None, BROKER_POD),)
-    ids = {n.node_id for n in nodes}
-    return ClusterNodes(nodes, controller_id if controller_id in ids else nodes[0].node_id)
-
-
-def advertised_nodes() -> ClusterNodes:
-    """The nodes this listener advertises now (two queries): for other handlers (DescribeConfigs
-    routes BROKER resources by these ids)."""
-    return cluster_nodes(broker_selectors.brokers_alive(), metadata_head()["controller_id"])
-
-
-# --- authorization ---------------------------------------------------------------------------
-def operations_bits(
-    caller: Caller, operations: Sequence[AclOperation], rtype: ResourceType, name: str
-) -> int:
-    """Kafka's authorizedOperations: a bit per supported operation the principal is allowed."""
-    return sum(1 << op.value for op in operations if caller.allowed(op, rtype, name))
-
-
-def cluster_operations(caller: Caller) -> int:
-    """As Kafka's Metadata and DescribeCluster answer it: 0 without DESCRIBE on the cluster."""
-    if not caller.allowed(AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
-        return 0
-    return operations_bits(caller, CLUSTER_OPERATIONS, ResourceType.CLUSTER, CLUSTER_NAME)
-
-
-# --- Metadata --------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True, slots=True)
 class _Topic:
     topic_id: str
@@ -215,7 +96,7 @@ class _Classes:
 
     @classmethod
     def of(cls, version: int) -> "_Classes":
-        module = _module(METADATA_API_KEY, version)
+        module = response_module(METADATA_API_KEY, version)
         response, broker = METADATA_POD_CLASSES.get(
             version, (module.MetadataResponse, module.MetadataResponseBroker)
         )
@@ -294,7 +175,7 @@ def _partition_entities(
     classes: _Classes, rows: Sequence[tuple[Any, ...]], alive: frozenset[int]
 ) -> tuple[Any, ...]:
     make = classes.partition
-    names = _field_names(make)
+    names = field_names(make)
     with_epoch = "leader_epoch" in names
     with_offline = "offline_replicas" in names
     out = []
@@ -327,7 +208,7 @@ def _topic_entity(
     partitions: tuple[Any, ...] = (),
     operations: int = OPERATIONS_NOT_ASKED,
 ) -> Any:
-    return _make(
+    return make(
         classes.topic,
         error_code=error,
         name=name,
@@ -348,7 +229,7 @@ def _response(
 ) -> Any:
     advertised = request.advertised
     brokers = tuple(
-        _make(
+        make(
             classes.broker,
             node_id=n.node_id,
             host=advertised.host,
@@ -358,7 +239,7 @@ def _response(
         )
         for n in nodes.nodes
     )
-    return _make(
+    return make(
         classes.response,
         throttle_time=NO_THROTTLE,
         brokers=brokers,
@@ -449,10 +330,6 @@ def _all_topics(
     return answer
 
 
-def advertised_nodes_for(head: Mapping[str, Any]) -> ClusterNodes:
-    return cluster_nodes(broker_selectors.brokers_alive(), head["controller_id"])
-
-
 def _named_topics(
     request: WireRequest,
     classes: _Classes,
@@ -538,81 +415,3 @@ def _named_topics(
 
 def _id_str(topic_id: uuid.UUID | None) -> str | None:
     return None if topic_id is None or topic_id == ZERO_UUID else str(topic_id)
-
-
-# --- DescribeCluster -------------------------------------------------------------------------
-@wire_api("DescribeCluster", DESCRIBE_CLUSTER_API_KEY, (1, 2), roles=BOTH_ROLES)
-def describe_cluster(request: WireRequest) -> Any:
-    """The DescribeCluster RPC's answer, its brokers advertised at this listener with their
-    pods (v2's fenced brokers, when asked, from the brokers the REST API lists). v0 is not
-    served: kafka-python breaks on it. On a controller listener: the controllers (KIP-919)."""
-    if request.listener_role == CONTROLLER:
-        return describe_controllers(request)
-    body = request.body
-    response_cls, broker_cls = DESCRIBE_CLUSTER_CLASSES[request.api_version]
-    endpoint_type = int(getattr(body, "endpoint_type", 1))
-    if endpoint_type != 1:  # a broker describes brokers only (KIP-919)
-        return _make(
-            response_cls,
-            throttle_time=NO_THROTTLE,
-            error_code=ErrorCode.unsupported_endpoint_type,
-            error_message=f"Endpoint type {endpoint_type} is not supported.",
-            endpoint_type=endpoint_type,
-            cluster_id="",
-            brokers=(),
-        )
-    answer = execute(
-        REGISTRY["DescribeCluster"],
-        {"include_cluster_authorized_operations": bool(body.include_cluster_authorized_operations)},
-        request.caller,
-    )
-    data = answer.data
-    code = error_code(data.get("error_code", 0))
-    if answer.status != 200 or code is not ErrorCode.none:
-        return _make(
-            response_cls,
-            throttle_time=datetime.timedelta(milliseconds=int(data.get("throttle_time_ms", 0))),
-            error_code=code,
-            error_message=data.get("error_message"),
-            cluster_id="",
-            brokers=(),
-        )
-    controller = data.get("controller_id")
-    nodes = cluster_nodes(data["brokers"], None if controller in (None, -1) else controller)
-    advertised: Advertised = request.advertised
-    brokers = [
-        _make(
-            broker_cls,
-            broker_id=n.node_id,
-            host=advertised.host,
-            port=advertised.port_of(n.node_id),
-            rack=n.rack,
-            pod=n.pod,
-            is_fenced=False,
-        )
-        for n in nodes.nodes
-    ]
-    if getattr(body, "include_fenced_brokers", False):
-        brokers += [
-            _make(
-                broker_cls,
-                broker_id=b.broker_id,
-                host=advertised.host,
-                port=advertised.port_of(b.broker_id),
-                rack=b.rack,
-                pod=b.pod,
-                is_fenced=True,
-            )
-            for b in broker_selectors.broker_list().filter(fenced=True)
-        ]
-    return _make(
-        response_cls,
-        throttle_time=datetime.timedelta(milliseconds=int(data.get("throttle_time_ms", 0))),
-        error_code=ErrorCode.none,
-        error_message=None,
-        endpoint_type=1,
-        cluster_id=data["cluster_id"],
-        controller_id=nodes.controller_id,
-        brokers=tuple(brokers),
-        cluster_authorized_operations=int(data["cluster_authorized_operations"]),
-    )

@@ -245,3 +245,42 @@ def _partition_refusal(index: int, error: Errors) -> dict[str, Any]:
         "leader_recovery_state": 0,
         "partition_epoch": -1,
     }
+
+
+ASSIGN_REPLICAS_TO_DIRS = 73
+
+
+@wire_api("AssignReplicasToDirs", ASSIGN_REPLICAS_TO_DIRS, (0, 0), roles=CONTROLLER_ONLY)
+def assign_replicas_to_dirs(request: WireRequest) -> Any:
+    """A broker with several log dirs places its replicas (KIP-858): the controller keeps each
+    replica's dir in the partition's records and answers per partition, as Kafka's does."""
+    body = request.body
+    payload = {
+        "broker_id": int(body.broker_id),
+        "broker_epoch": int(body.broker_epoch),
+        "directories": [
+            {
+                "id": str(directory.id_),
+                "topics": [
+                    {
+                        "topic_id": str(topic.topic_id),
+                        "partitions": [
+                            {"partition_index": int(p.partition_index)} for p in topic.partitions
+                        ],
+                    }
+                    for topic in directory.topics
+                ],
+            }
+            for directory in body.directories
+        ],
+    }
+    try:
+        data = replica_services.replicas_assign_to_dirs(
+            payload=payload, context=context_of(request)
+        )
+    except ApiError as error:
+        return refused(request, error, directories=[])
+    if data.get("error_code"):
+        return answer(request, {"error_code": data["error_code"], "directories": []})
+    directories = [{**d, "id_": d["id"]} for d in data["directories"]]
+    return answer(request, {"error_code": 0, "directories": directories})
