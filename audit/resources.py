@@ -184,6 +184,29 @@ def replica_state_report(
     return named
 
 
+def broker_write(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    """A broker's own write (its registration, a heartbeat that changed its state, an ISR
+    change, producer ids, replicas placed in log dirs): the broker, and the partitions it named
+    with their answers' codes."""
+    named = [_named(("BROKER", _text(body.get("broker_id"))), top)]
+    for topic in _dicts(answer.get("topics")):  # AlterPartition, by topic name
+        name = _text(topic.get("topic_name"))
+        named += [
+            _named(("PARTITION", f"{name}-{_text(p.get('partition_index'))}"), _code(p))
+            for p in _dicts(topic.get("partitions"))
+        ]
+    for directory in _dicts(answer.get("directories")):  # AssignReplicasToDirs, by topic id
+        for topic in _dicts(directory.get("topics")):
+            topic_id = _text(topic.get("topic_id"))
+            named += [
+                _named(("PARTITION", f"{topic_id}-{_text(p.get('partition_index'))}"), _code(p))
+                for p in _dicts(topic.get("partitions"))
+            ]
+    return named[:MAX_RESOURCES]
+
+
 def envelope(
     body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
 ) -> Iterable[Resource]:

@@ -24,7 +24,13 @@ from prometheus_client import Counter
 
 from audit.export import Progress, audit_export_run
 from audit.models import AuditEvent, AuditExport, ExportState
-from audit.resources import Namers, replica_state_report, request_outcome, request_resources
+from audit.resources import (
+    Namers,
+    broker_write,
+    replica_state_report,
+    request_outcome,
+    request_resources,
+)
 from audit.spark.session import SparkUnavailable, spark_session
 from audit.spark.storage import ExportError, is_uri
 from controlplane.rpc import REGISTRY, Executed
@@ -32,12 +38,17 @@ from controlplane.runtime.bulk import Column, Write, prepared_upsert
 from controlplane.runtime.conversation import AppliedWrite, Forwarding
 from controlplane.runtime.executor import executor
 from controlplane.runtime.lease import now_ms
+from controlplane.services import BROKER_WRITES
 
 logger = logging.getLogger("controlplane.audit")
 
 # Controller writes that are not admin RPCs of the registry but are audited all the same: a
-# broker's AlterReplicaState report (KIP-589) is audited when the controller applies it.
-CONTROLLER_WRITE_NAMERS: dict[str, Namers] = {"AlterReplicaState": replica_state_report}
+# broker's AlterReplicaState report (KIP-589) is audited when the controller applies it, and
+# every broker lifecycle request that wrote records (controlplane.services.broker_call).
+CONTROLLER_WRITE_NAMERS: dict[str, Namers] = {
+    "AlterReplicaState": replica_state_report,
+    **dict.fromkeys(BROKER_WRITES, broker_write),
+}
 
 COLUMNS = [
     Column("time_ms", "bigint"),

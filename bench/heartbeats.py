@@ -44,7 +44,7 @@ class SimulatorThread:
 
     def __init__(self, url: str, internal_url: str, token: str, brokers: int, canary: int) -> None:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
-        from brokers.simulator import BrokerSimulator
+        from simulator import BrokerSimulator
 
         self.sim = BrokerSimulator(
             url,

@@ -17,12 +17,12 @@ from controlplane.controller.image import BrokerStatus
 from controlplane.runtime.conversation import RequestContext
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.sessions import session_store
-from controlplane.services import controller_call
+from controlplane.services import broker_call
 
 
 def broker_register(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
     # The controller counts the registration as the new incarnation's first contact.
-    return controller_call(api="BrokerRegistration", payload=payload, context=context)
+    return broker_call(api="BrokerRegistration", payload=payload, context=context)
 
 
 def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dic
     answer = core.heartbeat_fast_answer(status, request)
     if answer is not None:
         return answer
-    return controller_call(api="BrokerHeartbeat", payload=payload, context=context)
+    return broker_call(api="BrokerHeartbeat", payload=payload, context=context)
 
 
 def _current_status(request: core.BrokerHeartbeatRequest) -> BrokerStatus | None:
@@ -58,7 +58,7 @@ def _current_status(request: core.BrokerHeartbeatRequest) -> BrokerStatus | None
 
 
 def broker_unregister(*, broker_id: int, context: RequestContext) -> dict[str, Any]:
-    response = controller_call(
+    response = broker_call(
         api="UnregisterBroker", payload={"broker_id": broker_id}, context=context
     )
     if response.get("error_code") == Errors.NONE:
@@ -81,7 +81,7 @@ def producer_ids_allocate(
     *, broker_id: int, broker_epoch: int, context: RequestContext
 ) -> dict[str, Any]:
     """The next block of producer ids for a broker (AllocateProducerIds)."""
-    return controller_call(
+    return broker_call(
         api="AllocateProducerIds",
         payload={"broker_id": broker_id, "broker_epoch": broker_epoch},
         context=context,

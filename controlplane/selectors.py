@@ -14,7 +14,7 @@ from controlplane.chunked import in_chunks
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
 from controlplane.models import Cluster, ConfigEntry, ControllerNode, MetadataRecord
 from controlplane.runtime.lease import cluster_read, now_ms
-from controlplane.runtime.snapshots import metadata_snapshot_latest_intact, snapshot_id_of
+from controlplane.runtime.snapshot_reads import metadata_snapshot_latest_intact, snapshot_id_of
 
 
 def controller_active(cluster: Cluster) -> bool:

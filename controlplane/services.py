@@ -25,6 +25,7 @@ from controlplane.runtime.conversation import (
     ControllerAnswer,
     ControllerEvent,
     RequestContext,
+    RequestTrail,
 )
 from controlplane.runtime.executor import ATTEMPT_TIMEOUT_MS, executor
 from controlplane.runtime.lease import now_ms
@@ -68,6 +69,29 @@ def controller_call(
     if context.trail is not None:
         context.trail.took(answer)
     return answer.response
+
+
+# A broker's own writes, on either door (REST internal API, the controller listener).
+BROKER_WRITES = (
+    "BrokerRegistration",
+    "BrokerHeartbeat",
+    "UnregisterBroker",
+    "AlterPartition",
+    "AllocateProducerIds",
+    "AssignReplicasToDirs",
+)
+
+
+def broker_call(*, api: str, payload: Mapping[str, Any], context: RequestContext) -> dict[str, Any]:
+    """A broker's own write, as `controller_call` runs it, audited: when it writes records,
+    the controller writes its audit row (the broker's principal, client id and address, the
+    broker and the partitions it named) in the same commit. One that writes nothing (a
+    heartbeat that changed nothing, a refusal) leaves no row: a hundred brokers heartbeating
+    every two seconds would bury the trail."""
+    assert api in BROKER_WRITES, api
+    if context.trail is None:
+        context = dataclasses.replace(context, trail=RequestTrail(rpc=api, started_ms=now_ms()))
+    return controller_call(api=api, payload=payload, context=context)
 
 
 def controller_event(

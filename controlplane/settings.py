@@ -1,4 +1,5 @@
-"""Settings, all from the environment (12-factor). Every variable is listed in the README.
+"""Settings, all from the environment (12-factor). Every variable is listed in
+docs/operators/configuration.md.
 
 Without DATABASE_URL and CELERY_BROKER_URL the control plane runs embedded: SQLite, Celery tasks
 in-process, and the single process is the active controller.
@@ -175,9 +176,7 @@ CP_CONTROLLER_CONSUMERS = env_int("CP_CONTROLLER_CONSUMERS", 32)
 CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
 CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)
-# More than this share of the unfenced brokers (in a cluster of at least the minimum) lapsing at
-# once makes the controller suspect its own ingress and hold off fencing them.
-# The fencing hold-off (controlplane.controller.brokers.control.fence_stale_brokers): a full
+# The fencing hold-off (controlplane.controller.brokers.fencing.fence_stale_brokers): a full
 # disruption in a cluster of at least this many unfenced brokers, or an ingress lag over the
 # bound within the last session, holds fencing off, for this long at the most.
 CP_FENCING_HOLD_OFF_MIN_BROKERS = env_int("CP_FENCING_HOLD_OFF_MIN_BROKERS", 3)

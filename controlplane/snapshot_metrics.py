@@ -8,7 +8,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from controlplane.metrics import gauge
-from controlplane.runtime.snapshots import metadata_snapshot_latest
+from controlplane.runtime.snapshot_reads import metadata_snapshot_latest
 
 
 class SnapshotCollector(Collector):

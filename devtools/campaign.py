@@ -25,8 +25,8 @@ lease). Through it all, history clients (`devtools.history`) on both web nodes w
 same keys (topic configs as registers, ACLs and quotas as sets), recording every operation's
 invocation, completion and outcome; at the end the checker (`devtools.linearizability`, Wing &
 Gong's search with Lowe's memoization, as Porcupine) proves the whole history linearizable, or
-names the smallest window that is not. The report (`FaultCampaign.report`) is JSON; README's
-table is made from it.
+names the smallest window that is not. The report (`FaultCampaign.report`) is JSON; the table
+of docs/operators/fault-campaign.md is made from it.
 """
 
 from __future__ import annotations

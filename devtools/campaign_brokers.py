@@ -16,14 +16,27 @@ from __future__ import annotations
 import signal
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from devtools.stack import PYTHON, Http, wait_for
-
-if TYPE_CHECKING:
-    from devtools.campaign import FaultCampaign
+from devtools.stack import PYTHON, Http, Stack, wait_for
 
 Partition = dict[str, Any]  # a partition of GET /api/v1/topics/{name}
+
+
+class FaultCampaign(Protocol):
+    """What these faults need of the campaign (devtools.campaign.FaultCampaign)."""
+
+    stack: Stack
+
+    def partitions(self) -> list[Partition]: ...
+
+    def unfenced(self) -> int: ...
+
+    def incarnations(self, state: str | None = None) -> dict[int, str]: ...
+
+    def simulator_command(self, line: str) -> None: ...
+
+    def start_simulator(self) -> None: ...
 
 
 def isr_full(partitions: Iterable[Partition]) -> bool:

@@ -34,11 +34,13 @@ from pathlib import Path
 from types import TracebackType
 
 from devtools import kafka
+from devtools.kafka_broker_config import (
+    DEFAULT_CONTROLLER_ID,
+    broker_properties,
+    log4j_config,
+    properties_text,
+)
 
-CONTROLLER_LISTENER = "CONTROLLER"
-DEFAULT_CONTROLLER_ID = 3000  # settings.CP_CONTROLLER_ID's default
-# Kafka's test kit (KafkaClusterTestKit) lowers the cleaner's 128 MiB dedupe buffer to 2 MiB.
-DEDUPE_BUFFER_BYTES = 2 * 1024 * 1024
 STORAGE_TOOL = "kafka.tools.StorageTool"
 STARTED = r"\[KafkaRaftServer nodeId=\d+\] Kafka Server started"
 # What the broker logs once the controller has unfenced it (BrokerLifecycleManager).
@@ -54,99 +56,6 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
-
-
-def jaas_plain(username: str, password: str) -> str:
-    """A PlainLoginModule line: the client side of SASL/PLAIN (the quotes escaped as JAAS reads
-    them; tokens are URL-safe base64, names this control plane's principal names)."""
-
-    def quoted(value: str) -> str:
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    return (
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f"username={quoted(username)} password={quoted(password)};"
-    )
-
-
-def broker_properties(
-    *,
-    node_id: int,
-    controller: str,
-    principal: str,
-    token: str,
-    data_dir: Path,
-    port: int,
-    host: str = "127.0.0.1",
-    controller_id: int = DEFAULT_CONTROLLER_ID,
-    overrides: Mapping[str, str] | None = None,
-) -> dict[str, str]:
-    """server.properties of a broker-only node under this control plane.
-
-    The broker's Raft client (kafka.raft.KafkaRaftManager) and its channel to the active
-    controller (NodeToControllerChannelManager) both build their channel with
-    `ChannelBuilders.clientChannelBuilder(protocol, JaasContext.Type.SERVER, config,
-    <first controller.listener.names>, sasl.mechanism.controller.protocol, ...)`: the JAAS
-    context is the *server* one of the CONTROLLER listener, read from
-    `listener.name.controller.<mechanism>.sasl.jaas.config` (JaasContext.loadServerContext,
-    after ChannelBuilders.channelBuilderConfigs strips the listener prefix). A plain
-    `sasl.jaas.config` is ignored there (Kafka logs a warning)."""
-    endpoint = f"PLAINTEXT://{host}:{port}"
-    props = {
-        "process.roles": "broker",
-        "node.id": str(node_id),
-        "listeners": endpoint,
-        "advertised.listeners": endpoint,
-        "inter.broker.listener.name": "PLAINTEXT",
-        "controller.listener.names": CONTROLLER_LISTENER,
-        "listener.security.protocol.map": (
-            f"PLAINTEXT:PLAINTEXT,{CONTROLLER_LISTENER}:SASL_PLAINTEXT"
-        ),
-        "controller.quorum.voters": f"{controller_id}@{controller}",
-        "sasl.mechanism.controller.protocol": "PLAIN",
-        f"listener.name.{CONTROLLER_LISTENER.lower()}.plain.sasl.jaas.config": jaas_plain(
-            principal, token
-        ),
-        "log.dirs": str(data_dir),
-        # One broker: the internal topics at RF 1, one partition each.
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "1",
-        "transaction.state.log.replication.factor": "1",
-        "transaction.state.log.min.isr": "1",
-        "transaction.state.log.num.partitions": "1",
-        "share.coordinator.state.topic.replication.factor": "1",
-        "share.coordinator.state.topic.min.isr": "1",
-        "group.initial.rebalance.delay.ms": "0",
-        # Light on a 2-core machine beside everything else.
-        "log.cleaner.dedupe.buffer.size": str(DEDUPE_BUFFER_BYTES),
-        "log.cleaner.threads": "1",
-        "num.network.threads": "1",
-        "num.io.threads": "2",
-        "background.threads": "2",
-        "num.replica.fetchers": "1",
-        "num.recovery.threads.per.data.dir": "1",
-        "num.partitions": "1",
-        "auto.create.topics.enable": "false",
-    }
-    props.update(overrides or {})
-    return props
-
-
-def properties_text(props: Mapping[str, str]) -> str:
-    """Java properties: `key=value` lines (backslashes and line breaks escaped)."""
-
-    def escaped(value: str) -> str:
-        return value.replace("\\", "\\\\").replace("\n", "\\n")
-
-    return "".join(f"{key}={escaped(value)}\n" for key, value in props.items())
-
-
-def log4j_config(levels: Mapping[str, str]) -> str:
-    """devtools.kafka's log4j2 config (stdout) with these loggers' levels on top."""
-    text = kafka.LOG4J_CONFIG.read_text()
-    for index, (name, level) in enumerate(sorted(levels.items())):
-        text += f"logger.extra{index}.name = {name}\nlogger.extra{index}.level = {level}\n"
-    return text
 
 
 class KafkaBroker:
@@ -170,8 +79,14 @@ class KafkaBroker:
         heap: str = kafka.DEFAULT_HEAP,
         overrides: Mapping[str, str] | None = None,
         log_levels: Mapping[str, str] | None = None,
+        log_dir_count: int = 1,
+        client_users: Mapping[str, str] | None = None,
     ) -> None:
         self.node_id = node_id
+        # Clients' SASL/PLAIN logins on a second client listener (`sasl_bootstrap`), if any.
+        self.client_users = dict(client_users) if client_users is not None else None
+        self.sasl_port = free_port(host) if client_users is not None else None
+        self.log_dir_count = log_dir_count  # more than one: the broker assigns its replicas
         self.cluster_id = cluster_id
         self.controller = controller
         self.controller_id = controller_id
@@ -195,8 +110,22 @@ class KafkaBroker:
         return f"{self.host}:{self.port}"
 
     @property
+    def sasl_bootstrap(self) -> str:
+        """The SASL/PLAIN client listener, when the broker has one (`client_users`)."""
+        if self.sasl_port is None:
+            raise RuntimeError(f"broker {self.node_id} has no SASL client listener")
+        return f"{self.host}:{self.sasl_port}"
+
+    @property
     def data_dir(self) -> Path:
         return self.work_dir / "data"
+
+    @property
+    def data_dirs(self) -> list[Path]:
+        """Its `log.dirs`: the data dir, or one dir under it each when it has several."""
+        if self.log_dir_count == 1:
+            return [self.data_dir]
+        return [self.data_dir / f"dir-{i}" for i in range(self.log_dir_count)]
 
     @property
     def properties_path(self) -> Path:
@@ -220,11 +149,13 @@ class KafkaBroker:
             controller=self.controller,
             principal=self.principal,
             token=self.token,
-            data_dir=self.data_dir,
+            data_dirs=self.data_dirs,
             port=self.port,
             host=self.host,
             controller_id=self.controller_id,
             overrides=self.overrides,
+            sasl_port=self.sasl_port,
+            client_users=self.client_users,
         )
 
     def write_config(self) -> Path:
@@ -249,7 +180,7 @@ class KafkaBroker:
     def formatted_cluster_id(self) -> str | None:
         """The cluster id in the log dir's meta.properties (None before the first format)."""
         try:
-            text = (self.data_dir / "meta.properties").read_text()
+            text = (self.data_dirs[0] / "meta.properties").read_text()
         except FileNotFoundError:
             return None
         match = re.search(r"^cluster\.id=(.*)$", text, re.MULTILINE)

@@ -9,6 +9,7 @@ from frontend.views import (
     canary,
     charts,
     cluster,
+    config_target,
     configs,
     mirror,
     quotas,
@@ -16,15 +17,16 @@ from frontend.views import (
     timeline,
     tokens,
     topic_actions,
+    topic_create,
     topics,
 )
 from frontend.views.base import HOME_URL
 
 app_name = "frontend"
 
-TOPIC = {"kind": configs.TOPIC_KIND}
-BROKER = {"kind": configs.BROKER_KIND}
-DEFAULT = {"kind": configs.DEFAULT_KIND}
+TOPIC = {"kind": config_target.TOPIC_KIND}
+BROKER = {"kind": config_target.BROKER_KIND}
+DEFAULT = {"kind": config_target.DEFAULT_KIND}
 
 urlpatterns = [
     path("", RedirectView.as_view(url=HOME_URL), name="home"),
@@ -39,7 +41,7 @@ urlpatterns = [
         name="broker-unregister",
     ),
     path("ui/topics/", topics.topic_list_view, name="topic-list"),
-    path("ui/topics/new/", topic_actions.topic_create_view, name="topic-create"),
+    path("ui/topics/new/", topic_create.topic_create_view, name="topic-create"),
     path("ui/topics/<str:name>/", topics.topic_detail_view, name="topic-detail"),
     path("ui/topics/<str:name>/delete/", topic_actions.topic_delete_view, name="topic-delete"),
     path(

@@ -48,6 +48,9 @@ class Partition(models.Model):
     # min ISR: against the topic's min.insync.replicas) and the first replica.
     isr_count = models.IntegerField(default=0)
     preferred_leader = models.IntegerField(default=-1)
+    # Each replica's log dir id once its broker assigned it (AssignReplicasToDirs), in the
+    # replicas' order; [] while every replica is in its broker's default dir.
+    directories = models.JSONField(default=list)
 
     class Meta:
         db_table = "cp_partition"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from controlplane.controller.image import (
     MetadataDelta,
     MetadataImage,
@@ -18,6 +20,8 @@ from controlplane.runtime.bulk import (
 )
 from controlplane.runtime.projections import AppliedWrites
 from replicas.models import Partition, Topic
+
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
 PARTITION_COLUMNS = [
     Column("topic_id", "text"),
@@ -36,6 +40,7 @@ PARTITION_COLUMNS = [
     Column("canary_isolated", "boolean"),
     Column("isr_count", "int"),
     Column("preferred_leader", "int"),
+    Column("directories", "text", json=True),
 ]
 
 
@@ -50,6 +55,7 @@ STATE_COLUMNS = [
         "is_canary",
         "canary_isolated",
         "preferred_leader",
+        "directories",
     )
 ]
 
@@ -80,6 +86,7 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
         p.canary_isolated,
         len(p.isr),
         p.preferred_leader,
+        _ENCODE(list(p.directories)) if p.directories else "[]",
     )
 
 
@@ -141,8 +148,9 @@ class TopicProjection:
         inserts: list[tuple[object, ...]] = []
         updated: list[tuple[TopicPartition, PartitionRegistration]] = []
         # Elections and ISR changes leave the replica set alone; only a reassignment (or a
-        # replica's broker changing pod, KIP-1095) rewrites it, so the common update carries
-        # the columns that change. One pass over the changed partitions finds both.
+        # replica's broker changing pod, KIP-1095, or a broker assigning its replicas to log
+        # dirs) rewrites it, so the common update carries the columns that change. One pass
+        # over the changed partitions finds both.
         reassigned = False
         for tp, partition in delta.changed_partitions.items():
             if partition is None or tp[0] in gone:
@@ -155,6 +163,7 @@ class TopicProjection:
             if not reassigned and (
                 before.replicas != partition.replicas
                 or before.canary_isolated != partition.canary_isolated
+                or before.directories != partition.directories
             ):
                 reassigned = True
         writes.append(
@@ -188,10 +197,21 @@ class TopicProjection:
             "offline_replicas",
             "is_canary",
             "canary_isolated",
+            "directories",
         )
-        for topic_id, index, replicas, isr, leader, le, pe, offline, canary, iso in rows.iterator(
-            chunk_size=5000
-        ):
+        for (
+            topic_id,
+            index,
+            replicas,
+            isr,
+            leader,
+            le,
+            pe,
+            offline,
+            canary,
+            iso,
+            dirs,
+        ) in rows.iterator(chunk_size=5000):
             image.put_partition(
                 (topic_id, index),
                 PartitionRegistration(
@@ -203,5 +223,6 @@ class TopicProjection:
                     offline_replicas=tuple(offline),
                     is_canary=canary,
                     canary_isolated=iso,
+                    directories=tuple(dirs) if dirs else (),
                 ),
             )

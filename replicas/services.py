@@ -20,7 +20,7 @@ from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import RequestContext, RequestTrail
 from controlplane.runtime.executor import CONTROLLER_QUEUE, executor
 from controlplane.runtime.lease import now_ms
-from controlplane.services import controller_call, controller_event
+from controlplane.services import broker_call, controller_call, controller_event
 from replicas.models import PendingReplicaStateChange
 from replicas.selectors import replica_state_view
 
@@ -47,7 +47,12 @@ def leaders_elect(*, payload: dict[str, Any], context: RequestContext) -> dict[s
 
 
 def partition_alter(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-    return controller_call(api="AlterPartition", payload=payload, context=context)
+    return broker_call(api="AlterPartition", payload=payload, context=context)
+
+
+def replicas_assign_to_dirs(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    """A broker's replicas placed in its log dirs (AssignReplicasToDirs, KIP-858)."""
+    return broker_call(api="AssignReplicasToDirs", payload=payload, context=context)
 
 
 def leaders_rebalance(*, context: RequestContext | None = None) -> dict[str, Any]:

@@ -18,7 +18,7 @@ core (`controlplane.controller`), httpx and the standard library. The `simulate_
 management command is its Django-side entry point.
 """
 
-from brokers.simulator.client import (
+from simulator.client import (
     ALTER_PARTITION_PATH,
     ALTER_REPLICA_STATE_PATH,
     AUTH_STATUSES,
@@ -32,13 +32,13 @@ from brokers.simulator.client import (
     RETRIABLE_STATUSES,
     Backoff,
 )
-from brokers.simulator.fleet import BrokerSimulator
-from brokers.simulator.follower import (
+from simulator.fleet import BrokerSimulator
+from simulator.follower import (
     CATCH_UP_MAX_RECORDS,
     HEAD_ONLY_OFFSET,
     MIN_EMPTY_FETCH_INTERVAL_S,
 )
-from brokers.simulator.forwarding import (
+from simulator.forwarding import (
     DEFAULT_ADMIN_CLIENT_ID,
     DEFAULT_FORWARD_TIMEOUT_S,
     ForwardResult,
@@ -48,12 +48,12 @@ from brokers.simulator.forwarding import (
     forwardable_apis,
     principal_fields,
 )
-from brokers.simulator.isr import IsrExpander
-from brokers.simulator.load import LoadResult
-from brokers.simulator.logdir_requests import OFFLINE_REPLICA_EVENT, LogDirResult
-from brokers.simulator.logdirs import STALE_METADATA_ERRORS
-from brokers.simulator.metadata import BrokerView, MetadataView, PartitionView
-from brokers.simulator.state import (
+from simulator.isr import IsrExpander
+from simulator.load import LoadResult
+from simulator.logdir_requests import OFFLINE_REPLICA_EVENT, LogDirResult
+from simulator.logdirs import STALE_METADATA_ERRORS
+from simulator.metadata import BrokerView, MetadataView, PartitionView
+from simulator.state import (
     BrokerPhase,
     BrokerState,
     SimulatorCounters,

@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 import httpx
 import msgspec
 
-from brokers.simulator.state import SimulatorCounters
 from controlplane.controller.errors import Errors
+from simulator.state import SimulatorCounters
 
 # The internal listener serves every path under this prefix, and the public one none of them.
 INTERNAL_PREFIX = "/internal/"

@@ -27,22 +27,23 @@ from typing import Any
 
 import httpx
 
-from brokers.simulator.aio import cancel_until_done, wait_until
-from brokers.simulator.client import CLIENT_ID_PATTERN, ControllerClient
-from brokers.simulator.follower import MetadataFollower
-from brokers.simulator.forwarding import (
+from controlplane.controller.brokers.control import DEFAULT_HEARTBEAT_INTERVAL_MS
+from simulator.aio import cancel_until_done, wait_until
+from simulator.client import CLIENT_ID_PATTERN, ControllerClient
+from simulator.follower import MetadataFollower
+from simulator.forwarding import (
     DEFAULT_ADMIN_CLIENT_ID,
     DEFAULT_FORWARD_TIMEOUT_S,
     Forwarder,
     ForwardResult,
 )
-from brokers.simulator.isr import DEFAULT_CHECK_INTERVAL_S, IsrExpander
-from brokers.simulator.lifecycle import Lifecycle, new_brokers
-from brokers.simulator.load import HeartbeatLoad, LoadResult, heartbeat_bodies, load_senders
-from brokers.simulator.logdir_requests import LogDirResult
-from brokers.simulator.logdirs import LogDirs
-from brokers.simulator.metadata import PartitionView
-from brokers.simulator.state import (
+from simulator.isr import DEFAULT_CHECK_INTERVAL_S, IsrExpander
+from simulator.lifecycle import Lifecycle, new_brokers
+from simulator.load import HeartbeatLoad, LoadResult, heartbeat_bodies, load_senders
+from simulator.logdir_requests import LogDirResult
+from simulator.logdirs import LogDirs
+from simulator.metadata import PartitionView
+from simulator.state import (
     BrokerPhase,
     BrokerState,
     LiveBroker,
@@ -50,8 +51,7 @@ from brokers.simulator.state import (
     SimulatorStatus,
     logger,
 )
-from brokers.simulator.topics import create_topic
-from controlplane.controller.brokers.control import DEFAULT_HEARTBEAT_INTERVAL_MS
+from simulator.topics import create_topic
 
 # How long `wait_in_isr` waits by default for a broker to be back in every ISR it belongs to.
 REJOIN_TIMEOUT_S = 60.0

@@ -22,19 +22,19 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from brokers.simulator.aio import wait_until
-from brokers.simulator.client import (
+from controlplane.controller.errors import Errors
+from controlplane.runtime.snapshot_format import SnapshotDamaged
+from simulator.aio import wait_until
+from simulator.client import (
     Backoff,
     ControllerClient,
     Refused,
     Transient,
     until_answered,
 )
-from brokers.simulator.metadata import LOG_START, MetadataView
-from brokers.simulator.snapshot import bootstrap_from_snapshot
-from brokers.simulator.state import SimulatorCounters, SimulatorError
-from controlplane.controller.errors import Errors
-from controlplane.runtime.snapshot_format import SnapshotDamaged
+from simulator.metadata import LOG_START, MetadataView
+from simulator.snapshot import bootstrap_from_snapshot
+from simulator.state import SimulatorCounters, SimulatorError
 
 # `after_offset` beyond any record: the fetch answers the log's head and no records.
 HEAD_ONLY_OFFSET = 2**63 - 1

@@ -20,8 +20,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from brokers.simulator.aio import wait_until
-from brokers.simulator.client import (
+from controlplane.controller.api_keys import ADMIN_APIS, ApiKey
+from controlplane.controller.errors import Errors
+from simulator.aio import wait_until
+from simulator.client import (
     ENVELOPE_PATH,
     Backoff,
     ControllerClient,
@@ -31,10 +33,8 @@ from brokers.simulator.client import (
     error_name,
     until_answered,
 )
-from brokers.simulator.lifecycle import Lifecycle
-from brokers.simulator.state import LiveBroker, SimulatorCounters, progress_reporter
-from controlplane.controller.api_keys import ADMIN_APIS, ApiKey
-from controlplane.controller.errors import Errors
+from simulator.lifecycle import Lifecycle
+from simulator.state import LiveBroker, SimulatorCounters, progress_reporter
 
 # The client id of a forwarded request when none is given: Kafka's AdminClient default.
 DEFAULT_ADMIN_CLIENT_ID = "adminclient-1"

@@ -37,7 +37,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from brokers.simulator.client import (
+from controlplane.controller.errors import Errors
+from simulator.client import (
     ALTER_PARTITION_PATH,
     Backoff,
     ControllerClient,
@@ -46,11 +47,10 @@ from brokers.simulator.client import (
     dumps,
     error_name,
 )
-from brokers.simulator.follower import MetadataFollower
-from brokers.simulator.lifecycle import Lifecycle
-from brokers.simulator.metadata import MetadataView, PartitionView
-from brokers.simulator.state import LiveBroker, SimulatorCounters, logger
-from controlplane.controller.errors import Errors
+from simulator.follower import MetadataFollower
+from simulator.lifecycle import Lifecycle
+from simulator.metadata import MetadataView, PartitionView
+from simulator.state import LiveBroker, SimulatorCounters, logger
 
 # How often the leaders look for caught-up followers when nothing woke them.
 DEFAULT_CHECK_INTERVAL_S = 1.0

@@ -28,8 +28,10 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from brokers.simulator.aio import cancel_until_done
-from brokers.simulator.client import (
+from controlplane.controller.brokers.control import BROKER_POD, CANARY_BROKER_POD
+from controlplane.controller.errors import Errors
+from simulator.aio import cancel_until_done
+from simulator.client import (
     HEARTBEAT_PATH,
     REGISTRATION_PATH,
     Backoff,
@@ -39,16 +41,14 @@ from brokers.simulator.client import (
     dumps,
     error_name,
 )
-from brokers.simulator.follower import MetadataFollower
-from brokers.simulator.state import (
+from simulator.follower import MetadataFollower
+from simulator.state import (
     BrokerPhase,
     BrokerState,
     LiveBroker,
     SimulatorCounters,
     logger,
 )
-from controlplane.controller.brokers.control import BROKER_POD, CANARY_BROKER_POD
-from controlplane.controller.errors import Errors
 
 
 def new_brokers(

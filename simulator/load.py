@@ -16,8 +16,8 @@ from collections import Counter
 
 import httpx
 
-from brokers.simulator.client import HEARTBEAT_PATH, ControllerClient, dumps, error_name
-from brokers.simulator.state import BrokerState
+from simulator.client import HEARTBEAT_PATH, ControllerClient, dumps, error_name
+from simulator.state import BrokerState
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -9,10 +9,10 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
-from brokers.simulator.client import error_name
-from brokers.simulator.metadata import PartitionView
-from brokers.simulator.state import BrokerState, logger
 from controlplane.controller.errors import Errors
+from simulator.client import error_name
+from simulator.metadata import PartitionView
+from simulator.state import BrokerState, logger
 
 TopicPartition = tuple[str, int]  # (topic name, partition index)
 

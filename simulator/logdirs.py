@@ -27,8 +27,10 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from brokers.simulator.aio import wait_until
-from brokers.simulator.client import (
+from controlplane.controller.errors import Errors
+from controlplane.controller.records import NO_LEADER
+from simulator.aio import wait_until
+from simulator.client import (
     ALTER_PARTITION_PATH,
     ALTER_REPLICA_STATE_PATH,
     Backoff,
@@ -39,9 +41,9 @@ from brokers.simulator.client import (
     error_name,
     until_answered,
 )
-from brokers.simulator.follower import MetadataFollower
-from brokers.simulator.lifecycle import Lifecycle
-from brokers.simulator.logdir_requests import (
+from simulator.follower import MetadataFollower
+from simulator.lifecycle import Lifecycle
+from simulator.logdir_requests import (
     LogDirResult,
     TopicPartition,
     alter_partition_request,
@@ -51,16 +53,14 @@ from brokers.simulator.logdir_requests import (
     still_out_of_isr,
     take_report_answer,
 )
-from brokers.simulator.metadata import PartitionView
-from brokers.simulator.state import (
+from simulator.metadata import PartitionView
+from simulator.state import (
     BrokerState,
     LiveBroker,
     SimulatorCounters,
     logger,
     progress_reporter,
 )
-from controlplane.controller.errors import Errors
-from controlplane.controller.records import NO_LEADER
 
 # AlterPartition answers that mean "your metadata is stale": catch up with the log, try again.
 STALE_METADATA_ERRORS = frozenset(

@@ -16,9 +16,9 @@ import dataclasses
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from brokers.simulator.state import logger
 from controlplane.controller.image import MetadataDelta, MetadataImage, PartitionRegistration
 from controlplane.controller.records import Record, record_from_data
+from simulator.state import logger
 
 # `after_offset` of a fetch from the log's first record (offsets start at 0).
 LOG_START = -1

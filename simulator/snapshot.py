@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from brokers.simulator.client import ControllerClient
 from controlplane.controller.image import MetadataImage
 from controlplane.runtime.snapshot_format import SnapshotDamaged, snapshot_decode
+from simulator.client import ControllerClient
 
 # Bytes asked per FetchSnapshot (the server clamps it to its CP_FETCH_MAX_BYTES).
 SNAPSHOT_FETCH_BYTES = 8 * 1024 * 1024

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 # One logger for the whole package: the CLI sets the simulator's verbosity on it.
-logger = logging.getLogger("brokers.simulator")
+logger = logging.getLogger("simulator")
 
 
 class BrokerPhase(enum.StrEnum):

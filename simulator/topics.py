@@ -7,7 +7,8 @@ import time
 import uuid
 from typing import Any
 
-from brokers.simulator.client import (
+from controlplane.controller.errors import Errors
+from simulator.client import (
     CREATE_TOPICS_PATH,
     Backoff,
     ControllerClient,
@@ -16,9 +17,8 @@ from brokers.simulator.client import (
     dumps,
     until_answered,
 )
-from brokers.simulator.follower import MetadataFollower
-from brokers.simulator.state import SimulatorError
-from controlplane.controller.errors import Errors
+from simulator.follower import MetadataFollower
+from simulator.state import SimulatorError
 
 
 async def create_topic(

@@ -458,7 +458,7 @@ class WireServer:
         controller listener (`gate`: its name) the caller must hold CLUSTER_ACTION first."""
         from django.db import close_old_connections
 
-        from wire.apis.controller_gate import (
+        from wire.apis.controller.gate import (
             may_reach_the_controller,
             refused_on_controller_listener,
         )

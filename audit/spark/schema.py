@@ -167,7 +167,7 @@ def readable(version: str) -> bool:
 
 
 def markdown() -> str:
-    """The schema as the README documents it (a test keeps the two the same)."""
+    """The schema as docs/audit-export-schema.md documents it (a test keeps the two the same)."""
     lines = [f"Schema version {SCHEMA_VERSION}.", ""]
     for dataset in DATASETS.values():
         lines += [

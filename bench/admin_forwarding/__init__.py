@@ -11,7 +11,7 @@ one writes a ConfigRecord), sent two ways in the same run:
 * direct: an admin client (the super user's token) -> `POST /api/v1/incremental-alter-configs`;
 * envelope: a broker redirecting that client's request -> `POST /internal/v1/envelope` with the
   broker's token, `request_principal` User:admin and `forwarding_broker_id` (the body built by
-  `brokers.simulator.envelope_request`, exactly what a simulated broker sends).
+  `simulator.envelope_request`, exactly what a simulated broker sends).
 
 Measured, in one run:
 

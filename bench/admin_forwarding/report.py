@@ -116,7 +116,7 @@ def run_setup(*, args: Any, call: Any, controller: Any, load_before: Any) -> dic
         "direct": f"POST {DIRECT_PATH}, the super user's token (User:admin)",
         "envelope": f"POST {ENVELOPE_PATH}, the broker's token, request_principal "
         f"User:admin, client {ADMIN_CLIENT_ID} at {CLIENT_HOST}, forwarding_broker_id "
-        f"{FORWARDING_BROKER} (body: brokers.simulator.envelope_request)",
+        f"{FORWARDING_BROKER} (body: simulator.envelope_request)",
         "sequential_requests_per_way": args.sequential,
         "sequential_block": args.block,
         "throughput_concurrency": args.concurrency,

@@ -21,7 +21,7 @@ class SimulatorThread:
     `BrokerSimulator.forward_admin_request` (httpx, asyncio), as a simulated broker would."""
 
     def __init__(self, url: str, internal_url: str, token: str, first_id: int) -> None:
-        from brokers.simulator import BrokerSimulator
+        from simulator import BrokerSimulator
 
         self.first_id = first_id
         self.sim = BrokerSimulator(

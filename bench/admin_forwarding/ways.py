@@ -45,7 +45,7 @@ def _resources_ok(answer: Any) -> bool:
 
 
 def ways(tokens: dict[str, str]) -> dict[str, Way]:
-    from brokers.simulator import admin_api, envelope_request, principal_fields
+    from simulator import admin_api, envelope_request, principal_fields
 
     api = admin_api("IncrementalAlterConfigs")
     principal = principal_fields("User:admin")

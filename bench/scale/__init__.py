@@ -15,7 +15,7 @@ size and shape (topics of 10,000 partitions: 100 x 10,000 at 1M; topics of 100: 
    (goal: 2 s), and when the controller let it go (should_shut_down).
 4. A fresh broker bootstrapping: from the whole log (the baseline, always), and from the latest
    snapshot + the log after it (GET /internal/v1/metadata/snapshot, .../snapshots/{end_offset}
-   and brokers.simulator's bootstrap_from_snapshot; a snapshot is made by lowering
+   and simulator's bootstrap_from_snapshot; a snapshot is made by lowering
    metadata.log.max.record.bytes.between.snapshots on BROKER ""): time and bytes (goal: 10 s),
    the image compared partition by partition with the controller's state tables. Reported as
    skipped where the product serves no snapshot.

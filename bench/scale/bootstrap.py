@@ -17,9 +17,9 @@ from bench.fanout.common import ACCEPT, METADATA_PATH
 from bench.fanout.wire import Answer
 from bench.replica_state import log
 from bench.scale.common import GOALS, PartitionRow, goal, image_differences
-from brokers.simulator.metadata import LOG_START, MetadataView
 from controlplane.controller.image import MetadataImage
 from devtools.stack import Stack, wait_for
+from simulator.metadata import LOG_START, MetadataView
 
 SNAPSHOT_PATH = "/internal/v1/metadata/snapshot"
 SNAPSHOT_NOT_FOUND = 98
@@ -148,9 +148,9 @@ def make_snapshot(
 
 
 def simulator_bootstrap() -> Callable[..., Any] | None:
-    """brokers.simulator's `bootstrap_from_snapshot`, where the product has it."""
+    """simulator's `bootstrap_from_snapshot`, where the product has it."""
     try:
-        module = importlib.import_module("brokers.simulator.snapshot")
+        module = importlib.import_module("simulator.snapshot")
     except ImportError:
         return None
     found: Callable[..., Any] | None = getattr(module, "bootstrap_from_snapshot", None)
@@ -162,8 +162,8 @@ def from_snapshot(
 ) -> dict[str, Any]:
     """The latest snapshot loaded by the simulator's `bootstrap_from_snapshot` (FetchSnapshot in
     pieces, checksum, decode), then the log after it replayed onto its image."""
-    from brokers.simulator.client import ControllerClient
-    from brokers.simulator.state import SimulatorCounters
+    from simulator.client import ControllerClient
+    from simulator.state import SimulatorCounters
 
     async def load() -> Any:
         client = ControllerClient(
@@ -270,7 +270,7 @@ def bootstrap(
     if snapshot is None:
         result["skipped"] = "skipped: no snapshot was written"
     elif function is None:
-        result["skipped"] = "skipped: no bootstrap_from_snapshot in brokers.simulator"
+        result["skipped"] = "skipped: no bootstrap_from_snapshot in simulator"
     else:
         log(f"  a fresh broker bootstraps from snapshot {snapshot.get('end_offset')} + the log")
         booted = from_snapshot(function, public=public, internal=base, token=stack.tokens["broker"])

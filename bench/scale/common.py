@@ -167,7 +167,7 @@ def dig(result: Mapping[str, Any], path: str) -> Any:
     return value
 
 
-# What the README's growth table shows, per shape: the figure's path in one run's result.
+# The growth table of docs/operators/benchmarks.md, per shape: the figure's path in one result.
 GROWTH_FIGURES = {
     "create_s": "create.total_s",
     "create_partitions_per_s": "create.partitions_per_s",

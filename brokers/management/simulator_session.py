@@ -15,14 +15,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from brokers.simulator import (
+from controlplane.controller.errors import Errors
+from simulator import (
     DEFAULT_ADMIN_CLIENT_ID,
     BrokerSimulator,
     BrokerState,
     SimulatorError,
     SimulatorStatus,
 )
-from controlplane.controller.errors import Errors
 
 HELP_TEXT = (
     "commands: stop ID (heartbeats stop; fenced when its session lapses) | resume ID "

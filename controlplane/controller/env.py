@@ -45,7 +45,7 @@ class ControllerEnv:
     activated_ms: int
     sessions: Mapping[int, BrokerSession]
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
-    # The fencing hold-off (control.fence_stale_brokers): what the runtime measured of its own
+    # The fencing hold-off (fencing.fence_stale_brokers): what the runtime measured of its own
     # ingress (a sentence naming the overload, None when it keeps up), when the current hold-off
     # began (0: none), how long one may last, and the smallest cluster in which nobody heard
     # means the controller is deaf rather than every broker dead.

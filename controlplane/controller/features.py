@@ -19,6 +19,9 @@ from controlplane.controller.records import FeatureLevelRecord
 
 BOOTSTRAP_METADATA_VERSION = 25  # MetadataVersion.IBP_4_0_IV3
 MINIMUM_METADATA_VERSION = 7  # MetadataVersion.IBP_3_3_IV3, the oldest KRaft brokers run
+# IBP_3_7_IV2 (KIP-858): registrations carry log dirs, partitions a directory per replica, and
+# brokers with several dirs send AssignReplicasToDirs.
+DIRECTORY_ASSIGNMENT_METADATA_VERSION = 17
 BOOTSTRAP_FEATURES: tuple[tuple[str, int], ...] = (
     (METADATA_VERSION, BOOTSTRAP_METADATA_VERSION),
     ("group.version", 1),

@@ -124,10 +124,29 @@ def _optional_bool(value: bool | None) -> str:
     return "null" if value is None else ("true" if value else "false")
 
 
+def _directories_field(directories: tuple[str, ...] | None) -> str:
+    """`,"directories":[...]` when there are any to say, else nothing (see `to_data`)."""
+    return "" if directories is None else f',"directories":{_ENCODE(list(directories))}'
+
+
 NO_LEADER = -1
 # Kafka's DirectoryId.LOST, Uuid(0, 2) (KIP-858; 1 is UNASSIGNED, 0 MIGRATING): the failed dir
 # of an AlterReplicaState that names none.
 LOST_DIRECTORY = "00000000-0000-0000-0000-000000000002"
+MIGRATING_DIRECTORY = "00000000-0000-0000-0000-000000000000"  # placed before 3.7-IV2: unknown
+UNASSIGNED_DIRECTORY = "00000000-0000-0000-0000-000000000001"  # the broker picks one
+
+
+def default_log_dir(log_dirs: tuple[str, ...] | None) -> str:
+    """Where a new replica on a broker registered with `log_dirs` (None: not registered) goes
+    until it says otherwise, as Kafka's ClusterControlManager.defaultDir decides: its only dir;
+    UNASSIGNED when it has several (it answers with AssignReplicasToDirs) or is not registered;
+    MIGRATING when it listed none."""
+    if log_dirs is None or len(log_dirs) > 1:
+        return UNASSIGNED_DIRECTORY
+    return log_dirs[0] if log_dirs else MIGRATING_DIRECTORY
+
+
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader when the leader stays
 
 
@@ -155,10 +174,13 @@ class PartitionRecord(Record):
     offline_replicas: tuple[int, ...] = ()
     is_canary: bool = False
     canary_isolated: bool = False
+    # The log dir of each replica, in `replicas`' order, once brokers assigned them
+    # (AssignReplicasToDirs); () until then: each replica in its broker's default dir.
+    directories: tuple[str, ...] = ()
 
     def to_data(self) -> dict[str, Any]:
         # Hot: a large topic writes thousands of these; dataclasses.asdict is too slow.
-        return {
+        data = {
             "partition_id": self.partition_id,
             "topic_id": self.topic_id,
             "replicas": list(self.replicas),
@@ -170,6 +192,9 @@ class PartitionRecord(Record):
             "is_canary": self.is_canary,
             "canary_isolated": self.canary_isolated,
         }
+        if self.directories:  # written only when assigned: a million new partitions stay small
+            data["directories"] = list(self.directories)
+        return data
 
     def to_json(self) -> str:
         # Hot (thousands per large topic); the same text json would write, built directly.
@@ -180,7 +205,8 @@ class PartitionRecord(Record):
             f'"partition_epoch":{self.partition_epoch},'
             f'"offline_replicas":{_int_list(self.offline_replicas)},'
             f'"is_canary":{"true" if self.is_canary else "false"},'
-            f'"canary_isolated":{"true" if self.canary_isolated else "false"}}}'
+            f'"canary_isolated":{"true" if self.canary_isolated else "false"}'
+            f"{_directories_field(self.directories or None)}}}"
         )
 
 
@@ -199,9 +225,12 @@ class PartitionChangeRecord(Record):
     replicas: tuple[int, ...] | None = None
     offline_replicas: tuple[int, ...] | None = None
     canary_isolated: bool | None = None  # set when the replicas' brokers change (KIP-1095)
+    # Every replica's log dir, in the (new) replicas' order, as Kafka's PartitionChangeRecord
+    # carries them; None: unchanged (a change of `replicas` without them: the default dirs).
+    directories: tuple[str, ...] | None = None
 
     def to_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "partition_id": self.partition_id,
             "topic_id": self.topic_id,
             "isr": None if self.isr is None else list(self.isr),
@@ -212,6 +241,9 @@ class PartitionChangeRecord(Record):
             else list(self.offline_replicas),
             "canary_isolated": self.canary_isolated,
         }
+        if self.directories is not None:  # only when they change: elections stay small
+            data["directories"] = list(self.directories)
+        return data
 
     def to_json(self) -> str:
         return (
@@ -219,7 +251,8 @@ class PartitionChangeRecord(Record):
             f'"isr":{_int_list(self.isr)},"leader":{self.leader},'
             f'"replicas":{_int_list(self.replicas)},'
             f'"offline_replicas":{_int_list(self.offline_replicas)},'
-            f'"canary_isolated":{_optional_bool(self.canary_isolated)}}}'
+            f'"canary_isolated":{_optional_bool(self.canary_isolated)}'
+            f"{_directories_field(self.directories)}}}"
         )
 
 

@@ -1,6 +1,6 @@
 """The fencing rule's voice: what the controller decided about lapsed brokers, said loudly.
 
-The rule itself is the core's (`controlplane.controller.brokers.control.fence_stale_brokers`);
+The rule itself is the core's (`controlplane.controller.brokers.fencing.fence_stale_brokers`);
 the controller's timer hands each FenceStaleBrokers answer to `FencingHoldOffWatch`, which keeps
 when a hold-off began (the bound counts from it), records it for the web nodes' gauge and tells
 `FENCING_LISTENERS` (the audit trail registers itself).

@@ -28,11 +28,8 @@ from controlplane.controller.kraft.frames import KafkaRecord
 from controlplane.controller.kraft.snapshot import kafka_snapshot
 from controlplane.controller.records import Record, UnknownRecordType, record_from_data
 from controlplane.models import MetadataRecord, MetadataSnapshot
-from controlplane.runtime.snapshots import (
-    SnapshotDamaged,
-    metadata_snapshot_get,
-    metadata_snapshot_load,
-)
+from controlplane.runtime.snapshot_format import SnapshotDamaged
+from controlplane.runtime.snapshot_reads import metadata_snapshot_get, metadata_snapshot_load
 
 READ_CHUNK = 5000
 

@@ -11,7 +11,8 @@ from controlplane.controller.records import record_from_data
 from controlplane.models import MetadataRecord, MetadataSnapshot
 from controlplane.runtime.lease import cluster_read
 from controlplane.runtime.projections import consistent_read, load_image
-from controlplane.runtime.snapshots import SnapshotDamaged, metadata_snapshot_load
+from controlplane.runtime.snapshot_format import SnapshotDamaged
+from controlplane.runtime.snapshot_reads import metadata_snapshot_load
 
 
 def image_from_log() -> tuple[MetadataImage, list[str]]:

@@ -1,10 +1,11 @@
-"""Metadata snapshots and the log's retention, as Kafka's KRaft controller keeps them.
+"""Metadata snapshots and the log's retention, as Kafka's KRaft controller keeps them: writing
+them, deleting them and the log before them, and when one is due.
 
 A snapshot is the image at an offset (Kafka's `.checkpoint` file; its bytes in
 controlplane.runtime.snapshot_format), stored in the database in chunks so that every web node
-serves it (`GET /internal/v1/metadata/snapshots/{end_offset}`). A broker that starts from
-nothing, or fell behind the log's start, loads the latest snapshot, then fetches the log after
-it.
+serves it (`GET /internal/v1/metadata/snapshots/{end_offset}`; the reads in
+controlplane.runtime.snapshot_reads). A broker that starts from nothing, or fell behind the
+log's start, loads the latest snapshot, then fetches the log after it.
 
 Snapshots are written off the hot path: the active controller's timer sends a task when one is
 due (`metadata.log.max.record.bytes.between.snapshots` of records since the latest, or
@@ -29,7 +30,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable, Iterator
-from typing import Any, NoReturn
+from typing import Any
 
 import msgspec
 from django.db import IntegrityError, connection, transaction
@@ -38,26 +39,41 @@ from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import record_from_data
 from controlplane.models import Cluster, MetadataSnapshot, MetadataSnapshotChunk
+from controlplane.runtime import executor
 from controlplane.runtime.lease import cluster_read, now_ms
 from controlplane.runtime.plugins import add_once
 from controlplane.runtime.single_writer import retention_scope
 from controlplane.runtime.snapshot_format import (
     CHUNK_BYTES,
-    DecodedSnapshot,
     EncodedSnapshot,
     SnapshotDamaged,
     image_checksum,
     snapshot_decode,
     snapshot_encode,
-    snapshot_verify,
+)
+from controlplane.runtime.snapshot_reads import (
+    CHUNKS_PER_READ,
+    metadata_snapshot_get,
+    metadata_snapshot_latest,
+    metadata_snapshot_latest_intact,
+    metadata_snapshot_load,
+    snapshot_as_dict,
+    snapshot_checks_reset,
 )
 from controlplane.runtime.standby import standby_checkpoint_judge, standby_checkpoints_pending
+from controlplane.selectors import config_view
 
+# Names read from here too: the snapshot format's, and reads that lived here before
+# controlplane.runtime.snapshot_reads (the wire's Raft APIs and the tests import them here).
 __all__ = [
     "CHUNK_BYTES",
     "SnapshotDamaged",
     "image_checksum",
     "metadata_snapshot_create",
+    "metadata_snapshot_get",
+    "metadata_snapshot_latest_intact",
+    "metadata_snapshot_load",
+    "snapshot_as_dict",
     "snapshot_decode",
     "snapshot_encode",
 ]
@@ -72,7 +88,6 @@ RETENTION_MS = "metadata.max.retention.ms"
 SNAPSHOT_TASK = "controlplane.tasks.metadata_snapshot_create"
 READ_RECORDS = 5000  # the log is read this many records at a time (a range of offsets)
 DELETE_RECORDS = 10_000  # retention deletes this many records per transaction
-CHUNKS_PER_READ = 8  # chunks read per query while a whole snapshot is loaded
 CHECK_EVERY_MS = 2000  # the timer measures the new records this often
 MEASURE_RECORDS = 100_000  # at most this many new records measured per check
 # A snapshot is never due sooner than this many times the latest one's build time after it:
@@ -102,113 +117,6 @@ def retention_floor() -> int | None:
     """The highest offset every provider lets retention delete; None when none bounds it."""
     floors = [provider() for provider in RETENTION_FLOORS]
     return min(floors) if floors else None
-
-
-# --- reads ------------------------------------------------------------------------------------
-
-
-def metadata_snapshot_latest() -> MetadataSnapshot | None:
-    """The latest snapshot not known to be damaged."""
-    return MetadataSnapshot.objects.filter(damaged=False).order_by("-end_offset").first()
-
-
-def metadata_snapshot_get(*, end_offset: int) -> MetadataSnapshot | None:
-    return MetadataSnapshot.objects.filter(end_offset=end_offset, damaged=False).first()
-
-
-def snapshot_id_of(snapshot: MetadataSnapshot) -> dict[str, int]:
-    """Kafka's SnapshotId."""
-    return {"end_offset": snapshot.end_offset, "epoch": snapshot.epoch}
-
-
-def snapshot_as_dict(snapshot: MetadataSnapshot) -> dict[str, Any]:
-    return {
-        "end_offset": snapshot.end_offset,
-        "epoch": snapshot.epoch,
-        "size_bytes": snapshot.size_bytes,
-        "checksum": snapshot.checksum,
-        "created_ms": snapshot.created_ms,
-    }
-
-
-def metadata_snapshot_read(*, snapshot: MetadataSnapshot, position: int, max_bytes: int) -> bytes:
-    """At most `max_bytes` of the snapshot's bytes from `position` (< its size), reading only
-    the chunks they are in, each checked by its CRC: SnapshotDamaged (and the snapshot marked
-    so) when one does not match or is missing."""
-    end = min(snapshot.size_bytes, position + max_bytes)
-    first = position // CHUNK_BYTES * CHUNK_BYTES
-    chunks = list(
-        MetadataSnapshotChunk.objects.filter(
-            end_offset=snapshot.end_offset, position__gte=first, position__lt=end
-        )
-        .order_by("position")
-        .values_list("position", "crc32", "data")
-    )
-    expected = list(range(first, end, CHUNK_BYTES))
-    if [chunk[0] for chunk in chunks] != expected:
-        _damaged(snapshot, "a chunk is missing")
-    pieces = []
-    for at, crc, data in chunks:
-        data = bytes(data)
-        if zlib.crc32(data) != crc:
-            _damaged(snapshot, f"the chunk at {at} does not match its CRC")
-        pieces.append(data)
-    return b"".join(pieces)[position - first : end - first]
-
-
-def metadata_snapshot_load(*, snapshot: MetadataSnapshot) -> DecodedSnapshot:
-    """The whole snapshot, checked (chunks, decompression, checksum): SnapshotDamaged (and the
-    snapshot marked so) when it is not intact."""
-    try:
-        decoded = snapshot_decode(_pieces(snapshot), checksum=snapshot.checksum)
-    except SnapshotDamaged as error:
-        _damaged(snapshot, str(error))
-    if decoded.end_offset != snapshot.end_offset:
-        _damaged(snapshot, f"its bytes are the snapshot at {decoded.end_offset}")
-    return decoded
-
-
-def _pieces(snapshot: MetadataSnapshot) -> Iterator[bytes]:
-    position = 0
-    while position < snapshot.size_bytes:
-        size = min(CHUNKS_PER_READ * CHUNK_BYTES, snapshot.size_bytes - position)
-        yield metadata_snapshot_read(snapshot=snapshot, position=position, max_bytes=size)
-        position += size
-
-
-_verified: set[tuple[int, str]] = set()  # snapshots this process checked whole
-_verify_lock = threading.Lock()
-
-
-def metadata_snapshot_latest_intact() -> MetadataSnapshot | None:
-    """The latest snapshot, checked whole once per process before it is first named to a
-    broker (the bytes decompressed and hashed, no record decoded): one that is damaged is
-    marked so and the one before it is named instead. Chunks served later are each checked by
-    their CRC (`metadata_snapshot_read`)."""
-    while True:
-        latest = metadata_snapshot_latest()
-        if latest is None or (latest.end_offset, latest.checksum) in _verified:
-            return latest
-        with _verify_lock:  # one check at a time: the others wait for its outcome
-            if (latest.end_offset, latest.checksum) in _verified:
-                return latest
-            try:
-                snapshot_verify(_pieces(latest), checksum=latest.checksum)
-            except SnapshotDamaged as error:
-                with contextlib.suppress(SnapshotDamaged):
-                    _damaged(latest, str(error))
-                continue
-            _verified.add((latest.end_offset, latest.checksum))
-            return latest
-
-
-def _damaged(snapshot: MetadataSnapshot, why: str) -> NoReturn:
-    """Mark `snapshot` damaged (never served nor built on again) and refuse it."""
-    if not snapshot.damaged:
-        logger.error("metadata snapshot %d is damaged: %s", snapshot.end_offset, why)
-        MetadataSnapshot.objects.filter(end_offset=snapshot.end_offset).update(damaged=True)
-        snapshot.damaged = True
-    raise SnapshotDamaged(f"snapshot {snapshot.end_offset} is damaged: {why}")
 
 
 # --- writing one ----------------------------------------------------------------------------
@@ -446,8 +354,6 @@ def metadata_log_retention_apply(
     """Delete snapshots and the log before them as Kafka's cleanSnapshots does (see the
     module's docstring); the log never past the retention floors. Run under `creation_lock`."""
     if config is None:
-        from controlplane.selectors import config_view
-
         config = config_view()
     now = now_ms() if now is None else now
     max_bytes = int(config.broker_value(RETENTION_BYTES))
@@ -599,14 +505,11 @@ _schedules: dict[str, SnapshotSchedule] = {}
 
 def metadata_snapshot_when_due(runtime: Any) -> None:
     """The active controller's timer job: send the snapshot task when one is due."""
-    from controlplane.runtime.executor import executor
-    from controlplane.selectors import config_view
-
     schedule = _schedules.setdefault(runtime.node_id, SnapshotSchedule())
     schedule.send_when_due(
         now=now_ms(),
         config=config_view(),
-        send=lambda: executor().send_task(SNAPSHOT_TASK, long_running=True),
+        send=lambda: executor.executor().send_task(SNAPSHOT_TASK, long_running=True),
     )
 
 
@@ -614,4 +517,4 @@ def snapshot_state_reset() -> None:
     """Forget what the timer measured and which snapshots were checked (tests start from a
     clean database, where equal snapshots come again)."""
     _schedules.clear()
-    _verified.clear()
+    snapshot_checks_reset()

@@ -83,7 +83,7 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
 
 
 # The internal listener keeps an idle connection at least this long: above the broker
-# simulator's own idle expiry (brokers.simulator.client.KEEPALIVE_EXPIRY_S, 4 s), so that the
+# simulator's own idle expiry (simulator.client.KEEPALIVE_EXPIRY_S, 4 s), so that the
 # client, not the server, is the one that drops a pooled connection.
 MIN_INTERNAL_KEEP_ALIVE_S = 5
 

@@ -12,7 +12,7 @@ from controlplane.controller.errors import ApiError
 
 TOPIC_NAME_MAX = 249  # Kafka's limit; the API says so for anything longer
 INT32_MAX = 2**31 - 1
-MAX_PARTITIONS = 100_000  # what one request may create (README: choices)
+MAX_PARTITIONS = 100_000  # what one request may create (docs/architecture/choices.md)
 ELECTION_TYPES = (
     ("PREFERRED", "preferred: each partition's first replica leads again, if in the ISR"),
     ("UNCLEAN", "unclean: a replica outside the ISR may lead (data may be lost)"),

@@ -28,7 +28,7 @@ from frontend.views.base import (
     principal_required,
     render_admin,
 )
-from frontend.views.configs import DEFAULT_KIND, ConfigTarget
+from frontend.views.config_target import DEFAULT_KIND, ConfigTarget
 from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed, refused
 from frontend.writes import answer_problems, refusal_status, rpc_call
 from security.selectors import token_hmac_matches, tokens_describe

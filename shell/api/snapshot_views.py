@@ -19,8 +19,8 @@ from controlplane.api.serializers import (
 )
 from controlplane.controller.errors import Errors
 from controlplane.http_errors import json_error
-from controlplane.runtime.snapshots import (
-    SnapshotDamaged,
+from controlplane.runtime.snapshot_format import SnapshotDamaged
+from controlplane.runtime.snapshot_reads import (
     metadata_snapshot_get,
     metadata_snapshot_latest_intact,
     metadata_snapshot_read,

@@ -86,7 +86,7 @@ def test_without_the_commit_audit_the_same_death_loses_the_row(
 ) -> None:
     """The test above can fail: with the controller's part taken away too, nothing audits."""
     monkeypatch.setattr("controlplane.runtime.metadata_log.COMMIT_AUDIT", [])
-    monkeypatch.setattr("controlplane.runtime.controller.COMMIT_AUDIT", [])
+    monkeypatch.setattr("controlplane.runtime.batch.COMMIT_AUDIT", [])
     status, _ = api.post(
         "/api/v1/incremental-alter-configs",
         SET_RETENTION,

@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from audit.models import AuditEvent
 from brokers.models import Broker
 from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
@@ -24,6 +25,7 @@ from tests.controller_events import create_acls
 
 pytestmark = pytest.mark.django_db
 
+BROKER_1 = {"resource_type": "BROKER", "resource_name": "1", "error_code": 0}
 REG = "/internal/v1/broker-registration"
 BEAT = "/internal/v1/broker-heartbeat"
 
@@ -64,17 +66,29 @@ def test_registration_starts_fenced_and_a_caught_up_heartbeat_unfences(api, toke
     assert MetadataRecord.objects.get(offset=log_end()).record_type == (
         "BrokerRegistrationChangeRecord"
     )
+    # The audit trail names the broker's writes, each in the commit of its records (the
+    # controller listener's rule too: tests/wire/test_broker_lifecycle.py).
+    audited = AuditEvent.objects.order_by("id")
+    assert [
+        (e.api, e.principal, e.client_id, e.request_id, e.resources, e.first_offset)
+        for e in audited
+    ] == [
+        ("BrokerRegistration", "User:broker-a", "sim", "reg-1", [BROKER_1], epoch),
+        ("BrokerHeartbeat", "User:broker-a", "", audited[1].request_id, [BROKER_1], log_end()),
+    ]
 
 
 def test_heartbeats_that_change_nothing_write_no_record(api, tokens, register):
     epoch = register(1, unfence=True)
     end = log_end()
+    audited = AuditEvent.objects.count()
     for offset in range(20):
         status, body = api.post(
             BEAT, heartbeat_body(1, epoch, end + offset), token=tokens["broker"]
         )
         assert status == 200 and body["is_fenced"] is False
     assert log_end() == end
+    assert AuditEvent.objects.count() == audited  # nothing written: no row either
     assert session_store().get(1).metadata_offset == end + 19
 
 

@@ -15,7 +15,7 @@ from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.image.metadata import image_from_records
 from controlplane.controller.records import FeatureLevelRecord, ProducerIdsRecord
 from controlplane.models import FinalizedFeature, MetadataRecord
-from controlplane.runtime import controller as runtime_module
+from controlplane.runtime import batch as runtime_batch
 from controlplane.runtime.controller import get_runtime, reset_runtime
 from controlplane.runtime.conversation import ControllerEvent, RequestContext
 from controlplane.runtime.lease import cluster_get_or_create
@@ -79,7 +79,7 @@ def test_a_log_written_before_the_features_gains_them_appended(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with monkeypatch.context() as before_the_upgrade:
-        before_the_upgrade.setattr(runtime_module, "bootstrap_records", lambda view: [])
+        before_the_upgrade.setattr(runtime_batch, "bootstrap_records", lambda view: [])
         get_runtime().handle(registration(1))
         get_runtime().handle(registration(2))
     assert [row[1] for row in log()] == ["RegisterBrokerRecord", "RegisterBrokerRecord"]

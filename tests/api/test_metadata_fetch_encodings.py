@@ -17,8 +17,6 @@ import zstandard
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from brokers.simulator.client import ControllerClient
-from brokers.simulator.state import SimulatorCounters
 from controlplane import selectors
 from controlplane.runtime import fetch_cache as fc
 from controlplane.runtime.notifier import notifier
@@ -26,6 +24,8 @@ from controlplane.server.listener import ListenerApp
 from controlplane.server.longpoll import ENVIRON_KEY
 from controlplane.server.worker import internal_keep_alive_s
 from devtools.stack import wait_for
+from simulator.client import ControllerClient
+from simulator.state import SimulatorCounters
 
 FETCH = "/internal/v1/metadata"
 ENCODINGS = [fc.IDENTITY, fc.GZIP, fc.ZSTD]

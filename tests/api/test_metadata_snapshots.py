@@ -18,9 +18,6 @@ import pytest
 from django.db import connection, connections
 from django.test import override_settings
 
-from brokers.simulator.client import ControllerClient
-from brokers.simulator.snapshot import bootstrap_from_snapshot
-from brokers.simulator.state import SimulatorCounters
 from controlplane import metrics
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.image import MetadataDelta, MetadataImage
@@ -34,6 +31,9 @@ from controlplane.runtime.lease import cluster_get_or_create
 from controlplane.runtime.replay import metadata_verify
 from controlplane.runtime.snapshot_format import image_checksum, snapshot_decode
 from devtools.stack import wait_for
+from simulator.client import ControllerClient
+from simulator.snapshot import bootstrap_from_snapshot
+from simulator.state import SimulatorCounters
 from tests.conftest import registration_body
 
 pytestmark = pytest.mark.django_db
@@ -753,8 +753,8 @@ def test_a_broker_with_no_snapshot_to_load_is_told_so(api, tokens, runtime):
 
 @pytest.mark.django_db(transaction=True)
 def test_the_simulators_follower_loads_the_snapshot_when_the_fetch_names_it(api, tokens, cut_log):
-    from brokers.simulator.aio import wait_until
-    from brokers.simulator.follower import MetadataFollower
+    from simulator.aio import wait_until
+    from simulator.follower import MetadataFollower
 
     create_topics(get_runtime(), "after")
     target = head().last_offset

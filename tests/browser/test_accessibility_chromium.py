@@ -12,7 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import TIMEOUT_MS, chromium_page, require_chromium
+from tests.browser.fixtures import (
+    TIMEOUT_MS,
+    LiveCluster,
+    chromium_page,
+    require_chromium,
+    submit_login,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -55,143 +61,60 @@ def describe(found: list[dict[str, Any]]) -> str:
     )
 
 
-def build_cluster(
-    base: str, internal_url: str, admin_token: str, broker_token: str
-) -> dict[str, str]:
+def build_cluster(cluster: LiveCluster) -> dict[str, str]:
     """Brokers, topics, a failed log dir, a fenced broker, an ACL, a quota and a token: every
     page has something to show. Answers ids the pages need."""
-    import httpx
-
-    from controlplane.models import Cluster
-    from controlplane.runtime.lease import cluster_get_or_create
     from security.models import DelegationToken
 
-    cluster_id = cluster_get_or_create().cluster_id
-    internal = httpx.Client(
-        base_url=internal_url, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
-    )
-    api = httpx.Client(
-        base_url=base, headers={"Authorization": f"Bearer {admin_token}"}, timeout=30
-    )
-    epochs = {}
+    brokers, api = cluster.brokers, cluster.api
     dirs = {}
-    try:
-        for broker_id in (1, 2, 3):
-            dirs[broker_id] = str(uuid.uuid4())
-            answer = internal.post(
-                "/internal/v1/broker-registration",
-                json={
-                    "broker_id": broker_id,
-                    "cluster_id": cluster_id,
-                    "incarnation_id": str(uuid.uuid4()),
-                    "listeners": [
-                        {
-                            "name": "PLAINTEXT",
-                            "host": f"b{broker_id}",
-                            "port": 9092,
-                            "security_protocol": "PLAINTEXT",
-                        }
-                    ],
-                    "rack": f"rack-{broker_id}",
-                    "pod": "broker",
-                    "log_dirs": [dirs[broker_id]],
-                },
-            ).json()
-            epochs[broker_id] = answer["broker_epoch"]
+    for broker_id in (1, 2, 3):
+        dirs[broker_id] = str(uuid.uuid4())
+        brokers.register(
+            broker_id, heartbeat=False, rack=f"rack-{broker_id}", log_dirs=[dirs[broker_id]]
+        )
+    for broker_id in (1, 2, 3):
+        brokers.heartbeat(broker_id)
+    cluster.create_topics(
+        {
+            "name": "orders",
+            "num_partitions": 6,
+            "replication_factor": 3,
+            "configs": [
+                {"name": "min.insync.replicas", "value": "2"},
+                {"name": "retention.ms", "value": "604800000"},
+            ],
+        },
+        {"name": "events", "num_partitions": 3, "replication_factor": 1},
+    )
+    brokers.fail_replicas(2, "orders", [0, 1, 2])
+    brokers.heartbeat(2, offline_log_dirs=[dirs[2]])
+    brokers.heartbeat(3, want_fence=True)
+    cluster.alter_cluster_config("delegation.token.secret.key", "s" * 32)
+    cluster.create_acls(
+        {
+            "resource_type": "TOPIC",
+            "resource_name": "orders",
+            "pattern_type": "LITERAL",
+            "principal": "User:bob",
+            "host": "*",
+            "operation": "READ",
+            "permission_type": "ALLOW",
+        }
+    )
+    api.post(
+        "/api/v1/alter-client-quotas",
+        json={
+            "entries": [
+                {
+                    "entity": [{"entity_type": "user", "entity_name": "bob"}],
+                    "ops": [{"key": "producer_byte_rate", "value": 1048576.0}],
+                }
+            ]
+        },
+    )
+    assert api.post("/api/v1/create-delegation-token", json={}).json()["error_code"] == 0
 
-        def beat(broker_id: int, **flags: Any) -> None:
-            offset = Cluster.objects.get(pk=1).last_offset
-            internal.post(
-                "/internal/v1/broker-heartbeat",
-                json={
-                    "broker_id": broker_id,
-                    "broker_epoch": epochs[broker_id],
-                    "current_metadata_offset": offset,
-                    **flags,
-                },
-            )
-
-        for broker_id in (1, 2, 3):
-            beat(broker_id)
-        answer = api.post(
-            "/api/v1/create-topics",
-            json={
-                "topics": [
-                    {
-                        "name": "orders",
-                        "num_partitions": 6,
-                        "replication_factor": 3,
-                        "configs": [
-                            {"name": "min.insync.replicas", "value": "2"},
-                            {"name": "retention.ms", "value": "604800000"},
-                        ],
-                    },
-                    {"name": "events", "num_partitions": 3, "replication_factor": 1},
-                ]
-            },
-        ).json()
-        assert [t["error_code"] for t in answer["topics"]] == [0, 0], answer
-        internal.post(
-            "/internal/v1/alter-replica-state",
-            json={
-                "broker_id": 2,
-                "broker_epoch": epochs[2],
-                "new_state": 1,
-                "reason": "disk",
-                "topics": [{"name": "orders", "partitions": [0, 1, 2]}],
-            },
-        )
-        beat(2, offline_log_dirs=[dirs[2]])
-        beat(3, want_fence=True)
-        api.post(
-            "/api/v1/incremental-alter-configs",
-            json={
-                "resources": [
-                    {
-                        "resource_type": "BROKER",
-                        "resource_name": "",
-                        "configs": [
-                            {
-                                "name": "delegation.token.secret.key",
-                                "config_operation": "SET",
-                                "value": "s" * 32,
-                            }
-                        ],
-                    }
-                ]
-            },
-        )
-        api.post(
-            "/api/v1/create-acls",
-            json={
-                "creations": [
-                    {
-                        "resource_type": "TOPIC",
-                        "resource_name": "orders",
-                        "pattern_type": "LITERAL",
-                        "principal": "User:bob",
-                        "host": "*",
-                        "operation": "READ",
-                        "permission_type": "ALLOW",
-                    }
-                ]
-            },
-        )
-        api.post(
-            "/api/v1/alter-client-quotas",
-            json={
-                "entries": [
-                    {
-                        "entity": [{"entity_type": "user", "entity_name": "bob"}],
-                        "ops": [{"key": "producer_byte_rate", "value": 1048576.0}],
-                    }
-                ]
-            },
-        )
-        assert api.post("/api/v1/create-delegation-token", json={}).json()["error_code"] == 0
-    finally:
-        internal.close()
-        api.close()
     from controlplane.models import Acl
     from timeline.models import TimelineEvent
 
@@ -207,18 +130,10 @@ def build_cluster(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_page_has_no_serious_or_critical_violation(
-    live_server: Any, internal_server: str
-) -> None:
-    from controlplane.principals import principal_create
-    from controlplane.runtime.controller import reset_runtime
-
-    reset_runtime()
+def test_every_page_has_no_serious_or_critical_violation(live_cluster: LiveCluster) -> None:
     executable = require_chromium()
-    base = live_server.url
-    admin_token = principal_create(name="admin", super_user=True)
-    broker_token = principal_create(name="broker-a", broker=True)
-    ids = build_cluster(base, internal_server, admin_token, broker_token)
+    base = live_cluster.base
+    ids = build_cluster(live_cluster)
     pages = [
         "/ui/",
         "/ui/brokers/",
@@ -259,9 +174,7 @@ def test_every_page_has_no_serious_or_critical_violation(
         login = violations(page)
         if login:
             found["/ui/login/"] = describe(login)
-        page.fill("input[name=name]", "admin")
-        page.fill("input[name=token]", admin_token)
-        page.click("button[type=submit]")
+        submit_login(page, live_cluster.admin_token)
         page.wait_for_url(f"{base}/ui/")
         # Both colour schemes (ui.css's prefers-color-scheme: dark), contrast included.
         for scheme in SCHEMES:

@@ -5,11 +5,15 @@ heartbeats-only flow drawn grey and labelled disabled, not as a red "down" arrow
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from tests.browser.conftest import TIMEOUT_MS, chromium_page, require_chromium
+from tests.browser.fixtures import (
+    ControlPlane,
+    LiveCluster,
+    chromium_page,
+    logged_in,
+    require_chromium,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -23,56 +27,16 @@ RED = "rgb(161, 39, 39)"  # the "down" arrow's colour
 GREY = "rgb(138, 148, 160)"  # a disabled flow's
 
 
-def login(page: Any, base: str, path: str, token: str) -> None:
-    page.goto(f"{base}{path}")
-    page.fill("input[name=name]", "admin")
-    page.fill("input[name=token]", token)
-    page.click("button[type=submit]")
-
-
 @pytest.mark.django_db(transaction=True)
 def test_the_config_diff_shows_the_effective_value_and_the_data_loss(
-    live_server: Any, internal_server: str
+    live_cluster: LiveCluster,
 ) -> None:
-    import httpx
     from playwright.sync_api import expect
 
-    from controlplane.principals import principal_create
-    from controlplane.runtime.controller import reset_runtime
-    from controlplane.runtime.lease import cluster_get_or_create
-    from tests.conftest import heartbeat_body, registration_body
+    live_cluster.brokers.register(1)
+    live_cluster.create_topics({"name": "orders", "num_partitions": 1, "replication_factor": 1})
 
-    reset_runtime()
-    executable = require_chromium()
-    base = live_server.url
-    admin_token = principal_create(name="admin", super_user=True)
-    broker_token = principal_create(name="broker-a", broker=True)
-    cluster_id = cluster_get_or_create().cluster_id
-    with (
-        httpx.Client(base_url=base, timeout=30) as http,
-        httpx.Client(base_url=internal_server, timeout=30) as internal,
-    ):
-        broker = {"Authorization": f"Bearer {broker_token}"}
-        answer = internal.post(
-            "/internal/v1/broker-registration",
-            json=registration_body(1, cluster_id),
-            headers=broker,
-        ).json()
-        epoch = answer["broker_epoch"]
-        internal.post(
-            "/internal/v1/broker-heartbeat", json=heartbeat_body(1, epoch, epoch), headers=broker
-        )
-        created = http.post(
-            "/api/v1/create-topics",
-            json={"topics": [{"name": "orders", "num_partitions": 1, "replication_factor": 1}]},
-            headers={"Authorization": f"Bearer {admin_token}"},
-        ).json()
-        assert created["topics"][0]["error_code"] == 0, created
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    with chromium_page(executable, height=900) as page:
-        login(page, base, "/ui/configs/topics/orders/edit/", admin_token)
-        expect(page).to_have_url(f"{base}/ui/configs/topics/orders/edit/")
+    with logged_in(live_cluster, "/ui/configs/topics/orders/edit/", height=900) as page:
         page.fill("input[name='value__retention.ms']", "86400000")
         page.get_by_test_id("review-changes").click()
         diff = page.locator("tr[data-diff='retention.ms']")
@@ -96,31 +60,21 @@ def test_the_config_diff_shows_the_effective_value_and_the_data_loss(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_edit_the_mirror_configuration_and_see_the_disabled_flow(live_server: Any) -> None:
-    import httpx
+def test_edit_the_mirror_configuration_and_see_the_disabled_flow(
+    control_plane: ControlPlane,
+) -> None:
     from playwright.sync_api import expect
 
-    from controlplane.principals import principal_create
-    from controlplane.runtime.controller import reset_runtime
     from mirror.members import local_members
     from mirror.selectors import mirror_config_get
 
-    reset_runtime()
     local_members().clear()
     executable = require_chromium()
-    base = live_server.url
-    token = principal_create(name="admin", super_user=True)
-    with httpx.Client(base_url=base, timeout=30) as http:
-        stored = http.put(
-            "/api/v1/mirror/config",
-            content=TEXT.encode(),
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "text/plain"},
-        )
-        assert stored.status_code == 200, stored.text
+    base = control_plane.base
+    control_plane.store_mirror_config(TEXT)
 
-    expect.set_options(timeout=TIMEOUT_MS)
     with chromium_page(executable, height=1000) as page:
-        login(page, base, "/ui/mirror/", token)
+        control_plane.login(page, "/ui/mirror/")
         # B->A only emits heartbeats: grey, dotted, labelled disabled; A->B (nobody runs it)
         # stays red and down.
         disabled = page.locator('[data-testid=flow-arrow][data-flow="B->A"]')

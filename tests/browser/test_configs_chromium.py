@@ -3,63 +3,25 @@ then seen in the audit trail. The same pages through Django's test client: tests
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from controlplane.models import ConfigEntry
-from tests.browser.conftest import TIMEOUT_MS, chromium_page, require_chromium
+from tests.browser.fixtures import LiveCluster, logged_in
 
 pytestmark = pytest.mark.browser
 
 
 @pytest.mark.django_db(transaction=True)
 def test_change_a_topic_config_through_the_diff_and_see_it_audited(
-    live_server: Any, internal_server: str
+    live_cluster: LiveCluster,
 ) -> None:
-    import httpx
     from playwright.sync_api import expect
 
-    from controlplane.principals import principal_create
-    from controlplane.runtime.controller import reset_runtime
-    from controlplane.runtime.lease import cluster_get_or_create
-    from tests.conftest import heartbeat_body, registration_body
+    base = live_cluster.base
+    live_cluster.brokers.register(1)
+    live_cluster.create_topics({"name": "orders", "num_partitions": 1, "replication_factor": 1})
 
-    reset_runtime()
-    executable = require_chromium()
-    base = live_server.url
-    admin_token = principal_create(name="admin", super_user=True)
-    broker_token = principal_create(name="broker-a", broker=True)
-    cluster_id = cluster_get_or_create().cluster_id
-    with (
-        httpx.Client(base_url=base, timeout=30) as http,
-        httpx.Client(base_url=internal_server, timeout=30) as internal,
-    ):
-        broker = {"Authorization": f"Bearer {broker_token}"}
-        answer = internal.post(
-            "/internal/v1/broker-registration",
-            json=registration_body(1, cluster_id),
-            headers=broker,
-        ).json()
-        assert answer["error_code"] == 0, answer
-        epoch = answer["broker_epoch"]
-        internal.post(
-            "/internal/v1/broker-heartbeat", json=heartbeat_body(1, epoch, epoch), headers=broker
-        )
-        created = http.post(
-            "/api/v1/create-topics",
-            json={"topics": [{"name": "orders", "num_partitions": 1, "replication_factor": 1}]},
-            headers={"Authorization": f"Bearer {admin_token}"},
-        ).json()
-        assert created["topics"][0]["error_code"] == 0, created
-
-    expect.set_options(timeout=TIMEOUT_MS)
-    with chromium_page(executable, height=900) as page:
-        page.goto(f"{base}/ui/configs/")
-        page.fill("input[name=name]", "admin")
-        page.fill("input[name=token]", admin_token)
-        page.click("button[type=submit]")
-        expect(page).to_have_url(f"{base}/ui/configs/")
+    with logged_in(live_cluster, "/ui/configs/", height=900) as page:
         page.click("a[href='/ui/configs/topics/orders/']")
         row = page.locator("tr[data-config='retention.ms']")
         expect(row.get_by_test_id("config-source")).to_have_text("DEFAULT_CONFIG")

@@ -22,8 +22,8 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from brokers.simulator import BrokerSimulator
-from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, require_chromium
+from simulator import BrokerSimulator
+from tests.browser.fixtures import chromium_page, login, require_chromium
 from tests.integration.test_replicas_full_stack import SimThread
 from tests.integration.test_simulator_embedded import EmbeddedServer, embedded_server
 
@@ -55,7 +55,14 @@ def wait_for(probe: Callable[[], T | None], what: str, timeout: float = WAIT_S) 
 class Cluster:
     """The embedded server, its simulated brokers and an admin API client."""
 
-    def __init__(self, server: EmbeddedServer) -> None:
+    def __init__(
+        self,
+        server: EmbeddedServer,
+        *,
+        brokers: int = BROKERS,
+        client_id: str = "console-health",
+        **sim_options: Any,
+    ) -> None:
         self.server = server
         self.api = httpx.Client(
             base_url=server.url,
@@ -67,14 +74,15 @@ class Cluster:
                 server.url,
                 server.broker_token,
                 internal_url=server.internal_url,
-                brokers=BROKERS,
+                brokers=brokers,
                 racks=3,
                 log_dirs=2,
                 heartbeat_interval_ms=300,
                 metadata_wait_ms=1000,
                 connect_timeout_s=30,
-                client_id="console-health",
+                client_id=client_id,
                 admin_token=server.admin_token,
+                **sim_options,
             )
         )
         self.sim = self.sim_thread.sim
@@ -111,19 +119,24 @@ class Cluster:
         self.api.close()
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with embedded_server(tmp_path_factory.mktemp("console")) as server:
-        built = Cluster(server)
+@contextlib.contextmanager
+def running_cluster(
+    tmp: Path,
+    topics: tuple[tuple[str, int, int, dict[str, str]], ...],
+    *,
+    brokers: int = BROKERS,
+    **options: Any,
+) -> Iterator[Cluster]:
+    """An embedded server whose `brokers` simulated brokers (`options`: the rest of Cluster's)
+    are all unfenced, with `topics` (name, partitions, replication factor, configs) created."""
+    with embedded_server(tmp) as server:
+        built = Cluster(server, brokers=brokers, **options)
         try:
             built.sim_thread.run(built.sim.start())
             assert built.sim_thread.run(
-                built.sim.wait_for(lambda s: s.status().unfenced == BROKERS, WAIT_S)
+                built.sim.wait_for(lambda s: s.status().unfenced == brokers, WAIT_S)
             ), built.sim_thread.call(built.sim.status)
-            for name, partitions, factor, configs in (
-                ("orders", 12, 3, {"min.insync.replicas": "2"}),
-                ("events", 6, 2, {}),
-            ):
+            for name, partitions, factor, configs in topics:
                 created = built.sim_thread.run(
                     built.sim.create_topic(name, partitions, factor, configs=configs)
                 )
@@ -133,26 +146,24 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             built.close()
 
 
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    orders = ("orders", 12, 3, {"min.insync.replicas": "2"})
+    with running_cluster(
+        tmp_path_factory.mktemp("console"), (orders, ("events", 6, 2, {}))
+    ) as built:
+        yield built
+
+
 @contextlib.contextmanager
 def chromium(server: EmbeddedServer, *, height: int = 900) -> Iterator[Any]:
     """A logged-in admin page in Debian's Chromium at 1440 px."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    executable = require_chromium()
-    expect.set_options(timeout=TIMEOUT_MS)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_context(viewport={"width": 1440, "height": height}).new_page()
-            page.set_default_timeout(TIMEOUT_MS)
-            page.goto(f"{server.url}/ui/login/")
-            page.fill("input[name=name]", "admin")
-            page.fill("input[name=token]", server.admin_token)
-            page.click("button[type=submit]")
-            expect(page).to_have_url(f"{server.url}/ui/")
-            yield page
-        finally:
-            browser.close()
+    with chromium_page(require_chromium(), width=1440, height=height) as page:
+        login(page, f"{server.url}/ui/login/", server.admin_token)
+        expect(page).to_have_url(f"{server.url}/ui/")
+        yield page
 
 
 def screenshot(page: Any, name: str) -> None:

@@ -16,13 +16,14 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from brokers.simulator import BrokerSimulator
-from tests.browser.test_console_health_chromium import WAIT_S, Cluster, chromium, wait_for
-from tests.integration.test_replicas_full_stack import SimThread
-from tests.integration.test_simulator_embedded import EmbeddedServer, embedded_server
+from tests.browser.test_console_health_chromium import (
+    Cluster,
+    chromium,
+    running_cluster,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -30,49 +31,17 @@ BROKERS = 3
 VERSION = "3.9.1"
 
 
-class VersionedCluster(Cluster):
-    """The console-health cluster, three brokers that register with a software version."""
-
-    def __init__(self, server: EmbeddedServer) -> None:
-        self.server = server
-        self.api = httpx.Client(
-            base_url=server.url,
-            headers={"Authorization": f"Bearer {server.admin_token}"},
-            timeout=30,
-        )
-        self.sim_thread = SimThread(
-            lambda: BrokerSimulator(
-                server.url,
-                server.broker_token,
-                internal_url=server.internal_url,
-                brokers=BROKERS,
-                racks=3,
-                log_dirs=2,
-                heartbeat_interval_ms=300,
-                metadata_wait_ms=1000,
-                connect_timeout_s=30,
-                client_id="health-second-pass",
-                admin_token=server.admin_token,
-                software_version=VERSION,
-            )
-        )
-        self.sim = self.sim_thread.sim
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    with embedded_server(tmp_path_factory.mktemp("health2")) as server:
-        built = VersionedCluster(server)
-        try:
-            built.sim_thread.run(built.sim.start())
-            assert built.sim_thread.run(
-                built.sim.wait_for(lambda s: s.status().unfenced == BROKERS, WAIT_S)
-            ), built.sim_thread.call(built.sim.status)
-            created = built.sim_thread.run(built.sim.create_topic("pairs", 12, 2))
-            assert created["error_code"] == 0, created
-            yield built
-        finally:
-            built.close()
+    """The console-health cluster, three brokers that register with a software version."""
+    with running_cluster(
+        tmp_path_factory.mktemp("health2"),
+        (("pairs", 12, 2, {}),),
+        brokers=BROKERS,
+        client_id="health-second-pass",
+        software_version=VERSION,
+    ) as built:
+        yield built
 
 
 def metric(cluster: Cluster, name: str) -> int:

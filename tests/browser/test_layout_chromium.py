@@ -14,13 +14,18 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 import pytest
 
-from tests.browser.conftest import CHROMIUM_ARGS, TIMEOUT_MS, require_chromium
+from tests.browser.fixtures import (
+    LiveCluster,
+    chromium_browser,
+    login,
+    new_page,
+    require_chromium,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -111,107 +116,45 @@ def wrong_breaks(tops: list[list[Any]]) -> list[str]:
     ]
 
 
-def build_cluster(base: str, internal_url: str, admin_token: str, broker_token: str) -> None:
+def build_cluster(cluster: LiveCluster) -> None:
     """Five brokers in two pods (one fenced, one with a failed log dir) and topics with
     long names, so every figure column has something to show."""
-    import httpx
-
-    from controlplane.models import Cluster
-    from controlplane.runtime.lease import cluster_get_or_create
-
-    cluster_id = cluster_get_or_create().cluster_id
-    internal = httpx.Client(
-        base_url=internal_url, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
-    )
-    api = httpx.Client(
-        base_url=base, headers={"Authorization": f"Bearer {admin_token}"}, timeout=30
-    )
-    epochs: dict[int, int] = {}
+    brokers = cluster.brokers
     dirs: dict[int, list[str]] = {}
-    try:
-        for broker_id, pod in PODS.items():
-            dirs[broker_id] = [str(uuid.uuid4()), str(uuid.uuid4())]
-            answer = internal.post(
-                "/internal/v1/broker-registration",
-                json={
-                    "broker_id": broker_id,
-                    "cluster_id": cluster_id,
-                    "incarnation_id": str(uuid.uuid4()),
-                    "listeners": [
-                        {
-                            "name": "PLAINTEXT",
-                            "host": f"kafka-{broker_id}.kafka-headless.kafka.svc.cluster.local",
-                            "port": 9092,
-                            "security_protocol": "PLAINTEXT",
-                        }
-                    ],
-                    "rack": f"eu-west-1{'abc'[broker_id % 3]}",
-                    "pod": pod,
-                    "log_dirs": dirs[broker_id],
-                },
-            )
-            assert answer.status_code == 200, answer.text
-            epochs[broker_id] = answer.json()["broker_epoch"]
-
-        def beat(broker_id: int, **flags: Any) -> None:
-            offset = Cluster.objects.get(pk=1).last_offset
-            answer = internal.post(
-                "/internal/v1/broker-heartbeat",
-                json={
-                    "broker_id": broker_id,
-                    "broker_epoch": epochs[broker_id],
-                    "current_metadata_offset": offset,
-                    **flags,
-                },
-            )
-            assert answer.status_code == 200, answer.text
-
-        for broker_id in PODS:
-            beat(broker_id)
-        answer = api.post(
-            "/api/v1/create-topics",
-            json={
-                "topics": [
-                    {
-                        "name": name,
-                        "num_partitions": 12,
-                        "replication_factor": 3,
-                        "configs": [{"name": "min.insync.replicas", "value": "2"}],
-                    }
-                    for name in (*TOPICS, UNBREAKABLE)
-                ]
-            },
-        ).json()
-        assert [t["error_code"] for t in answer["topics"]] == [0] * (len(TOPICS) + 1), answer
-        # Trouble in every figure column: a failed log dir, a fenced broker.
-        internal.post(
-            "/internal/v1/alter-replica-state",
-            json={
-                "broker_id": 2,
-                "broker_epoch": epochs[2],
-                "new_state": 1,
-                "reason": "disk",
-                "topics": [{"name": TOPICS[0], "partitions": [0, 1, 2, 3]}],
-            },
+    for broker_id, pod in PODS.items():
+        dirs[broker_id] = [str(uuid.uuid4()), str(uuid.uuid4())]
+        brokers.register(
+            broker_id,
+            heartbeat=False,
+            host=f"kafka-{broker_id}.kafka-headless.kafka.svc.cluster.local",
+            rack=f"eu-west-1{'abc'[broker_id % 3]}",
+            pod=pod,
+            log_dirs=dirs[broker_id],
         )
-        beat(2, offline_log_dirs=[dirs[2][0]])
-        beat(3, want_fence=True)
-    finally:
-        internal.close()
-        api.close()
+    for broker_id in PODS:
+        brokers.heartbeat(broker_id)
+    cluster.create_topics(
+        *(
+            {
+                "name": name,
+                "num_partitions": 12,
+                "replication_factor": 3,
+                "configs": [{"name": "min.insync.replicas", "value": "2"}],
+            }
+            for name in (*TOPICS, UNBREAKABLE)
+        )
+    )
+    # Trouble in every figure column: a failed log dir, a fenced broker.
+    brokers.fail_replicas(2, TOPICS[0], [0, 1, 2, 3])
+    brokers.heartbeat(2, offline_log_dirs=[dirs[2][0]])
+    brokers.heartbeat(3, want_fence=True)
 
 
 @pytest.fixture
-def console(live_server: Any, internal_server: str) -> Iterator[tuple[str, str]]:
+def console(live_cluster: LiveCluster) -> tuple[str, str]:
     """The live server's URL and an admin's token, on the cluster above."""
-    from controlplane.principals import principal_create
-    from controlplane.runtime.controller import reset_runtime
-
-    reset_runtime()
-    admin_token = principal_create(name="admin", super_user=True)
-    broker_token = principal_create(name="broker-a", broker=True)
-    build_cluster(live_server.url, internal_server, admin_token, broker_token)
-    yield live_server.url, admin_token
+    build_cluster(live_cluster)
+    return live_cluster.base, live_cluster.admin_token
 
 
 def screenshot(page: Any, name: str) -> str | None:
@@ -290,64 +233,51 @@ def check_chart_colours(page: Any, scheme: str, where: str, found: list[str]) ->
 def test_topics_and_brokers_fit_at_1280_and_1920_light_and_dark(
     console: tuple[str, str],
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     base, admin_token = console
     executable = require_chromium()
     found: list[str] = []
     shots: list[str] = []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        try:
-            for scheme in SCHEMES:
-                for width in WIDTHS:
-                    context = browser.new_context(
-                        viewport={"width": width, "height": 1000}, color_scheme=scheme
-                    )
-                    page = context.new_page()
-                    page.set_default_timeout(TIMEOUT_MS)
-                    page.goto(f"{base}/ui/login/")
-                    page.fill("input[name=name]", "admin")
-                    page.fill("input[name=token]", admin_token)
-                    page.click("button[type=submit]")
-                    page.wait_for_url(f"{base}/ui/")
-                    suffix = "" if scheme == "light" else "-dark"
-                    where = f"{scheme} {width} px"
-                    check_scheme(page, scheme, f"/ui/ {where}", found)
-                    if width == 1920 and scheme == "dark":
-                        shots.append(screenshot(page, "overview-1920-dark") or "")
+    with chromium_browser(executable) as browser:
+        for scheme in SCHEMES:
+            for width in WIDTHS:
+                page = new_page(browser, width=width, height=1000, color_scheme=scheme)
+                login(page, f"{base}/ui/login/", admin_token)
+                page.wait_for_url(f"{base}/ui/")
+                suffix = "" if scheme == "light" else "-dark"
+                where = f"{scheme} {width} px"
+                check_scheme(page, scheme, f"/ui/ {where}", found)
+                if width == 1920 and scheme == "dark":
+                    shots.append(screenshot(page, "overview-1920-dark") or "")
 
-                    page.goto(f"{base}/ui/topics/")
-                    check_fit(page, f"/ui/topics/ {where}", width, found)
-                    named = check_names(
-                        page,
-                        f"tr.topic:not([data-topic={UNBREAKABLE}]) td:first-child a",
-                        f"/ui/topics/ {where}",
-                        found,
-                    )
-                    assert named == len(TOPICS)
-                    check_visible(page, "min.insync.replicas", f"/ui/topics/ {where}", found)
-                    check_scheme(page, scheme, f"/ui/topics/ {where}", found)
-                    if width == 1920:
-                        shots.append(screenshot(page, f"topics-1920{suffix}") or "")
+                page.goto(f"{base}/ui/topics/")
+                check_fit(page, f"/ui/topics/ {where}", width, found)
+                named = check_names(
+                    page,
+                    f"tr.topic:not([data-topic={UNBREAKABLE}]) td:first-child a",
+                    f"/ui/topics/ {where}",
+                    found,
+                )
+                assert named == len(TOPICS)
+                check_visible(page, "min.insync.replicas", f"/ui/topics/ {where}", found)
+                check_scheme(page, scheme, f"/ui/topics/ {where}", found)
+                if width == 1920:
+                    shots.append(screenshot(page, f"topics-1920{suffix}") or "")
 
-                    page.goto(f"{base}/ui/brokers/")
-                    check_fit(page, f"/ui/brokers/ {where}", width, found)
-                    # Pods and racks: on one line or broken after a `-` ("canary-/broker").
-                    headers = page.locator("[data-testid=broker-table] thead th").evaluate_all(
-                        "ths => ths.map(th => th.textContent.trim())"
-                    )
-                    for label in ("Pod", "Rack"):
-                        column = headers.index(label) + 1
-                        cells = f"[data-testid=broker-table] tbody td:nth-child({column})"
-                        named = check_names(page, cells, f"/ui/brokers/ {where}", found)
-                        assert named == len(PODS), label
-                    for label in ("Last heartbeat", "Metadata offset"):
-                        check_visible(page, label, f"/ui/brokers/ {where}", found)
-                    check_chart_colours(page, scheme, f"/ui/brokers/ {where}", found)
-                    context.close()
-        finally:
-            browser.close()
+                page.goto(f"{base}/ui/brokers/")
+                check_fit(page, f"/ui/brokers/ {where}", width, found)
+                # Pods and racks: on one line or broken after a `-` ("canary-/broker").
+                headers = page.locator("[data-testid=broker-table] thead th").evaluate_all(
+                    "ths => ths.map(th => th.textContent.trim())"
+                )
+                for label in ("Pod", "Rack"):
+                    column = headers.index(label) + 1
+                    cells = f"[data-testid=broker-table] tbody td:nth-child({column})"
+                    named = check_names(page, cells, f"/ui/brokers/ {where}", found)
+                    assert named == len(PODS), label
+                for label in ("Last heartbeat", "Metadata offset"):
+                    check_visible(page, label, f"/ui/brokers/ {where}", found)
+                check_chart_colours(page, scheme, f"/ui/brokers/ {where}", found)
+                page.context.close()
     assert not found, "\n".join(found)
     print("screenshots:", [s for s in shots if s])
 

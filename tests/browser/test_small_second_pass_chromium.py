@@ -9,115 +9,35 @@ from __future__ import annotations
 import os
 import re
 import threading
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import TIMEOUT_MS, chromium_page, require_chromium
+from tests.browser.fixtures import LiveCluster, chromium_page, require_chromium
 from tests.browser.test_accessibility_chromium import describe, violations
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-class Cluster:
-    """The live server's public and internal listeners, an admin token and a broker token."""
-
-    def __init__(self, base: str, internal_url: str) -> None:
-        import httpx
-
-        from controlplane.principals import principal_create
-        from controlplane.runtime.lease import cluster_get_or_create
-
-        self.base = base
-        self.admin_token = principal_create(name="admin", super_user=True)
-        broker_token = principal_create(name="broker-a", broker=True)
-        self.cluster_id = cluster_get_or_create().cluster_id
-        self.internal = httpx.Client(
-            base_url=internal_url, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
-        )
-        self.admin = httpx.Client(
-            base_url=base, headers={"Authorization": f"Bearer {self.admin_token}"}, timeout=30
-        )
-
-    def register(self, broker_id: int, pod: str, version: str | None) -> None:
-        response = self.internal.post(
-            "/internal/v1/broker-registration",
-            json={
-                "broker_id": broker_id,
-                "cluster_id": self.cluster_id,
-                "incarnation_id": str(uuid.uuid4()),
-                "listeners": [
-                    {
-                        "name": "PLAINTEXT",
-                        "host": "b",
-                        "port": 9092,
-                        "security_protocol": "PLAINTEXT",
-                    }
-                ],
-                "rack": None,
-                "pod": pod,
-                "log_dirs": [],
-                "software_version": version,
-            },
-        )
-        assert response.json()["error_code"] == 0, response.text
-        epoch = response.json()["broker_epoch"]
-        beat = self.internal.post(
-            "/internal/v1/broker-heartbeat",
-            json={"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": epoch},
-        )
-        assert beat.json()["is_fenced"] is False, beat.text
-
-    def alter_cluster_config(self, name: str, value: str) -> None:
-        response = self.admin.post(
-            "/api/v1/incremental-alter-configs",
-            json={
-                "resources": [
-                    {
-                        "resource_type": "BROKER",
-                        "resource_name": "",
-                        "configs": [{"name": name, "config_operation": "SET", "value": value}],
-                    }
-                ]
-            },
-        )
-        assert response.json()["responses"][0]["error_code"] == 0, response.text
-
-    def login(self, page: Any, path: str) -> None:
-        from playwright.sync_api import expect
-
-        page.goto(f"{self.base}{path}")
-        page.fill("input[name=name]", "admin")
-        page.fill("input[name=token]", self.admin_token)
-        page.click("button[type=submit]")
-        expect(page).to_have_url(re.compile(re.escape(f"{self.base}{path.split('?')[0]}")))
-
-    def close(self) -> None:
-        self.internal.close()
-        self.admin.close()
+def register(cluster: LiveCluster, broker_id: int, pod: str, version: str | None) -> None:
+    cluster.brokers.register(broker_id, host="b", pod=pod, log_dirs=[], software_version=version)
 
 
-@pytest.fixture
-def cluster(live_server: Any, internal_server: str) -> Iterator[Cluster]:
-    from controlplane.runtime.controller import reset_runtime
+def login(cluster: LiveCluster, page: Any, path: str) -> None:
+    """Log in as the admin at `path`, and see it (its query string aside)."""
+    from playwright.sync_api import expect
 
-    reset_runtime()
-    made = Cluster(live_server.url, internal_server)
-    try:
-        yield made
-    finally:
-        made.close()
+    cluster.login(page, path)
+    expect(page).to_have_url(re.compile(re.escape(f"{cluster.base}{path.split('?')[0]}")))
 
 
 def screenshot(page: Any, name: str) -> None:
-    """For the README, when CP_SCREENSHOT_DIR names where (as the other browser tests do);
+    """For the README, when CP_SCREENSHOTS_DIR names where (as the other browser tests do);
     and the page as it stands has no serious or critical axe-core violation."""
     found = violations(page)
     assert not found, describe(found)
-    folder = os.environ.get("CP_SCREENSHOT_DIR")
+    folder = os.environ.get("CP_SCREENSHOTS_DIR")
     if folder:
         page.screenshot(path=os.path.join(folder, name), full_page=True)
 
@@ -127,14 +47,16 @@ def rgb(css: str) -> tuple[int, int, int]:
     return int(found[0]), int(found[1]), int(found[2])
 
 
-def test_canary_versions_the_fleets_version_and_the_effective_quota(cluster: Cluster) -> None:
+def test_canary_versions_the_fleets_version_and_the_effective_quota(
+    live_cluster: LiveCluster,
+) -> None:
     from playwright.sync_api import expect
 
     executable = require_chromium()
     for broker_id in range(3):
-        cluster.register(broker_id, "broker", "3.9.0")
-    cluster.register(100, "canary-broker", "3.9.1")
-    quota = cluster.admin.post(
+        register(live_cluster, broker_id, "broker", "3.9.0")
+    register(live_cluster, 100, "canary-broker", "3.9.1")
+    quota = live_cluster.api.post(
         "/api/v1/alter-client-quotas",
         json={
             "entries": [
@@ -146,9 +68,8 @@ def test_canary_versions_the_fleets_version_and_the_effective_quota(cluster: Clu
         },
     )
     assert quota.json()["entries"][0]["error_code"] == 0, quota.text
-    expect.set_options(timeout=TIMEOUT_MS)
     with chromium_page(executable, height=1100) as page:
-        cluster.login(page, "/ui/canary/")
+        login(live_cluster, page, "/ui/canary/")
         # The canary's version is checked by default: baking, its bake time a duration.
         expect(page.get_by_test_id("rollout-verdict")).to_have_text("HOLD")
         expect(page.get_by_test_id("bake-time")).to_contain_text(
@@ -177,7 +98,7 @@ def test_canary_versions_the_fleets_version_and_the_effective_quota(cluster: Clu
         expect(page.get_by_test_id("rollout-verdict")).to_have_text("NOT_STARTED")
 
         # Which quota applies to (alice, app)? The default user's, said so.
-        page.goto(f"{cluster.base}/ui/quotas/")
+        page.goto(f"{live_cluster.base}/ui/quotas/")
         lookup = page.get_by_test_id("effective-quota")
         lookup.get_by_label("User").fill("alice")
         lookup.get_by_label("Client id").fill("app")
@@ -190,20 +111,21 @@ def test_canary_versions_the_fleets_version_and_the_effective_quota(cluster: Clu
 
 
 def test_a_new_tokens_hmac_is_copied_by_its_button_and_a_reload_creates_nothing(
-    cluster: Cluster,
+    live_cluster: LiveCluster,
 ) -> None:
     from playwright.sync_api import expect
 
     from security.models import DelegationToken
 
     executable = require_chromium()
-    cluster.alter_cluster_config("delegation.token.secret.key", "s3cret-s3cret-s3cret")
-    expect.set_options(timeout=TIMEOUT_MS)
+    live_cluster.alter_cluster_config("delegation.token.secret.key", "s3cret-s3cret-s3cret")
     with chromium_page(executable) as page:
-        page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=cluster.base)
-        cluster.login(page, "/ui/tokens/new/")
+        page.context.grant_permissions(
+            ["clipboard-read", "clipboard-write"], origin=live_cluster.base
+        )
+        login(live_cluster, page, "/ui/tokens/new/")
         page.locator("form.admin-form button[type=submit]").click()
-        expect(page).to_have_url(f"{cluster.base}/ui/tokens/created/")
+        expect(page).to_have_url(f"{live_cluster.base}/ui/tokens/created/")
         hmac = page.get_by_test_id("token-hmac").inner_text().strip()
         assert len(hmac) > 40
         button = page.get_by_test_id("copy-hmac")
@@ -225,7 +147,7 @@ def test_a_new_tokens_hmac_is_copied_by_its_button_and_a_reload_creates_nothing(
 
 
 def test_a_report_shows_progress_then_itself_and_states_have_their_colours(
-    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    live_cluster: LiveCluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     from playwright.sync_api import expect
 
@@ -261,9 +183,8 @@ def test_a_report_shows_progress_then_itself_and_states_have_their_colours(
             created_ms=now_ms(),
             message="disk full" if state == "FAILED" else "",
         )
-    expect.set_options(timeout=TIMEOUT_MS)
     with chromium_page(executable) as page:
-        cluster.login(page, "/ui/audit/reports/")
+        login(live_cluster, page, "/ui/audit/reports/")
         form = page.get_by_test_id("report-admin-activity")
         form.get_by_role("button", name="Open report").click()
         progress = page.get_by_test_id("report-progress")
@@ -277,7 +198,7 @@ def test_a_report_shows_progress_then_itself_and_states_have_their_colours(
         expect(page.locator("#done")).to_have_text("Admin activity report")
         assert "progress" not in page.url and "format=html" in page.url
         page.go_back()  # the progress page was replaced: back is the reports list
-        expect(page).to_have_url(f"{cluster.base}/ui/audit/reports/")
+        expect(page).to_have_url(f"{live_cluster.base}/ui/audit/reports/")
         # A report that cannot be made says why, in place of the progress.
         page.get_by_test_id("report-forwarding").get_by_role("button", name="Open report").click()
         problem = page.get_by_test_id("report-progress").get_by_test_id("report-problem")
@@ -285,7 +206,7 @@ def test_a_report_shows_progress_then_itself_and_states_have_their_colours(
         expect(page.get_by_test_id("report-progress-bar")).to_be_hidden()
 
         # Export states by meaning: green, red, and blue (never orange) while under way.
-        page.goto(f"{cluster.base}/ui/audit/exports/")
+        page.goto(f"{live_cluster.base}/ui/audit/exports/")
         colours = {}
         for state in ("SUCCEEDED", "FAILED", "RUNNING"):
             badge = page.locator(f'tr[data-state="{state}"] [data-testid="export-state"]')
@@ -298,27 +219,10 @@ def test_a_report_shows_progress_then_itself_and_states_have_their_colours(
         assert b > r and b > g, colours
         screenshot(page, "audit-exports.png")
         # Outcomes on the audit trail: SUCCESS green, FAILED red.
-        cluster.alter_cluster_config("canary.bake.time.ms", "60000")
-        refused = cluster.admin.post(
-            "/api/v1/incremental-alter-configs",
-            json={
-                "resources": [
-                    {
-                        "resource_type": "BROKER",
-                        "resource_name": "",
-                        "configs": [
-                            {
-                                "name": "canary.bake.time.ms",
-                                "config_operation": "SET",
-                                "value": "soon",
-                            }
-                        ],
-                    }
-                ]
-            },
-        )
-        assert refused.json()["responses"][0]["error_code"] != 0, refused.text
-        page.goto(f"{cluster.base}/ui/audit/")
+        live_cluster.alter_cluster_config("canary.bake.time.ms", "60000")
+        refused = live_cluster.set_cluster_config("canary.bake.time.ms", "soon")
+        assert refused["error_code"] != 0, refused
+        page.goto(f"{live_cluster.base}/ui/audit/")
         for outcome, channel in (("SUCCESS", 1), ("FAILED", 0)):
             shown = page.locator(f'tr[data-outcome="{outcome}"] [data-testid="audit-outcome"]')
             colour = rgb(shown.first.evaluate("e => getComputedStyle(e).color"))

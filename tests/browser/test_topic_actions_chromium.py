@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.conftest import TIMEOUT_MS, chromium_page, require_chromium
-from tests.browser.test_console_actions_chromium import Brokers
+from tests.browser.fixtures import Brokers, LiveCluster, chromium_page, require_chromium
 
 pytestmark = pytest.mark.browser
 
@@ -27,19 +26,7 @@ def rejoin_some(brokers: Brokers, topic: str, broker_id: int, limit: int) -> int
     for p in Partition.objects.filter(topic__name=topic).order_by("partition_index"):
         if done == limit or p.replicas[0] != broker_id or broker_id in p.isr:
             continue
-        item = {
-            "partition_index": p.partition_index,
-            "leader_epoch": p.leader_epoch,
-            "partition_epoch": p.partition_epoch,
-            "new_isr": [*p.isr, broker_id],
-        }
-        body = {
-            "broker_id": p.leader,
-            "broker_epoch": brokers.epochs[p.leader],
-            "topics": [{"topic_name": topic, "partitions": [item]}],
-        }
-        answer = brokers.internal.post("/internal/v1/alter-partition", json=body).json()
-        assert answer["topics"][0]["partitions"][0]["error_code"] == 0, answer
+        brokers.take_back(topic, p, broker_id)
         done += 1
     return done
 
@@ -49,34 +36,11 @@ def page_height(page: Any) -> int:
 
 
 @pytest.fixture
-def console(live_server: Any, internal_server: str) -> Any:
-    import httpx
-
-    from controlplane.principals import principal_create
-    from controlplane.runtime.controller import reset_runtime
-    from controlplane.runtime.lease import cluster_get_or_create
-
-    reset_runtime()
+def console(live_cluster: LiveCluster) -> Any:
     executable = require_chromium()
-    admin = principal_create(name="admin", super_user=True)
-    broker_token = principal_create(name="broker-a", broker=True)
-    internal = httpx.Client(
-        base_url=internal_server, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
-    )
-    api = httpx.Client(
-        base_url=live_server.url, headers={"Authorization": f"Bearer {admin}"}, timeout=30
-    )
-    brokers = Brokers(internal, cluster_get_or_create().cluster_id)
-    try:
-        with chromium_page(executable, height=900) as page:
-            page.goto(f"{live_server.url}/ui/topics/")
-            page.fill("input[name=name]", "admin")
-            page.fill("input[name=token]", admin)
-            page.click("button[type=submit]")
-            yield live_server.url, page, brokers, api
-    finally:
-        internal.close()
-        api.close()
+    with chromium_page(executable, height=900) as page:
+        live_cluster.login(page, "/ui/topics/")
+        yield live_cluster.base, page, live_cluster.brokers, live_cluster.api
 
 
 @pytest.mark.django_db(transaction=True)
@@ -86,7 +50,6 @@ def test_a_preferred_election_on_a_degraded_topic_fits_on_a_page(console: Any) -
     from replicas.models import Partition
 
     base, page, brokers, api = console
-    expect.set_options(timeout=TIMEOUT_MS)
     for broker_id in (1, 2, 3, 4):
         brokers.register(broker_id)
     made = api.post(
@@ -166,7 +129,6 @@ def test_create_topic_warns_names_and_previews(console: Any) -> None:
     from playwright.sync_api import expect
 
     base, page, brokers, api = console
-    expect.set_options(timeout=TIMEOUT_MS)
     for broker_id in (1, 2, 3):
         brokers.register(broker_id)
     page.goto(f"{base}/ui/topics/new/")

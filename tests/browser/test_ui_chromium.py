@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import uuid
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.browser.conftest import chromium_page, require_chromium
+from tests.browser.fixtures import LiveCluster, chromium_page, require_chromium, submit_login
 
 pytestmark = pytest.mark.browser
 
@@ -18,55 +17,36 @@ DETAIL_SCREENSHOT = "/tmp/ui-broker-detail.png"
 
 
 def test_brokers_appear_and_change_without_reload(
-    live_server: Any, internal_server: str, transactional_db: None
+    live_cluster: LiveCluster, transactional_db: None
 ) -> None:
-    from controlplane.runtime.controller import reset_runtime
-
-    reset_runtime()
     executable = require_chromium()  # in the test body: a missing browser fails, not errors
     with chromium_page(executable) as page:
-        check_ui(live_server.url, internal_server, page)
+        check_ui(live_cluster, page)
 
 
-def check_ui(base: str, internal_base: str, page: Any) -> None:
-    from controlplane.principals import principal_create
-    from controlplane.runtime.lease import cluster_get_or_create
-
-    admin_token = principal_create(name="admin", super_user=True)
-    broker_token = principal_create(name="broker-a", broker=True)
-    cluster_id = cluster_get_or_create().cluster_id
-    internal = httpx.Client(
-        base_url=internal_base, headers={"Authorization": f"Bearer {broker_token}"}, timeout=30
-    )
-    try:
-        # Each listener serves its own paths: no UI on the internal port, no brokers' API on
-        # the public one.
-        assert internal.get("/ui/").status_code == 404
-        wrong_door = httpx.get(f"{base}/internal/v1/metadata", timeout=30)
-        assert wrong_door.status_code == 404 and wrong_door.json()["error_code"] == 42
-        check_pages(base, page, internal, admin_token=admin_token, cluster_id=cluster_id)
-    finally:
-        internal.close()
+def check_ui(cluster: LiveCluster, page: Any) -> None:
+    # Each listener serves its own paths: no UI on the internal port, no brokers' API on the
+    # public one.
+    assert cluster.internal.get("/ui/").status_code == 404
+    wrong_door = httpx.get(f"{cluster.base}/internal/v1/metadata", timeout=30)
+    assert wrong_door.status_code == 404 and wrong_door.json()["error_code"] == 42
+    check_pages(cluster, page)
 
 
-def check_pages(
-    base: str, page: Any, internal: httpx.Client, *, admin_token: str, cluster_id: str
-) -> None:
+def check_pages(cluster: LiveCluster, page: Any) -> None:
     from playwright.sync_api import expect
 
+    base, brokers = cluster.base, cluster.brokers
     # Log in through the form; the overview comes next.
     page.goto(f"{base}/ui/")
     expect(page).to_have_url(re.compile(r"/ui/login/\?next=/ui/$"))
     page.screenshot(path="/tmp/ui-login.png")
-    page.fill("input[name=name]", "admin")
-    page.fill("input[name=token]", "wrong-token")
-    page.click("button[type=submit]")
+    submit_login(page, "wrong-token")
     expect(page.locator(".alert-danger")).to_have_text("Invalid principal name or token.")
-    page.fill("input[name=token]", admin_token)
-    page.click("button[type=submit]")
+    submit_login(page, cluster.admin_token)
     expect(page).to_have_url(f"{base}/ui/")
     expect(page.locator("h1")).to_have_text("Cluster overview")
-    expect(page.get_by_test_id("cluster-id")).to_have_text(cluster_id)
+    expect(page.get_by_test_id("cluster-id")).to_have_text(cluster.cluster_id)
     expect(page.get_by_test_id("broker-total")).to_have_text("0")
     page.screenshot(path="/tmp/ui-overview.png", full_page=True)
     expect(page.locator("link[rel=stylesheet]")).to_have_attribute(
@@ -81,25 +61,7 @@ def check_pages(
     loads: list[str] = []
     page.on("load", lambda: loads.append(page.url))
 
-    registration = {
-        "broker_id": 1,
-        "cluster_id": cluster_id,
-        "incarnation_id": str(uuid.uuid4()),
-        "listeners": [
-            {
-                "name": "PLAINTEXT",
-                "host": "b1.local",
-                "port": 9092,
-                "security_protocol": "PLAINTEXT",
-            }
-        ],
-        "rack": "rack-a",
-        "pod": "broker",
-        "log_dirs": [str(uuid.uuid4())],
-    }
-    response = internal.post("/internal/v1/broker-registration", json=registration)
-    assert response.status_code == 200 and response.json()["error_code"] == 0, response.text
-    epoch = response.json()["broker_epoch"]
+    epoch = brokers.register(1, heartbeat=False, host="b1.local", rack="rack-a")
 
     state = page.locator("#broker-1 [data-testid=state]")
     expect(state).to_have_text("FENCED")
@@ -107,17 +69,8 @@ def check_pages(
     # Registered but fenced: no heartbeat has said how its dir is (issue 25: not "online").
     expect(page.locator("#broker-1 [data-testid=log-dirs]")).to_have_text("1 unknown (fenced)")
 
-    response = internal.post(
-        "/internal/v1/broker-heartbeat",
-        json={
-            "broker_id": 1,
-            "broker_epoch": epoch,
-            "current_metadata_offset": epoch,
-            "want_fence": False,
-            "want_shut_down": False,
-        },
-    )
-    assert response.status_code == 200 and response.json()["is_fenced"] is False, response.text
+    answer = brokers.heartbeat(1, want_fence=False, want_shut_down=False)
+    assert answer["is_fenced"] is False, answer
     expect(state).to_have_text("UNFENCED")
     expect(state).to_have_class(re.compile(r"\bbadge-ok\b"))
     expect(page.locator("#broker-1 [data-testid=log-dirs]")).to_have_text("1 online")

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from brokers.simulator import BrokerSimulator, LogDirResult, PartitionView
+from simulator import BrokerSimulator, LogDirResult, PartitionView
 from tests.integration.conftest import Stack, wait_for
 from tests.integration.test_simulator_embedded import PYTHON, ROOT, EmbeddedServer
 

@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 import pytest
 
-from brokers.simulator import BrokerPhase, BrokerSimulator
+from simulator import BrokerPhase, BrokerSimulator
 
 pytestmark = pytest.mark.integration
 

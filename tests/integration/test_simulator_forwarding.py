@@ -23,8 +23,8 @@ from typing import Any
 import httpx
 import pytest
 
-from brokers.simulator import ENVELOPE_PATH, BrokerSimulator, ForwardResult
 from controlplane.controller.errors import Errors
+from simulator import ENVELOPE_PATH, BrokerSimulator, ForwardResult
 from tests.integration.test_simulator_embedded import (
     PYTHON,
     ROOT,

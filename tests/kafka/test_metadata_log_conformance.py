@@ -91,6 +91,8 @@ def every_record_type() -> list[Record]:
         PartitionRecord(0, topic, (1,), (1,), 1, offline_replicas=(1,), is_canary=True),
         PartitionChangeRecord(0, topic, isr=(1,), leader=1),
         PartitionChangeRecord(0, topic, replicas=(1,), canary_isolated=False),
+        PartitionChangeRecord(0, topic, directories=(dirs[0],)),  # AssignReplicasToDirs
+        PartitionRecord(1, topic, (1,), (1,), 1, directories=(dirs[1],)),
         ConfigRecord("TOPIC", "orders", "retention.ms", "1000"),
         ConfigRecord("BROKER", "", "log.retention.ms", None),
         ClientQuotaRecord((("client-id", None), ("user", "alice")), "producer_byte_rate", 1e6),

@@ -3,15 +3,13 @@
 controller as its one static voter at the wire listener's CONTROLLER listener, where it
 authenticates with SASL/PLAIN as a broker principal (devtools.kafka_broker).
 
-One broker and one listener for the module: the database is opened for the module (not per
-test), the controller's timer runs as in a deployment (it fences a broker whose session lapses),
-and everything is flushed when the module ends. Every wait is bounded; a failure prints the
-broker's last lines."""
+One broker and one listener for the module (tests.kafka.harness: the database opened for the
+module, the controller's timer running as in a deployment, everything flushed at the end; every
+wait bounded, a failure printing the broker's last lines)."""
 
 from __future__ import annotations
 
 import dataclasses
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,10 +17,20 @@ from typing import Any
 import pytest
 
 from devtools.kafka_broker import STARTED, KafkaBroker
-from tests.conftest import Api, controller_state_reset, listener_client_class
+from tests.conftest import Api, listener_client_class
+from tests.kafka import harness
 from tests.kafka.conftest import need_kafka_jars
+from tests.kafka.harness import (
+    ControlPlane,
+    audited_apis,
+    broker_row,
+    broker_under,
+    control_plane,
+    metric,
+    module_database,
+    registrations,
+)
 from tests.ui.conftest import ui_login
-from tests.wire.conftest import RunningListener, start_listener
 
 # The marker makes pytest-django create the test database; `_django_db_marker` below keeps it
 # from wrapping or flushing each test (module_db opens and flushes it once).
@@ -33,21 +41,16 @@ BROKER_PRINCIPAL = "kafka-broker-1"
 SESSION_TIMEOUT_MS = 4000  # the controller's broker session (CP_BROKER_SESSION_TIMEOUT_MS)
 HEARTBEAT_MS = 500  # the broker's broker.heartbeat.interval.ms
 TOPIC = "real-broker-topic"
-# What the broker logs of its talks with the controller (the Raft client and the lifecycle at
-# INFO; the network client's disconnects and unsupported versions).
-LOG_LEVELS = {
-    "org.apache.kafka.raft": "INFO",
-    "kafka.server.BrokerLifecycleManager": "INFO",
-    "org.apache.kafka.clients.NetworkClient": "INFO",
-}
 
 
 @dataclasses.dataclass
 class Setup:
     broker: KafkaBroker
-    listener: RunningListener
-    tokens: dict[str, str]
-    cluster_id: str
+    plane: ControlPlane
+
+    @property
+    def tokens(self) -> dict[str, str]:
+        return self.plane.tokens
 
 
 @pytest.fixture(autouse=True)
@@ -65,116 +68,44 @@ def _django_db_marker() -> None:
 
 @pytest.fixture(scope="module")
 def module_db(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
-    """The database for the whole module, committed as it goes (the listener's threads and
-    the broker's requests see every row); flushed at the end, so no other test sees a row."""
-    from django.conf import settings
-    from django.core.management import call_command
-
-    saved = settings.CP_BROKER_SESSION_TIMEOUT_MS
-    settings.CP_BROKER_SESSION_TIMEOUT_MS = SESSION_TIMEOUT_MS
-    with django_db_blocker.unblock():
-        controller_state_reset()
-        try:
-            yield
-        finally:
-            controller_state_reset()
-            settings.CP_BROKER_SESSION_TIMEOUT_MS = saved
-            call_command("flush", verbosity=0, interactive=False)
+    with module_database(django_db_blocker, CP_BROKER_SESSION_TIMEOUT_MS=SESSION_TIMEOUT_MS):
+        yield
 
 
 @pytest.fixture(scope="module")
 def setup(module_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     need_kafka_jars()
-    from controlplane.principals import principal_create
-    from controlplane.runtime.controller import get_runtime
-    from controlplane.runtime.lease import cluster_get_or_create
-
-    tokens = {
-        "admin": principal_create(name="admin", super_user=True),
-        "broker": principal_create(name=BROKER_PRINCIPAL, broker=True),
-    }
-    cluster_id = cluster_get_or_create().cluster_id
-    stop = threading.Event()
-    timer = threading.Thread(target=controller_timer, args=(get_runtime(), stop), daemon=True)
-    timer.start()
-    runner, listener = start_listener()
-    broker = KafkaBroker(
-        node_id=NODE_ID,
-        cluster_id=cluster_id,
-        controller=f"{listener.host}:{listener.controller_port}",
-        principal=BROKER_PRINCIPAL,
-        token=tokens["broker"],
-        work_dir=tmp_path_factory.mktemp("kafka-broker"),
-        overrides={"broker.heartbeat.interval.ms": str(HEARTBEAT_MS)},
-        log_levels=LOG_LEVELS,
-    )
-    try:
-        broker.start()
-        yield Setup(broker, listener, tokens, cluster_id)
-    finally:
-        broker.stop(timeout=20)
-        runner.stop()
-        stop.set()
-        timer.join(timeout=30)
-
-
-def controller_timer(runtime: Any, stop: threading.Event) -> None:
-    """The controller's timer as `run_controller` runs it (the lease, fencing the brokers whose
-    session lapsed, the jobs), its database connection closed when it stops."""
-    from django.db import close_old_connections, connections
-
-    try:
-        while not stop.wait(0.5):
-            close_old_connections()
-            runtime.tick()
-    finally:
-        connections.close_all()
-
-
-def with_log(broker: KafkaBroker, message: str) -> str:
-    return f"{message}\n--- broker {broker.node_id}'s last lines ---\n{broker.log_tail(100)}"
+    with control_plane([BROKER_PRINCIPAL]) as plane:
+        broker = broker_under(
+            plane,
+            NODE_ID,
+            BROKER_PRINCIPAL,
+            tmp_path_factory.mktemp("kafka-broker"),
+            {"broker.heartbeat.interval.ms": str(HEARTBEAT_MS)},
+            log_dir_count=2,  # KIP-858: it places each new replica and says where
+        )
+        try:
+            broker.start()
+            yield Setup(broker, plane)
+        finally:
+            broker.stop(timeout=20)
 
 
 def wait(broker: KafkaBroker, predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    """`predicate()` until truthy (the broker must stay up); AssertionError with its log."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = predicate()
-        except Exception as error:  # what we wait for may not be there yet
-            last = error
-        else:
-            if last:
-                return last
-        assert broker.running, with_log(broker, f"the broker exited waiting for {what}")
-        time.sleep(0.25)
-    raise AssertionError(with_log(broker, f"{what}: not within {timeout}s (last: {last!r})"))
+    return harness.wait([broker], predicate, timeout, what)
 
 
-def metric(name: str) -> float:
-    """One unlabeled gauge from /metrics (no login: Prometheus scrapes it so)."""
-    text = listener_client_class()().get("/metrics").content.decode()
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    raise AssertionError(f"{name} not in /metrics")
+def with_log(broker: KafkaBroker, message: str) -> str:
+    return harness.with_log([broker], message)
 
 
-def registrations(node_id: int) -> list[Any]:
+def assignments_by(principal: str) -> int:
+    """The PartitionChangeRecords `principal` wrote to place replicas in log dirs."""
     from controlplane.models import MetadataRecord
 
-    return list(
-        MetadataRecord.objects.filter(record_type="RegisterBrokerRecord", broker_id=node_id)
-        .order_by("offset")
-        .values("offset", "principal", "data")
-    )
-
-
-def broker_row(node_id: int) -> Any:
-    from brokers.models import Broker
-
-    return Broker.objects.filter(broker_id=node_id).first()
+    return MetadataRecord.objects.filter(
+        record_type="PartitionChangeRecord", principal=principal, data__has_key="directories"
+    ).count()
 
 
 def test_a_stock_broker_starts_and_registers(setup: Setup) -> None:
@@ -204,6 +135,8 @@ def test_the_broker_catches_up_leads_is_fenced_and_comes_back(setup: Setup) -> N
     page = ui.get(f"/ui/brokers/{NODE_ID}/").content.decode()
     assert "UNFENCED" in page and str(broker.port) in page, page[:2000]
     assert metric("kafka_controller_kafkacontroller_activebrokercount") == 1
+    # So does the audit trail: its registration and the heartbeat that unfenced it.
+    assert {"BrokerRegistration", "BrokerHeartbeat"} <= audited_apis(f"User:{BROKER_PRINCIPAL}")
 
     # A topic created through the REST API gets it as leader...
     status, body = api.post(
@@ -224,6 +157,21 @@ def test_the_broker_catches_up_leads_is_fenced_and_comes_back(setup: Setup) -> N
         return partitions[0]["leader_id"] if partitions else None
 
     assert wait(broker, leader_from_the_broker, 60, "the broker's Metadata") == NODE_ID
+
+    # Two log dirs: the new replica's dir was UNASSIGNED; the broker put it in one of them and
+    # told the controller (AssignReplicasToDirs), which keeps it in the partition.
+    log_dirs = registrations(NODE_ID)[-1]["data"]["log_dirs"]
+    assert len(log_dirs) == 2, log_dirs
+
+    def placed() -> list[str]:
+        from replicas.models import Partition
+
+        return list(Partition.objects.get(topic__name=TOPIC, partition_index=0).directories)
+
+    directories = wait(broker, placed, 60, "the replica's dir (AssignReplicasToDirs)")
+    assert len(directories) == 1 and directories[0] in log_dirs, (directories, log_dirs)
+    assert assignments_by(f"User:{BROKER_PRINCIPAL}") >= 1
+    assert "AssignReplicasToDirs" in audited_apis(f"User:{BROKER_PRINCIPAL}")
 
     # kill -9: fenced once the session lapses.
     broker.kill()

@@ -14,7 +14,7 @@ import logging
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controlplane.controller.brokers import control as core
+from controlplane.controller.brokers import fencing
 from controlplane.controller.dispatch import run_event
 from controlplane.controller.env import BrokerSession, ControllerEnv
 from controlplane.runtime.fencing import FENCING_LISTENERS, FencingHoldOffWatch
@@ -66,7 +66,7 @@ def test_a_full_disruption_is_held_off_and_writes_nothing():
     d = unfenced_cluster(6)
     response, written = fence(d, {b: LAPSED for b in range(6)})
     assert response["held_off"] == [0, 1, 2, 3, 4, 5] and response["fenced_brokers"] == []
-    assert response["hold_off_reason"] == core.FULL_DISRUPTION
+    assert response["hold_off_reason"] == fencing.FULL_DISRUPTION
     assert written == 0 and fenced_ids(d) == []
 
 
@@ -250,7 +250,7 @@ def test_the_watch_says_each_decision_once(caplog):
     store = LocalSessionStore()
     heard: list[tuple[str, list[int], int, str]] = []
     FENCING_LISTENERS.append(lambda *told: heard.append(told))
-    reason = core.FULL_DISRUPTION
+    reason = fencing.FULL_DISRUPTION
     try:
         watch = FencingHoldOffWatch(store)
         with caplog.at_level(logging.WARNING, logger="controlplane.controller"):

@@ -5,6 +5,7 @@ record says about it; the rest become a NoOpRecord."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import uuid
 from typing import Any
 
@@ -84,6 +85,18 @@ CHANGES = st.builds(
     in_controlled_shutdown=st.sampled_from([0, 1]),
     offline_log_dirs=st.none() | st.lists(IDS, max_size=2).map(tuple),
 )
+
+
+def with_directories(record: Any, unassigned: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """`record` as it is (`unassigned` directories) or with a directory per replica (the
+    replicas it changes to, or all of them)."""
+    replicas = getattr(record, "replicas", None)
+    if replicas is None:
+        return unassigned.map(lambda dirs: dataclasses.replace(record, directories=dirs))
+    assigned = st.lists(IDS, min_size=len(replicas), max_size=len(replicas)).map(tuple)
+    return (unassigned | assigned).map(lambda dirs: dataclasses.replace(record, directories=dirs))
+
+
 PARTITIONS = st.builds(
     PartitionRecord,
     partition_id=st.integers(0, 2**31 - 1),
@@ -96,7 +109,7 @@ PARTITIONS = st.builds(
     offline_replicas=BROKER_LISTS,
     is_canary=st.booleans(),
     canary_isolated=st.booleans(),
-)
+).flatmap(lambda record: with_directories(record, st.just(())))
 PARTITION_CHANGES = st.builds(
     PartitionChangeRecord,
     partition_id=st.integers(0, 2**31 - 1),
@@ -106,7 +119,7 @@ PARTITION_CHANGES = st.builds(
     replicas=st.none() | BROKER_LISTS,
     offline_replicas=st.none() | BROKER_LISTS,
     canary_isolated=st.none() | st.booleans(),
-)
+).flatmap(lambda record: with_directories(record, st.none()))
 ACLS = st.builds(
     AccessControlEntryRecord,
     id=IDS,
@@ -206,7 +219,9 @@ def expected(
                 "PartitionEpoch": record.partition_epoch,
             }
             if level >= 17:
-                fields["Directories"] = [UNASSIGNED_DIRECTORY] * len(record.replicas)
+                fields["Directories"] = [u(d) for d in record.directories] or [
+                    UNASSIGNED_DIRECTORY
+                ] * len(record.replicas)
             return "PartitionRecord", mv.partition, fields
         case PartitionChangeRecord():
             fields = {
@@ -219,7 +234,9 @@ def expected(
                 "AddingReplicas": None,
                 "LeaderRecoveryState": -1,
             }
-            if level >= 17:
+            if level >= 17 and record.directories is not None:
+                fields["Directories"] = [u(d) for d in record.directories]
+            elif level >= 17:
                 n = None if record.replicas is None else len(record.replicas)
                 fields["Directories"] = None if n is None else [UNASSIGNED_DIRECTORY] * n
             return "PartitionChangeRecord", mv.partition, fields

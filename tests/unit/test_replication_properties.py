@@ -6,7 +6,8 @@ partitions); the leader is -1 or an ISR member; the ISR is a non-empty subset of
 without duplicates; the leader is neither an offline replica nor a fenced (or shutting-down or
 unregistered) broker; leader and partition epochs never decrease, the partition epoch grows with
 every change and the leader epoch with every leader change; the broker indexes agree with the
-partitions; and replaying the whole log from offset 0 rebuilds the image exactly.
+partitions; every assigned replica directory list is as long as the replicas; and replaying the
+whole log from offset 0 rebuilds the image exactly.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ from controlplane.controller.records import NO_LEADER, Record, record_from_data
 CLUSTER = "replication-properties"
 BROKER_IDS = st.integers(min_value=0, max_value=4)
 PICK = st.integers(min_value=0, max_value=1000)
+
+
+def log_dirs_of(broker_id: int) -> list[str]:
+    """Each broker's two log dirs (KIP-858: it places its replicas in them)."""
+    return [str(uuid.uuid5(uuid.NAMESPACE_OID, f"{broker_id}/{i}")) for i in range(2)]
 
 
 class ReplicationMachine(RuleBasedStateMachine):
@@ -99,7 +105,7 @@ class ReplicationMachine(RuleBasedStateMachine):
                 "listeners": [],
                 "rack": rack,
                 "pod": "broker",
-                "log_dirs": [],
+                "log_dirs": log_dirs_of(broker_id),
             },
         )
         assert response["error_code"] == 0, response
@@ -335,6 +341,85 @@ class ReplicationMachine(RuleBasedStateMachine):
             if broker_id in p.replicas:
                 assert broker_id in p.offline_replicas and p.leader != broker_id
 
+    @rule(broker_id=BROKER_IDS, which=st.sampled_from([None, 0, 1]))
+    def a_log_dir_goes_offline_or_comes_back(self, broker_id: int, which: int | None) -> None:
+        broker = self.image.broker(broker_id)
+        if broker is None:
+            return
+        offline = [] if which is None else [log_dirs_of(broker_id)[which]]
+        response = self.run(
+            "BrokerHeartbeat",
+            {
+                "broker_id": broker_id,
+                "broker_epoch": broker.epoch,
+                "current_metadata_offset": self.image.last_offset,
+                "offline_log_dirs": offline,
+            },
+        )
+        assert response["error_code"] == 0, response
+        after = self.image.broker(broker_id)
+        assert after is not None and list(after.offline_log_dirs) == offline
+        # KIP-858: every replica the broker placed in a dir that just went offline is offline.
+        newly = set(offline) - set(broker.offline_log_dirs)
+        for tp, p in self.image.partitions.items():
+            holds = broker_id in p.replicas and p.directories
+            if holds and p.directories[p.replicas.index(broker_id)] in newly:
+                assert broker_id in p.offline_replicas and p.leader != broker_id, (tp, p)
+
+    @rule(
+        pick=PICK,
+        which=st.sampled_from([0, 1, "offline", "offline"]),
+        right_epoch=st.sampled_from([True, True, True, False]),
+    )
+    def replicas_assigned_to_dirs(self, pick: int, which: int | str, right_epoch: bool) -> None:
+        """KIP-858: a broker places its replicas (mostly its own, sometimes another's); one
+        placed on a dir it reports offline goes offline."""
+        found = self.pick_partition(pick)
+        if found is None:
+            return
+        _, index, partition = found
+        broker_id = partition.replicas[pick % len(partition.replicas)] if pick % 5 else pick % 5
+        broker = self.image.broker(broker_id)
+        if broker is None:
+            return
+        topic_id = self.image.topic_ids[found[0]]
+        if which == "offline":
+            dir_id = (broker.offline_log_dirs or log_dirs_of(broker_id))[0]
+        else:
+            dir_id = log_dirs_of(broker_id)[int(which)]
+        before = self.image.partitions[(topic_id, index)]
+        response = self.run(
+            "AssignReplicasToDirs",
+            {
+                "broker_id": broker_id,
+                "broker_epoch": broker.epoch if right_epoch else broker.epoch + 1000,
+                "directories": [
+                    {
+                        "id": dir_id,
+                        "topics": [
+                            {"topic_id": topic_id, "partitions": [{"partition_index": index}]},
+                            {"topic_id": str(uuid.uuid4()), "partitions": [{"partition_index": 0}]},
+                        ],
+                    }
+                ],
+            },
+        )
+        if not right_epoch:
+            assert response["error_code"] == Errors.STALE_BROKER_EPOCH
+            return
+        known, unknown = response["directories"][0]["topics"]
+        assert unknown["partitions"][0]["error_code"] == Errors.UNKNOWN_TOPIC_ID
+        (answer,) = known["partitions"]
+        after = self.image.partitions[(topic_id, index)]
+        if broker_id not in before.replicas:
+            assert answer["error_code"] == Errors.NOT_LEADER_OR_FOLLOWER and after == before
+            return
+        assert answer["error_code"] == 0
+        assert after.directories[after.replicas.index(broker_id)] == dir_id
+        if dir_id in broker.offline_log_dirs:
+            assert broker_id in after.offline_replicas and after.leader != broker_id
+            assert broker_id not in after.isr or after.isr == (broker_id,)
+
     @rule(election=st.sampled_from(["PREFERRED", "UNCLEAN"]), pick=st.none() | PICK)
     def elect_leaders(self, election: str, pick: int | None) -> None:
         topics = None
@@ -377,6 +462,11 @@ class ReplicationMachine(RuleBasedStateMachine):
                 assert p.leader in p.isr, (tp, p)
                 assert p.leader not in p.offline_replicas, (tp, p)
                 assert self.active(p.leader), (tp, p, self.image.broker(p.leader))
+
+    @invariant()
+    def directories_follow_the_replicas(self) -> None:
+        for tp, p in self.image.partitions.items():
+            assert not p.directories or len(p.directories) == len(p.replicas), (tp, p)
 
     @invariant()
     def epochs_never_go_back(self) -> None:

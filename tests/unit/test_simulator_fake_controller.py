@@ -17,7 +17,6 @@ from typing import Any, TypeVar
 
 import httpx
 
-from brokers.simulator import BrokerSimulator, SimulatorStatus
 from controlplane.controller.errors import Errors
 from controlplane.controller.image import MetadataImage, replay_log
 from controlplane.controller.records import (
@@ -30,6 +29,7 @@ from controlplane.controller.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+from simulator import BrokerSimulator, SimulatorStatus
 
 CLUSTER = "cluster-fake"
 PUBLIC_URL = "http://controller.test"
@@ -253,7 +253,7 @@ async def _scenario(fake: FakeController) -> None:
 
 def test_the_public_url_given_as_the_internal_one_is_named() -> None:
     """Pointed at a listener that does not serve the brokers' API, the simulator says so."""
-    from brokers.simulator import SimulatorError
+    from simulator import SimulatorError
 
     fake = FakeController()
 

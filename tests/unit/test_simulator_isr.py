@@ -1,4 +1,4 @@
-"""The simulated leaders take caught-up followers back into the ISR (brokers/simulator/isr.py).
+"""The simulated leaders take caught-up followers back into the ISR (simulator/isr.py).
 
 Issue 38: brokers that registered anew (a restarted simulator, a replaced broker, the whole fleet
 restarted with the control plane) stayed out of every ISR for good; only a broker resumed after
@@ -15,15 +15,6 @@ from typing import Any
 
 import httpx
 
-from brokers.simulator import BrokerSimulator, MetadataView
-from brokers.simulator.isr import (
-    Expansion,
-    expansion_outcome,
-    expansion_request,
-    plan_expansions,
-)
-from brokers.simulator.lifecycle import new_brokers
-from brokers.simulator.state import LiveBroker
 from controlplane.controller.errors import Errors
 from controlplane.controller.records import (
     BrokerRegistrationChangeRecord,
@@ -36,6 +27,15 @@ from controlplane.controller.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+from simulator import BrokerSimulator, MetadataView
+from simulator.isr import (
+    Expansion,
+    expansion_outcome,
+    expansion_request,
+    plan_expansions,
+)
+from simulator.lifecycle import new_brokers
+from simulator.state import LiveBroker
 from tests.unit.test_simulator_fake_controller import (
     CLUSTER,
     INTERNAL_URL,

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from brokers.simulator import MetadataView, PartitionView
 from controlplane.controller.image import replay_log
 from controlplane.controller.records import (
     NO_LEADER,
@@ -26,6 +25,7 @@ from controlplane.controller.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from simulator import MetadataView, PartitionView
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = "cluster-sim"
@@ -201,7 +201,7 @@ def test_importing_the_simulator_loads_no_django() -> None:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     check = (
-        "import brokers.simulator, sys; "
+        "import simulator, sys; "
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
         "{'django', 'rest_framework', 'celery'}); "
         "assert not loaded, loaded"

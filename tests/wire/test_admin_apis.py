@@ -18,11 +18,11 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
-import wire.apis.acls
-import wire.apis.configs
-import wire.apis.envelope
-import wire.apis.quotas
-import wire.apis.tokens
+import wire.apis.clients.acls
+import wire.apis.clients.configs
+import wire.apis.clients.quotas
+import wire.apis.clients.tokens
+import wire.apis.controller.envelope
 from audit.models import AuditEvent
 from configs.models import ClientQuota
 from controlplane.controller.config_schema import BROKER_CONFIGS, TOPIC_CONFIGS
@@ -31,9 +31,9 @@ from controlplane.principals import principal_by_token, principal_create
 from controlplane.rpc import Caller
 from tests.api.test_configs_api import acl
 from wire.apis.base import WIRE_APIS, Advertised, WireRequest
+from wire.apis.clients.configs import CONFIG_TYPES
 from wire.apis.common import CONFIG_SOURCES
-from wire.apis.configs import CONFIG_TYPES
-from wire.apis.envelope import encode_principal
+from wire.apis.controller.envelope import encode_principal
 from wire.convert import from_data, to_data
 
 pytestmark = pytest.mark.django_db
@@ -919,7 +919,7 @@ def test_an_inner_not_controller_is_the_envelopes_own_error() -> None:
             ),
         )
 
-    retried = wire.apis.envelope._retried_by_the_sender
+    retried = wire.apis.controller.envelope._retried_by_the_sender
     assert retried(answered(ErrorCode.not_controller, ErrorCode.not_controller)) == 41
     assert retried(answered(ErrorCode.request_timed_out)) == 7
     assert retried(answered(ErrorCode.not_controller, ErrorCode.none)) is None

@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 from kio.schema.allocate_producer_ids.v0 import request as allocate_v0
 from kio.schema.alter_partition.v3 import request as alter_v3
+from kio.schema.assign_replicas_to_dirs.v0 import request as assign_v0
 from kio.schema.broker_heartbeat.v1 import request as heartbeat_v1
 from kio.schema.broker_registration.v4 import request as registration_v4
 from kio.schema.create_topics.v7 import request as create_topics_v7
 from kio.schema.errors import ErrorCode
 
+from audit.models import AuditEvent
 from brokers.models import Broker
 from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import MetadataRecord
@@ -59,6 +61,10 @@ def registration(
         log_dirs=(uuid.uuid4(),),
         previous_broker_epoch=-1,
     )
+
+
+def broker_resource(broker_id: int) -> dict[str, Any]:
+    return {"resource_type": "BROKER", "resource_name": str(broker_id), "error_code": 0}
 
 
 def allocate(broker_id: int, epoch: int) -> allocate_v0.AllocateProducerIdsRequest:
@@ -109,6 +115,18 @@ def test_a_kafka_broker_registers_heartbeats_and_is_unfenced(broker_client: Any)
         False,
     )
     assert not Broker.objects.get(pk=1).fenced
+    # The audit trail names the broker's writes (the REST door's rule): its registration and
+    # the heartbeat that unfenced it, each in the commit of its records; the heartbeat that
+    # changed nothing left no row.
+    audited = list(
+        AuditEvent.objects.order_by("id").values_list(
+            "api", "principal", "resources", "first_offset"
+        )
+    )
+    assert audited == [
+        ("BrokerRegistration", "User:kafka-broker", [broker_resource(1)], epoch),
+        ("BrokerHeartbeat", "User:kafka-broker", [broker_resource(1)], epoch + 1),
+    ]
 
     stale = broker_client.request(heartbeat(1, epoch + 100, epoch))
     assert stale.error_code == ErrorCode.stale_broker_epoch and stale.is_fenced
@@ -254,3 +272,108 @@ def test_a_broker_id_a_live_incarnation_holds_is_duplicate(broker_client: Any) -
     again = broker_client.request(registration(7, cluster_id))  # another incarnation id
     assert again.error_code == ErrorCode.duplicate_broker_registration
     assert Broker.objects.get(pk=7).epoch == int(first.broker_epoch)
+
+
+def assignment(
+    broker_id: int, epoch: int, placed: dict[uuid.UUID, list[tuple[uuid.UUID, int]]]
+) -> assign_v0.AssignReplicasToDirsRequest:
+    return assign_v0.AssignReplicasToDirsRequest(
+        broker_id=broker_id,
+        broker_epoch=epoch,
+        directories=tuple(
+            assign_v0.DirectoryData(
+                id_=dir_id,
+                topics=tuple(
+                    assign_v0.TopicData(
+                        topic_id=topic_id,
+                        partitions=(assign_v0.PartitionData(partition_index=index),),
+                    )
+                    for topic_id, index in partitions
+                ),
+            )
+            for dir_id, partitions in placed.items()
+        ),
+    )
+
+
+def test_a_broker_with_two_log_dirs_places_its_replicas(
+    broker_client: Any, api: Any, tokens: Any
+) -> None:
+    """KIP-858 (issue 35, point 3): a broker registered with several log dirs is told each new
+    replica's dir is UNASSIGNED and answers with AssignReplicasToDirs; the controller keeps the
+    dir in the partition (its log, its tables, the Kafka twin brokers fetch) and answers per
+    partition as Kafka's does. A dir the broker reports offline takes the replica offline."""
+    from controlplane.controller.kraft import decode_records
+    from controlplane.runtime.kraft_log import kraft_log
+    from controlplane.runtime.lease import cluster_read
+    from controlplane.runtime.replay import metadata_verify
+
+    cluster_id = cluster_get_or_create().cluster_id
+    dirs = (uuid.uuid4(), uuid.uuid4())
+    registered = broker_client.request(
+        dataclasses.replace(registration(1, cluster_id), log_dirs=dirs)
+    )
+    epoch = int(registered.broker_epoch)
+    assert broker_client.request(heartbeat(1, epoch, epoch)).is_fenced is False
+    body = {"topics": [{"name": "two-dirs", "num_partitions": 2, "replication_factor": 1}]}
+    status, created = api.post("/api/v1/create-topics", body, token=tokens["admin"])
+    assert status == 200 and created["topics"][0]["error_code"] == 0, created
+    topic_id = uuid.UUID(Topic.objects.get(name="two-dirs").topic_id)
+    before = cluster_read().last_offset
+
+    placed = broker_client.request(
+        assignment(1, epoch, {dirs[0]: [(topic_id, 0)], dirs[1]: [(topic_id, 1), (topic_id, 7)]})
+    )
+    assert placed.error_code == ErrorCode.none
+    answers = {
+        (d.id_, t.topic_id, p.partition_index): p.error_code
+        for d in placed.directories
+        for t in d.topics
+        for p in t.partitions
+    }
+    assert answers == {
+        (dirs[0], topic_id, 0): ErrorCode.none,
+        (dirs[1], topic_id, 1): ErrorCode.none,
+        (dirs[1], topic_id, 7): ErrorCode.unknown_topic_or_partition,
+    }
+    rows = dict(
+        Partition.objects.filter(topic_id=str(topic_id)).values_list(
+            "partition_index", "directories"
+        )
+    )
+    assert rows == {0: [str(dirs[0])], 1: [str(dirs[1])]}
+    written = MetadataRecord.objects.filter(offset__gt=before).order_by("offset")
+    assert [(r.record_type, r.principal, r.data["directories"]) for r in written] == [
+        ("PartitionChangeRecord", "User:kafka-broker", [str(dirs[0])]),
+        ("PartitionChangeRecord", "User:kafka-broker", [str(dirs[1])]),
+    ]
+    # What a broker fetches: Kafka's PartitionChangeRecord with the dir.
+    cluster = cluster_read()
+    log = kraft_log(cluster.log_start_offset, cluster.cluster_id)
+    log.extend_to(cluster.last_offset)
+    fetched = [r for _, r in decode_records(log.read(before + 1, 1 << 20))]
+    assert [r.fields["Directories"] for r in fetched] == [[dirs[0]], [dirs[1]]]
+    # The same placement again changes nothing: no record.
+    again = broker_client.request(assignment(1, epoch, {dirs[0]: [(topic_id, 0)]}))
+    assert again.directories[0].topics[0].partitions[0].error_code == ErrorCode.none
+    assert cluster_read().last_offset == cluster.last_offset
+    # Refusals are Kafka's: a stale epoch, a topic id nobody knows, another broker's replica.
+    stale = broker_client.request(assignment(1, epoch + 5, {dirs[0]: [(topic_id, 0)]}))
+    assert stale.error_code == ErrorCode.stale_broker_epoch and stale.directories == ()
+    unknown = broker_client.request(assignment(1, epoch, {dirs[0]: [(uuid.uuid4(), 0)]}))
+    assert unknown.directories[0].topics[0].partitions[0].error_code == (ErrorCode.unknown_topic_id)
+
+    # The broker reports its second dir offline; the replica it places there goes offline.
+    offline = dataclasses.replace(
+        heartbeat(1, epoch, cluster_read().last_offset), offline_log_dirs=(dirs[1],)
+    )
+    assert broker_client.request(offline).error_code == ErrorCode.none
+    moved = broker_client.request(assignment(1, epoch, {dirs[1]: [(topic_id, 0)]}))
+    assert moved.directories[0].topics[0].partitions[0].error_code == ErrorCode.none
+    partition = Partition.objects.get(topic_id=str(topic_id), partition_index=0)
+    assert (partition.directories, partition.offline_replicas, partition.leader) == (
+        [str(dirs[1])],
+        [1],
+        -1,
+    )
+    assert metadata_verify() == []  # the tables are what replaying the log makes

@@ -84,7 +84,7 @@ def test_the_pod_tag_reaches_the_socket_and_a_stock_parser_skips_it(
         (wire_listener.host, wire_listener.sasl_port)
     }
     # The same bytes, read by kafka-python's own parser (which knows no Pod).
-    from wire.apis.cluster import encode
+    from wire.apis.clients.nodes import encode
 
     stock = StockMetadataResponse.decode(encode(answer), version=12)
     assert sorted(b.node_id for b in stock.brokers) == sorted(pods)

@@ -20,11 +20,14 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
 from audit.models import AuditEvent
+from brokers.rpcs import CLUSTER_OPERATIONS
 from controlplane.principals import AuthenticatedPrincipal, principal_by_token
 from controlplane.rpc import Caller
-from wire.apis import cluster, load_all
+from wire.apis import load_all
 from wire.apis.base import WIRE_APIS, Advertised, WireRequest
-from wire.apis.cluster import PodDescribeClusterResponseV2, PodMetadataResponse
+from wire.apis.clients import metadata as cluster
+from wire.apis.clients.describe_cluster import PodDescribeClusterResponseV2
+from wire.apis.clients.metadata import PodMetadataResponse
 
 pytestmark = pytest.mark.django_db
 
@@ -547,7 +550,7 @@ def test_metadata_authorized_operations(tokens, brokers):
         tokens["admin"],
     )
     topic_ops = sum(1 << op.value for op in cluster.TOPIC_OPERATIONS)
-    cluster_ops = sum(1 << op.value for op in cluster.CLUSTER_OPERATIONS)
+    cluster_ops = sum(1 << op.value for op in CLUSTER_OPERATIONS)
     answer = call(
         3, 10, metadata_request(10, ["orders"], topic_ops=True, cluster_ops=True), tokens["admin"]
     )
@@ -638,7 +641,7 @@ def test_describe_cluster_is_the_rpcs_answer_at_this_listener(api, tokens, broke
     assert answer.controller_id == metadata.controller_id
     stock = StockDescribeClusterResponse.decode(encode(answer), version=1)
     assert [b.broker_id for b in stock.brokers] == [0, 1, 2, 100]
-    assert stock.authorized_operations == {op.value for op in cluster.CLUSTER_OPERATIONS}
+    assert stock.authorized_operations == {op.value for op in CLUSTER_OPERATIONS}
 
     # v2: fenced brokers when asked, marked fenced.
     m = module(60, 2)

@@ -26,7 +26,7 @@ from tests.conftest import registration_body
 from tests.wire.conftest import RunningListener
 from tests.wire.rawclient import RawClient
 from tests.wire.test_server import authenticate
-from wire.apis.raft import METADATA_TOPIC_ID
+from wire.apis.controller.raft import METADATA_TOPIC_ID
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

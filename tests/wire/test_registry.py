@@ -24,8 +24,8 @@ def test_every_registered_kafka_rpc_is_served_on_the_wire() -> None:
         assert WIRE_APIS[api.api_key].name == name
 
 
-# What brokers send the controller, served on its listeners only: the REST internal API's
-# routes (`/internal/v1/...`), not admin RPCs of the registry.
+# What brokers send the controller, served on its listeners only: the broker lifecycle (most of
+# it also the REST internal API's routes, `/internal/v1/...`), not admin RPCs of the registry.
 BROKER_LIFECYCLE = {
     1: "Fetch",  # the Raft Fetch of __cluster_metadata-0
     59: "FetchSnapshot",
@@ -33,6 +33,7 @@ BROKER_LIFECYCLE = {
     62: "BrokerRegistration",
     63: "BrokerHeartbeat",
     67: "AllocateProducerIds",
+    73: "AssignReplicasToDirs",  # KIP-858: brokers with several log dirs
 }
 
 

@@ -33,7 +33,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brokers.management.simulator_session import SimulatorSession
-from brokers.simulator import BrokerSimulator, SimulatorError
+from simulator import BrokerSimulator, SimulatorError
 
 
 class Command(BaseCommand):
@@ -193,7 +193,7 @@ class Command(BaseCommand):
         if options["topic"] and not admin_token:
             raise CommandError("--topic needs an admin token: --admin-token or CP_ADMIN_TOKEN.")
         verbosity = int(options["verbosity"])
-        logging.getLogger("brokers.simulator").setLevel(
+        logging.getLogger("simulator").setLevel(
             logging.WARNING if verbosity <= 1 else logging.INFO if verbosity == 2 else logging.DEBUG
         )
         # httpx logs every request at INFO: only at -v 3.

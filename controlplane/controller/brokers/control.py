@@ -1,4 +1,5 @@
-"""Broker registration, heartbeats, fencing and unregistration (Kafka KRaft semantics).
+"""Broker registration, heartbeats and unregistration (Kafka KRaft semantics); fencing the
+brokers whose session lapsed is `fencing`'s.
 
 Pure: every function takes the metadata view and plain data, and returns records and a response.
 References: Kafka's ClusterControlManager (registration), BrokerHeartbeatManager (the heartbeat
@@ -22,8 +23,6 @@ from controlplane.controller.canary.rules import (
 )
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.env import (
-    DEFAULT_FENCING_HOLD_OFF_MAX_MS,
-    DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS,
     DEFAULT_SESSION_TIMEOUT_MS,
     BrokerSession,
 )
@@ -37,6 +36,7 @@ from controlplane.controller.image import (
 )
 from controlplane.controller.partitions.changes import PartitionChanges
 from controlplane.controller.partitions.leadership import (
+    ReplicaOffline,
     config_view,
     elect_leaderless,
     remove_from_isrs,
@@ -50,6 +50,7 @@ from controlplane.controller.records import (
     Record,
     RegisterBrokerRecord,
     UnregisterBrokerRecord,
+    default_log_dir,
 )
 from controlplane.controller.result import ControllerResult
 
@@ -184,7 +185,7 @@ def register_broker(
     if existing is not None:
         # A new incarnation: the old one leaves every ISR, and its offline replicas are
         # forgotten (the restarted broker reports its log dirs afresh).
-        moved = _moved_off(view, [request.broker_id], configs, clear_offline=True)
+        moved = moved_off(view, [request.broker_id], configs, clear_offline=True)
     records = [record, *_with_canary_isolation(view, request.broker_id, request.pod, moved)]
     return ControllerResult(
         records, registration_response(record.broker_epoch), contacts=(request.broker_id,)
@@ -230,14 +231,17 @@ def _with_canary_isolation(
     return records
 
 
-def _moved_off(
+def moved_off(
     view: MetadataDelta,
     broker_ids: list[int],
     configs: ConfigView | None,
     *,
     clear_offline: bool = False,
+    changes: PartitionChanges | None = None,
 ) -> list[Record]:
-    changes = PartitionChanges(view)
+    """The brokers out of every ISR, what they led re-elected: the records of `changes` (new
+    ones by default; given, the moves see its earlier changes and follow them)."""
+    changes = changes or PartitionChanges(view)
     remove_from_isrs(
         changes, broker_ids, configs=configs or config_view(view), clear_offline=clear_offline
     )
@@ -245,10 +249,14 @@ def _moved_off(
 
 
 def moved_off_bounded(
-    view: MetadataDelta, broker_ids: list[int], configs: ConfigView | None, limit: int
+    view: MetadataDelta,
+    broker_ids: list[int],
+    configs: ConfigView | None,
+    limit: int,
+    changes: PartitionChanges | None = None,
 ) -> tuple[list[Record], bool]:
-    """`_moved_off`, changing at most `limit` partitions; and whether more may be left."""
-    changes = PartitionChanges(view)
+    """`moved_off`, changing at most `limit` partitions; and whether more may be left."""
+    changes = changes or PartitionChanges(view)
     more = remove_from_isrs(changes, broker_ids, configs=configs or config_view(view), limit=limit)
     return list(changes.records), more
 
@@ -258,8 +266,9 @@ def leaving_brokers(view: MetadataDelta) -> list[int]:
     return sorted(b.broker_id for b in view.all_brokers() if b.fenced or b.in_controlled_shutdown)
 
 
-def _led_again(view: MetadataDelta, broker_id: int, configs: ConfigView | None) -> list[Record]:
-    changes = PartitionChanges(view)
+def _led_again(
+    view: MetadataDelta, broker_id: int, configs: ConfigView | None, changes: PartitionChanges
+) -> list[Record]:
     elect_leaderless(changes, configs=configs or config_view(view), unfenced=[broker_id])
     return list(changes.records)
 
@@ -270,23 +279,25 @@ def partition_moves(
     target: BrokerControlState,
     configs: ConfigView | None,
     limit: int | None = None,
+    changes: PartitionChanges | None = None,
 ) -> tuple[list[Record], bool]:
     """What a broker state change does to partitions (Kafka's handleBrokerFenced, -Unfenced,
     -InControlledShutdown): leaving brokers leave every ISR, an unfenced one may lead again.
     With `limit`, a leaving broker's moves stop at that many partitions; the answer's second
-    part says more may be left (the controller's fencing rounds go on with them)."""
+    part says more may be left (the controller's fencing rounds go on with them). The records
+    are those of `changes` when given (the moves follow its earlier changes)."""
+    changes = changes or PartitionChanges(view)
     current = broker.control_state
-    if current == target:
-        return [], False
+    if current == target or (current is S.FENCED and target is not S.UNFENCED):
+        return list(changes.records), False
     if target is S.UNFENCED:
-        return _led_again(view, broker.broker_id, configs), False
-    if current is S.FENCED:
-        return [], False
+        return _led_again(view, broker.broker_id, configs, changes), False
     if target is S.SHUTDOWN_NOW and current is S.CONTROLLED_SHUTDOWN:
-        return [], False  # it left every ISR when its controlled shutdown began
+        # it left every ISR when its controlled shutdown began
+        return list(changes.records), False
     if limit is None:
-        return _moved_off(view, [broker.broker_id], configs), False
-    return moved_off_bounded(view, [broker.broker_id], configs, limit)
+        return moved_off(view, [broker.broker_id], configs, changes=changes), False
+    return moved_off_bounded(view, [broker.broker_id], configs, limit, changes)
 
 
 def registration_response(broker_epoch: int) -> dict[str, object]:
@@ -416,11 +427,14 @@ def process_heartbeat(
         lowest_active_offset=lowest_active_offset(view, sessions),
     )
     records = transition_records(broker, target)
+    changes = PartitionChanges(view)
+    dirs = offline_log_dirs_change(broker, request)
+    if dirs is not None:  # first: the state change's moves then see those replicas offline
+        offline_dir_moves(changes, broker, dirs, configs)
     more = False
     if records:
-        moved, more = partition_moves(view, broker, target, configs, max_moves)
-        records += moved
-    dirs = offline_log_dirs_change(broker, request)
+        _, more = partition_moves(view, broker, target, configs, max_moves, changes)
+    records += changes.records
     if dirs is not None:
         records = _with_offline_log_dirs(broker, records, dirs)
     # More moves left (a broker leading more than one commit moves): the controller's fencing
@@ -436,6 +450,40 @@ def offline_log_dirs_change(
     None when they are what the controller knows already (nothing to record)."""
     reported = tuple(sorted(set(request.offline_log_dirs)))
     return None if reported == broker.offline_log_dirs else reported
+
+
+def offline_dir_moves(
+    changes: PartitionChanges,
+    broker: BrokerRegistration,
+    offline_dirs: tuple[str, ...],
+    configs: ConfigView | None,
+) -> None:
+    """KIP-858, as Kafka's controller handles a heartbeat's offline log dirs: every replica of
+    the broker in a dir that went offline with this heartbeat becomes OfflineReplica (out of
+    the ISR and its leadership), through the same change as AlterReplicaState's. A replica's
+    dir is the one the broker assigned it, else its broker's default (its only dir; a broker
+    with several that has not placed it yet has it nowhere, UNASSIGNED)."""
+    failed = frozenset(offline_dirs) - frozenset(broker.offline_log_dirs)
+    if not failed:
+        return
+    view = changes.view
+    broker_id = broker.broker_id
+    default = default_log_dir(broker.log_dirs)
+    on_failed = []
+    for tp in sorted(view.partitions_with_replica(broker_id)):
+        partition = view.partition(tp)
+        assert partition is not None
+        if broker_id in partition.offline_replicas:
+            continue
+        dirs = partition.directories
+        where = dirs[partition.replicas.index(broker_id)] if dirs else default
+        if where in failed:
+            on_failed.append((tp, partition))
+    if not on_failed:
+        return
+    offline = ReplicaOffline(view, broker_id, configs or config_view(view))
+    for tp, partition in on_failed:
+        changes.add(offline.change(tp, partition))
 
 
 def _with_offline_log_dirs(
@@ -465,174 +513,6 @@ def heartbeat_response(
     }
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class FencingHoldOff:
-    """What decides whether a lapse is the controller's blindness rather than the brokers'.
-
-    `ingress_overload`: the runtime's measurement of its own ingress within the last session
-    (controller queue delay, listener lag, timer lateness over their bound), None when it kept
-    up. `since_ms`: when the current hold-off began (0: none). `max_ms`: how long one may last.
-    `min_brokers`: the smallest cluster (unfenced brokers) in which hearing nobody means the
-    controller is deaf rather than every broker dead.
-    """
-
-    ingress_overload: str | None = None
-    since_ms: int = 0
-    max_ms: int = DEFAULT_FENCING_HOLD_OFF_MAX_MS
-    min_brokers: int = DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS
-
-
-FULL_DISRUPTION = "full disruption: no broker was heard within the session timeout"
-
-
-def fence_stale_brokers(
-    view: MetadataDelta,
-    *,
-    sessions: Mapping[int, BrokerSession],
-    now_ms: int,
-    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
-    activated_ms: int,
-    configs: ConfigView | None = None,
-    hold_off: FencingHoldOff = FencingHoldOff(),
-    max_moves: int | None = None,
-    continue_moves: bool = False,
-) -> ControllerResult:
-    """Fence every unfenced broker whose session lapsed, in one step; no records when none did.
-
-    A broker the tracker has never heard from since this controller became active gets a full
-    session from the activation (as Kafka's new controller does on failover).
-
-    The controller holds off only what is its own blindness (`fencing_blindness`): a full
-    disruption (nobody heard, as Kubernetes' node lifecycle controller stops evicting only when
-    every zone is down) or a measured overload of its own ingress (as Kafka's KAFKA-15019 does
-    not blame a broker for a heartbeat stuck in the controller's queue). A hold-off ends when
-    the blindness does, or after `max_ms` at the latest: whoever is still silent is fenced then.
-    Every stale broker is fenced in the same commit, so leadership moves once, to live replicas
-    only, instead of hopping onto a broker that is fenced a moment later.
-
-    With `max_moves`, one round moves at most that many partitions (what the leaving brokers
-    led first); `moves_pending` in the answer says more may be left, and a round with
-    `continue_moves` goes on with every fenced or shutting-down broker's, whatever the
-    hold-off (those brokers are fenced already).
-    """
-    stale = stale_brokers(
-        view,
-        sessions=sessions,
-        now_ms=now_ms,
-        session_timeout_ms=session_timeout_ms,
-        activated_ms=activated_ms,
-    )
-    unfenced = sum(1 for broker in view.all_brokers() if not broker.fenced)
-    reason = (
-        fencing_blindness(
-            view,
-            sessions=sessions,
-            now_ms=now_ms,
-            session_timeout_ms=session_timeout_ms,
-            ingress_overload=hold_off.ingress_overload,
-            unfenced=unfenced,
-            min_brokers=hold_off.min_brokers,
-        )
-        if stale
-        else None
-    )
-    expired = reason is not None and hold_off_expired(hold_off, now_ms=now_ms)
-    answer: dict[str, object] = {
-        "error_code": 0,
-        "unfenced": unfenced,
-        "hold_off_reason": reason,
-        "hold_off_expired": expired,
-    }
-    if reason is not None and not expired:
-        moved, pending = _moves(view, [], configs, max_moves, continue_moves)
-        return ControllerResult(
-            moved,
-            {**answer, "fenced_brokers": [], "held_off": stale, "moves_pending": pending},
-        )
-    records: list[Record] = []
-    for broker_id in stale:
-        broker = view.broker(broker_id)
-        assert broker is not None
-        records.extend(transition_records(broker, S.FENCED))
-    moved, pending = _moves(view, stale, configs, max_moves, continue_moves)
-    records += moved
-    return ControllerResult(
-        records,
-        {**answer, "fenced_brokers": stale, "held_off": [], "moves_pending": pending},
-    )
-
-
-def _moves(
-    view: MetadataDelta,
-    stale: list[int],
-    configs: ConfigView | None,
-    max_moves: int | None,
-    continue_moves: bool,
-) -> tuple[list[Record], bool]:
-    """The partition moves of a fencing round: off the brokers fenced now, and with
-    `continue_moves` off every broker already fenced or shutting down too."""
-    leaving = sorted({*stale, *leaving_brokers(view)}) if continue_moves else stale
-    if not leaving:
-        return [], False
-    if max_moves is None:
-        return _moved_off(view, leaving, configs), False
-    return moved_off_bounded(view, leaving, configs, max_moves)
-
-
-def stale_brokers(
-    view: MetadataDelta,
-    *,
-    sessions: Mapping[int, BrokerSession],
-    now_ms: int,
-    session_timeout_ms: int,
-    activated_ms: int,
-) -> list[int]:
-    """The unfenced brokers whose session lapsed, by id."""
-    stale: list[int] = []
-    for broker in sorted(view.all_brokers(), key=lambda b: b.broker_id):
-        if broker.fenced:
-            continue
-        session = sessions.get(broker.broker_id) or BrokerSession(activated_ms, -1)
-        if not has_valid_session(session, now_ms=now_ms, session_timeout_ms=session_timeout_ms):
-            stale.append(broker.broker_id)
-    return stale
-
-
-def fencing_blindness(
-    view: MetadataDelta,
-    *,
-    sessions: Mapping[int, BrokerSession],
-    now_ms: int,
-    session_timeout_ms: int,
-    ingress_overload: str | None,
-    unfenced: int,
-    min_brokers: int,
-) -> str | None:
-    """Why the brokers' silence may be the controller's own deafness, or None when it is not.
-
-    A measured overload of the controller's ingress always is. Otherwise only a full disruption
-    is: not one registered broker (fenced ones too) heard within the session timeout, in a
-    cluster of at least `min_brokers` unfenced brokers (a lone broker's silence is its own).
-    A partial disruption, even of most brokers, is the brokers': the controller hears others.
-    """
-    if ingress_overload:
-        return ingress_overload
-    if unfenced < max(1, min_brokers):
-        return None
-    heard = any(
-        has_valid_session(
-            sessions.get(broker.broker_id), now_ms=now_ms, session_timeout_ms=session_timeout_ms
-        )
-        for broker in view.all_brokers()
-    )
-    return None if heard else FULL_DISRUPTION
-
-
-def hold_off_expired(hold_off: FencingHoldOff, *, now_ms: int) -> bool:
-    """Whether the hold-off under way has lasted its longest (a new one has not begun yet)."""
-    return hold_off.since_ms > 0 and now_ms - hold_off.since_ms >= hold_off.max_ms
-
-
 def unregister_broker(
     view: MetadataDelta, broker_id: int, configs: ConfigView | None = None
 ) -> ControllerResult:
@@ -642,7 +522,7 @@ def unregister_broker(
             Errors.BROKER_ID_NOT_REGISTERED, f"Broker ID {broker_id} is not currently registered"
         )
     record = UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=broker.epoch)
-    moved = _with_canary_isolation(view, broker_id, None, _moved_off(view, [broker_id], configs))
+    moved = _with_canary_isolation(view, broker_id, None, moved_off(view, [broker_id], configs))
     return ControllerResult([*moved, record], {"error_code": 0, "error_message": None})
 
 

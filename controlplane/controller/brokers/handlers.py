@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.controller.brokers import control
+from controlplane.controller.brokers import control, fencing
 from controlplane.controller.brokers.producer_ids import allocate_producer_ids
 from controlplane.controller.env import ControllerEnv, Handler
 from controlplane.controller.image import MetadataDelta
@@ -58,14 +58,14 @@ def _broker_heartbeat(
 def _fence_stale_brokers(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
-    return control.fence_stale_brokers(
+    return fencing.fence_stale_brokers(
         view,
         sessions=env.sessions,
         now_ms=env.now_ms,
         session_timeout_ms=env.session_timeout_ms,
         activated_ms=env.activated_ms,
         configs=env.configs(view),
-        hold_off=control.FencingHoldOff(
+        hold_off=fencing.FencingHoldOff(
             ingress_overload=env.ingress_overload,
             since_ms=env.fencing_hold_off_since_ms,
             max_ms=env.fencing_hold_off_max_ms,

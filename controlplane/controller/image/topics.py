@@ -90,6 +90,9 @@ class PartitionRegistration:
     offline_replicas: tuple[int, ...] = ()
     is_canary: bool = False
     canary_isolated: bool = False
+    # Each replica's log dir, in `replicas`' order, once assigned (AssignReplicasToDirs);
+    # () (one shared object) while every replica is in its broker's default dir.
+    directories: tuple[str, ...] = ()
 
     @classmethod
     def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
@@ -103,6 +106,7 @@ class PartitionRegistration:
             offline_replicas=shared_brokers(record.offline_replicas),
             is_canary=record.is_canary,
             canary_isolated=record.canary_isolated,
+            directories=record.directories,
         )
 
     def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
@@ -121,6 +125,10 @@ class PartitionRegistration:
             offline = self.offline_replicas
         elif offline:  # () is one object already
             offline = _SHARED_BROKERS.get(offline) or shared_brokers(offline)
+        # The change's dirs; the defaults when it moves the replicas without them.
+        directories = change.directories
+        if directories is None:
+            directories = self.directories if change.replicas is None else ()
         return PartitionRegistration(
             replicas=replicas,
             isr=isr,
@@ -132,6 +140,7 @@ class PartitionRegistration:
             canary_isolated=self.canary_isolated
             if change.canary_isolated is None
             else change.canary_isolated,
+            directories=directories,
         )
 
     def has_leader(self) -> bool:
@@ -169,6 +178,7 @@ def _with_shared_brokers(partition: PartitionRegistration) -> PartitionRegistrat
         offline_replicas=shared[2],
         is_canary=partition.is_canary,
         canary_isolated=partition.canary_isolated,
+        directories=partition.directories,
     )
 
 
@@ -369,6 +379,7 @@ class TopicsImage:
                 offline,
                 partition.is_canary,
                 partition.canary_isolated,
+                partition.directories,
             )
             tp = (topic_id, index if index <= SHARED_INDEX_CACHED else _shared_index(index))
             stored[tp] = registration
@@ -439,6 +450,7 @@ class TopicsImage:
                     partition.offline_replicas,
                     partition.is_canary,
                     partition.canary_isolated,
+                    partition.directories,
                 )
 
 

@@ -16,7 +16,8 @@ What Kafka's records carry that ours do not, or the other way round:
   Directories, one per replica, as Kafka's controller picks them (ClusterControlManager
   .defaultDir): the broker's only log dir when its registration lists one, UNASSIGNED when it
   lists several (the broker chooses and answers with AssignReplicasToDirs) or is not registered,
-  MIGRATING when it lists none.
+  MIGRATING when it lists none; once a broker assigned its replicas (AssignReplicasToDirs, our
+  records' `directories`), the assigned ones.
 - BrokerRegistrationChangeRecord: ours carries the broker's offline log dirs; Kafka's v2
   LogDirs carries the ONLINE ones (replacing the registration's list; empty means unchanged).
   So online = the dirs its current registration lists, less the offline ones, in the
@@ -32,6 +33,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from controlplane.controller import records
 from controlplane.controller.acls.bindings import (
     AclOperation,
     AclPermissionType,
@@ -64,11 +66,12 @@ from controlplane.controller.records import (
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
+    default_log_dir,
 )
 
 # Kafka's DirectoryId: reserved ids a replica's directory may hold instead of a real one.
-MIGRATING_DIRECTORY = uuid.UUID(int=0)  # placed before 3.7-IV2, dir unknown
-UNASSIGNED_DIRECTORY = uuid.UUID(int=1)  # not placed yet: the broker picks one
+MIGRATING_DIRECTORY = uuid.UUID(records.MIGRATING_DIRECTORY)  # placed before 3.7-IV2
+UNASSIGNED_DIRECTORY = uuid.UUID(records.UNASSIGNED_DIRECTORY)  # the broker picks one
 LOST_DIRECTORY = uuid.UUID(int=2)  # an unspecified offline dir
 
 SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -121,12 +124,7 @@ class BrokerDirectories:
 
     def default_directory(self, broker_id: int) -> uuid.UUID:
         """Where a new replica on the broker goes, as Kafka's controller decides it."""
-        dirs = self.log_dirs(broker_id)
-        if dirs is None:
-            return UNASSIGNED_DIRECTORY
-        if not dirs:
-            return MIGRATING_DIRECTORY
-        return kafka_uuid(dirs[0]) if len(dirs) == 1 else UNASSIGNED_DIRECTORY
+        return kafka_uuid(default_log_dir(self.log_dirs(broker_id)))
 
 
 Twin = tuple[int, int, dict[str, Any]]  # apiKey, version, fields
@@ -235,7 +233,11 @@ def _partition(record: PartitionRecord, mv: MetadataVersion, dirs: BrokerDirecto
         "PartitionEpoch": record.partition_epoch,
     }
     if mv.partition >= 1:
-        fields["Directories"] = [dirs.default_directory(b) for b in record.replicas]
+        fields["Directories"] = (
+            [kafka_uuid(d) for d in record.directories]
+            if record.directories
+            else [dirs.default_directory(b) for b in record.replicas]
+        )
     return schemas.PARTITION.key, mv.partition, fields
 
 
@@ -249,7 +251,10 @@ def _partition_change(
         "Leader": record.leader,
         "Replicas": None if record.replicas is None else list(record.replicas),
     }
-    if record.replicas is not None and mv.partition >= 1:
+    if mv.partition >= 1 and record.directories is not None:
+        # AssignReplicasToDirs: every replica's dir, in the replicas' order.
+        fields["Directories"] = [kafka_uuid(d) for d in record.directories]
+    elif mv.partition >= 1 and record.replicas is not None:
         # New replicas need a directory each, and the list must stay as long as Replicas.
         fields["Directories"] = [dirs.default_directory(b) for b in record.replicas]
     return schemas.PARTITION_CHANGE.key, mv.partition, fields

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from controlplane.controller.features import DIRECTORY_ASSIGNMENT_METADATA_VERSION
+
 METADATA_VERSION_FEATURE = "metadata.version"
 MINIMUM_METADATA_VERSION = 7  # 3.3-IV3: the oldest level a Kafka 4.x broker reads
 DEFAULT_METADATA_VERSION = 25  # 4.0-IV3: what a stock Kafka 4.0 formats by default
@@ -35,7 +37,7 @@ class MetadataVersion:
     @property
     def directory_assignment(self) -> bool:
         """KIP-858: registrations carry log dirs, partitions carry a directory per replica."""
-        return self.register_broker >= 3
+        return self.level >= DIRECTORY_ASSIGNMENT_METADATA_VERSION
 
 
 _T, _F = True, False

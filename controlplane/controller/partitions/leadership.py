@@ -15,12 +15,13 @@ from controlplane.controller.canary.rules import canary_brokers_of
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.image import MetadataDelta, PartitionRegistration, TopicPartition
 from controlplane.controller.partitions.changes import (
+    AcceptableLeader,
     Election,
     PartitionChanges,
     acceptable_leaders,
     change_partition,
 )
-from controlplane.controller.records import NO_LEADER
+from controlplane.controller.records import NO_LEADER, PartitionChangeRecord
 
 
 def config_view(view: MetadataDelta, static: Mapping[str, str] | None = None) -> ConfigView:
@@ -106,6 +107,40 @@ def remove_from_isrs(
             )
         )
     return False
+
+
+class ReplicaOffline:
+    """One broker's replicas as OfflineReplica (KIP-589's AlterReplicaState, KIP-858's failed log
+    dir): each out of the ISR (which never empties) and its leadership, a new leader elected
+    among the others; what every election reads (the acceptable leaders, the unclean policy, the
+    canary brokers) read once, at the first change."""
+
+    def __init__(self, view: MetadataDelta, broker_id: int, configs: ConfigView) -> None:
+        self.view = view
+        self.broker_id = broker_id
+        self.configs = configs
+        self._reads: tuple[AcceptableLeader, UncleanPolicy, frozenset[int]] | None = None
+
+    def change(
+        self, tp: TopicPartition, partition: PartitionRegistration
+    ) -> PartitionChangeRecord | None:
+        if self._reads is None:
+            self._reads = (
+                acceptable_leaders(self.view, excluded=(self.broker_id,)),
+                UncleanPolicy(self.view, self.configs),
+                canary_brokers_of(self.view),
+            )
+        acceptable, policy, canary = self._reads
+        broker_id = self.broker_id
+        return change_partition(
+            tp,
+            partition,
+            acceptable=acceptable,
+            target_isr=tuple(r for r in partition.isr if r != broker_id),
+            target_offline=tuple(sorted({*partition.offline_replicas, broker_id})),
+            election=policy.election(tp[0]),
+            canary_brokers=canary,
+        )
 
 
 def elect_leaderless(

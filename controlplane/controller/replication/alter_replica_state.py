@@ -12,16 +12,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from controlplane.controller.brokers.control import require_broker_epoch
-from controlplane.controller.canary.rules import canary_brokers_of
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
 from controlplane.controller.image import MetadataDelta, TopicPartition
-from controlplane.controller.partitions.changes import (
-    PartitionChanges,
-    acceptable_leaders,
-    change_partition,
-)
-from controlplane.controller.partitions.leadership import UncleanPolicy
+from controlplane.controller.partitions.changes import PartitionChanges
+from controlplane.controller.partitions.leadership import ReplicaOffline
 from controlplane.controller.partitions.states import (
     ReplicaState,
     check_replica_transition,
@@ -80,9 +75,7 @@ def alter_replica_state(
             "error_message": "The broker re-registered since sending the request; ignored.",
             "offline_replicas": 0,
         }
-    acceptable = acceptable_leaders(view)
-    policy = UncleanPolicy(view, configs)
-    canary = canary_brokers_of(view)
+    offline = ReplicaOffline(view, broker_id, configs)
     marked = 0
     for tp in _named_partitions(view, request):
         partition = changes.get(tp)
@@ -97,17 +90,7 @@ def alter_replica_state(
         if broker_id in partition.offline_replicas:
             continue
         marked += 1
-        changes.add(
-            change_partition(
-                tp,
-                partition,
-                acceptable=lambda r: r != broker_id and acceptable(r),
-                target_isr=tuple(r for r in partition.isr if r != broker_id),
-                target_offline=tuple(sorted((*partition.offline_replicas, broker_id))),
-                election=policy.election(tp[0]),
-                canary_brokers=canary,
-            )
-        )
+        changes.add(offline.change(tp, partition))
     return changes, {
         "error_code": 0,
         "error_message": None,

@@ -1,5 +1,6 @@
 """The controller's topic and partition RPCs: CreateTopics, DeleteTopics, CreatePartitions,
-ElectLeaders, AlterPartition, AlterReplicaState, and the controller's own RebalanceLeaders."""
+ElectLeaders, AlterPartition, AlterReplicaState, AssignReplicasToDirs, and the controller's own
+RebalanceLeaders."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from controlplane.controller.replication.alter_replica_state import (
     alter_replica_state,
     failed_log_dir_record,
 )
+from controlplane.controller.replication.assign_dirs import assign_replicas_to_dirs
 from controlplane.controller.replication.elections import elect_leaders, rebalance_leaders
 from controlplane.controller.replication.topics import (
     create_partitions,
@@ -88,6 +90,12 @@ def _alter_replica_state(
     return ControllerResult(records if failed_dir is None else [failed_dir, *records], response)
 
 
+def _assign_replicas_to_dirs(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return assign_replicas_to_dirs(view, payload, configs=env.configs(view))
+
+
 def _rebalance_leaders(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
@@ -101,6 +109,7 @@ HANDLERS: Mapping[str, Handler] = {
     "ElectLeaders": _elect_leaders,
     "AlterPartition": _alter_partition,
     "AlterReplicaState": _alter_replica_state,
+    "AssignReplicasToDirs": _assign_replicas_to_dirs,
     "RebalanceLeaders": _rebalance_leaders,
 }
 # Retries of these are naturally idempotent: their outcome follows from state alone.

@@ -29,11 +29,8 @@ from controlplane.controller.kraft import (
 from controlplane.controller.kraft.log import DEFAULT_MAX_BATCH_RECORDS
 from controlplane.controller.records import Record, UnknownRecordType, record_from_data
 from controlplane.models import MetadataRecord
-from controlplane.runtime.snapshots import (
-    SnapshotDamaged,
-    metadata_snapshot_get,
-    metadata_snapshot_load,
-)
+from controlplane.runtime.snapshot_format import SnapshotDamaged
+from controlplane.runtime.snapshot_reads import metadata_snapshot_get, metadata_snapshot_load
 
 READ_CHUNK = 5000
 PROGRESS_EVERY_S = 2.0

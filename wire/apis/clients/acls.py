@@ -13,7 +13,7 @@ from controlplane.controller.acls.bindings import (
     PatternType,
     ResourceType,
 )
-from wire.apis.base import MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
+from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import respond, run_rpc
 from wire.convert import Data, to_data
 
@@ -56,7 +56,7 @@ def _codes(item: Data) -> Data:
     }
 
 
-@wire_api("CreateAcls", 30, (1, 3), max_items=MAX_ITEMS_PER_REQUEST)
+@wire_api("CreateAcls", 30, (1, 3), max_items=MAX_ITEMS_PER_REQUEST, roles=BOTH_ROLES)
 def create_acls(request: WireRequest) -> Any:
     creations = to_data(request.body)["creations"]
     body = {"creations": [_names(c, {"resource_pattern_type": "pattern_type"}) for c in creations]}
@@ -78,7 +78,7 @@ _DESCRIBE_FILTER = {
 }
 
 
-@wire_api("DescribeAcls", 29, (1, 3))
+@wire_api("DescribeAcls", 29, (1, 3), roles=BOTH_ROLES)
 def describe_acls(request: WireRequest) -> Any:
     body = _names(to_data(request.body), _DESCRIBE_FILTER)
     answered = run_rpc("DescribeAcls", body, request)
@@ -96,7 +96,7 @@ def describe_acls(request: WireRequest) -> Any:
     )
 
 
-@wire_api("DeleteAcls", 31, (1, 3), max_items=MAX_ITEMS_PER_REQUEST)
+@wire_api("DeleteAcls", 31, (1, 3), max_items=MAX_ITEMS_PER_REQUEST, roles=BOTH_ROLES)
 def delete_acls(request: WireRequest) -> Any:
     filters = to_data(request.body)["filters"]
     answered = run_rpc("DeleteAcls", {"filters": [_names(f) for f in filters]}, request)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wire.apis.base import MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
+from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import CONFIG_SOURCES, code_of, name_of, respond, run_rpc
 from wire.convert import Data, to_data
 
@@ -59,7 +59,7 @@ def _config_out(config: Data) -> Data:
     }
 
 
-@wire_api("DescribeConfigs", 32, (1, 4), max_items=MAX_ITEMS_PER_REQUEST)
+@wire_api("DescribeConfigs", 32, (1, 4), max_items=MAX_ITEMS_PER_REQUEST, roles=BOTH_ROLES)
 def describe_configs(request: WireRequest) -> Any:
     wire = to_data(request.body)
     body = {
@@ -99,7 +99,7 @@ def _alter(name: str, request: WireRequest, configs: Any) -> Any:
     return respond(request, {"responses": responses})
 
 
-@wire_api("AlterConfigs", 33, (0, 2), max_items=MAX_ITEMS_PER_REQUEST)
+@wire_api("AlterConfigs", 33, (0, 2), max_items=MAX_ITEMS_PER_REQUEST, roles=BOTH_ROLES)
 def alter_configs(request: WireRequest) -> Any:
     return _alter("AlterConfigs", request, lambda r: r["configs"])
 
@@ -119,6 +119,6 @@ def _incremental_configs(resource: Data) -> list[Data]:
     ]
 
 
-@wire_api("IncrementalAlterConfigs", 44, (0, 1), max_items=MAX_ITEMS_PER_REQUEST)
+@wire_api("IncrementalAlterConfigs", 44, (0, 1), max_items=MAX_ITEMS_PER_REQUEST, roles=BOTH_ROLES)
 def incremental_alter_configs(request: WireRequest) -> Any:
     return _alter("IncrementalAlterConfigs", request, _incremental_configs)

@@ -7,7 +7,7 @@ import dataclasses
 from typing import Any
 
 from controlplane.controller.quotas.describe import MatchType
-from wire.apis.base import MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
+from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import respond, run_rpc
 from wire.convert import Data, to_data
 
@@ -35,7 +35,7 @@ def describe_client_quotas(request: WireRequest) -> Any:
     return respond(request, answered.data)
 
 
-@wire_api("AlterClientQuotas", 49, (0, 1), max_items=MAX_ITEMS_PER_REQUEST)
+@wire_api("AlterClientQuotas", 49, (0, 1), max_items=MAX_ITEMS_PER_REQUEST, roles=BOTH_ROLES)
 def alter_client_quotas(request: WireRequest) -> Any:
     wire = to_data(request.body)
     answered = run_rpc("AlterClientQuotas", wire, request)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from wire.apis.base import WireRequest, wire_api
+from wire.apis.base import BOTH_ROLES, WireRequest, wire_api
 from wire.apis.common import respond, run_rpc
 from wire.convert import Data, to_data
 
@@ -33,7 +33,7 @@ def _raw(encoded: Any) -> bytes:
     return base64.b64decode(encoded) if isinstance(encoded, str) else b""
 
 
-@wire_api("CreateDelegationToken", 38, (1, 3))
+@wire_api("CreateDelegationToken", 38, (1, 3), roles=BOTH_ROLES)
 def create_delegation_token(request: WireRequest) -> Any:
     wire = to_data(request.body)
     body = {
@@ -65,17 +65,17 @@ def _expiry(name: str, period: str, request: WireRequest) -> Any:
     return respond(request, {**data, "expiry_timestamp": _time(data, "expiry_timestamp_ms")})
 
 
-@wire_api("RenewDelegationToken", 39, (1, 2))
+@wire_api("RenewDelegationToken", 39, (1, 2), roles=BOTH_ROLES)
 def renew_delegation_token(request: WireRequest) -> Any:
     return _expiry("RenewDelegationToken", "renew_period", request)
 
 
-@wire_api("ExpireDelegationToken", 40, (1, 2))
+@wire_api("ExpireDelegationToken", 40, (1, 2), roles=BOTH_ROLES)
 def expire_delegation_token(request: WireRequest) -> Any:
     return _expiry("ExpireDelegationToken", "expiry_time_period", request)
 
 
-@wire_api("DescribeDelegationToken", 41, (1, 3))
+@wire_api("DescribeDelegationToken", 41, (1, 3), roles=BOTH_ROLES)
 def describe_delegation_token(request: WireRequest) -> Any:
     wire = to_data(request.body)
     answered = run_rpc("DescribeDelegationToken", {"owners": wire["owners"]}, request)

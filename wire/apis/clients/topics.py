@@ -90,7 +90,7 @@ def create_topics(request: WireRequest) -> Any:
 
 
 # --- DeleteTopics ----------------------------------------------------------------------------
-@wire_api("DeleteTopics", 20, (1, 6), max_items=MAX_ITEMS_PER_REQUEST)
+@wire_api("DeleteTopics", 20, (1, 6), max_items=MAX_ITEMS_PER_REQUEST, roles=BOTH_ROLES)
 def delete_topics(request: WireRequest) -> Any:
     body = _rename_timeout(to_data(request.body))
 
@@ -102,7 +102,7 @@ def delete_topics(request: WireRequest) -> Any:
 
 
 # --- CreatePartitions ------------------------------------------------------------------------
-@wire_api("CreatePartitions", 37, (0, 3), max_items=MAX_ITEMS_PER_REQUEST)
+@wire_api("CreatePartitions", 37, (0, 3), max_items=MAX_ITEMS_PER_REQUEST, roles=BOTH_ROLES)
 def create_partitions(request: WireRequest) -> Any:
     body = _rename_timeout(to_data(request.body))
     return _answered(
@@ -114,7 +114,7 @@ def create_partitions(request: WireRequest) -> Any:
 
 
 # --- ElectLeaders ----------------------------------------------------------------------------
-@wire_api("ElectLeaders", 43, (0, 2))
+@wire_api("ElectLeaders", 43, (0, 2), roles=BOTH_ROLES)
 def elect_leaders(request: WireRequest) -> Any:
     data = _rename_timeout(to_data(request.body))
     # v0 has no election type (preferred); an unknown one is left for validation to refuse.

@@ -54,7 +54,18 @@ from wire.protocol import (
 logger = logging.getLogger(__name__)
 
 _PRINCIPAL_VERSION = struct.Struct(">h")
+MAX_NODE_ID = 2**31 - 1  # node ids are Kafka int32s
 _RETRIED = frozenset(int(e) for e in RETRIED_BY_THE_SENDER)
+
+
+def forwarding_broker_id(client_id: str) -> int | None:
+    """The forwarding broker's id, from its connection: a Kafka broker's channel to the
+    controller (NodeToControllerChannelManager) sends its node id as its client id. None for a
+    sender whose client id is not one (the principal is noted in any case)."""
+    if not (client_id.isascii() and client_id.isdigit() and len(client_id) <= 10):
+        return None
+    node_id = int(client_id)
+    return node_id if node_id <= MAX_NODE_ID else None
 
 
 def decode_principal(data: bytes | None) -> AuthenticatedPrincipal:
@@ -206,7 +217,7 @@ def envelope(request: WireRequest) -> Any:
         client_host=client_host,
         client_id=header.client_id,
         request_id=request.caller.request_id,
-        broker_id=None,  # Kafka's Envelope does not name the broker; its principal is noted
+        broker_id=forwarding_broker_id(request.caller.client_id),
     )
     forwarded = WireRequest(
         api_key=header.api_key,

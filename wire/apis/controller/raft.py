@@ -23,7 +23,7 @@ from controlplane.controller.errors import Errors
 from controlplane.runtime.kraft_log import kafka_snapshot_bytes, kraft_log
 from controlplane.runtime.lease import cluster_read
 from controlplane.runtime.notifier import notifier
-from controlplane.runtime.snapshots import (
+from controlplane.runtime.snapshot_reads import (
     metadata_snapshot_get,
     metadata_snapshot_latest_intact,
 )

@@ -1,0 +1,597 @@
+"""Three stock Apache Kafka 4.1 brokers (the pinned jars, unmodified) under this control plane
+serve producers and a consumer group, and the controller's decisions drive them through a kill
+-9, a restart and a controlled shutdown (issue 36, points 1 and 2).
+
+One control plane and one cluster of three for the module (tests.kafka.harness). The JVMs share
+two cores with everything else: small heaps, a 4 s broker session, 500 ms heartbeats, a 5 s
+`replica.lag.time.max.ms` (so an ISR shrinks within the test), a few hundred messages."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controlplane.controller.records import UNASSIGNED_DIRECTORY
+from devtools.kafka_broker import KafkaBroker
+from tests.conftest import Api, listener_client_class
+from tests.kafka import harness
+from tests.kafka.conftest import need_kafka_jars
+from tests.kafka.harness import (
+    ControlPlane,
+    audited_apis,
+    broker_row,
+    broker_under,
+    control_plane,
+    module_database,
+)
+from tests.ui.conftest import ui_login
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+NODE_IDS = (1, 2, 3)
+SESSION_TIMEOUT_MS = 4000
+TOPIC = "orders"
+PARTITIONS = 6
+BROKER_PROPERTIES = {
+    "broker.heartbeat.interval.ms": "500",
+    "replica.lag.time.max.ms": "5000",
+    # Three brokers: the internal topics as a production cluster has them.
+    "offsets.topic.replication.factor": "3",
+    "transaction.state.log.replication.factor": "3",
+    "transaction.state.log.min.isr": "2",
+    "min.insync.replicas": "2",
+}
+
+
+CLIENT_USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+
+@dataclasses.dataclass
+class Cluster:
+    plane: ControlPlane
+    brokers: dict[int, KafkaBroker]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers.values())
+
+    def running(self) -> list[KafkaBroker]:
+        return [b for b in self.brokers.values() if b.running]
+
+    def wait(self, predicate: Any, timeout: float, what: str) -> Any:
+        return harness.wait(
+            list(self.brokers.values()), predicate, timeout, what, running=self.running()
+        )
+
+
+@pytest.fixture(autouse=True)
+def _fresh_controller_state() -> Iterator[None]:
+    """One controller for the module: reset at its start and end only (tests.kafka.harness)."""
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _django_db_marker() -> None:
+    """The brokers and their registrations live through the module (no flush per test)."""
+
+
+@pytest.fixture(scope="module")
+def module_db(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    with module_database(
+        django_db_blocker,
+        CP_BROKER_SESSION_TIMEOUT_MS=SESSION_TIMEOUT_MS,
+        CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS=3,
+    ):
+        yield
+
+
+@pytest.fixture(scope="module")
+def cluster(module_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    need_kafka_jars()
+    principals = {node: f"kafka-broker-{node}" for node in NODE_IDS}
+    with control_plane(list(principals.values())) as plane:
+        brokers = {
+            node: broker_under(
+                plane,
+                node,
+                principals[node],
+                tmp_path_factory.mktemp(f"kafka-broker-{node}"),
+                BROKER_PROPERTIES,
+                client_users=CLIENT_USERS,  # clients log in to the broker (KIP-590's principals)
+                log_dir_count=2,  # KIP-858: they place their replicas; one dir may fail
+            )
+            for node in NODE_IDS
+        }
+        try:
+            for broker in brokers.values():
+                broker.start()
+            running = Cluster(plane, brokers)
+            running.wait(lambda: all(unfenced(n) for n in NODE_IDS), 180, "three unfenced")
+            yield running
+        finally:
+            for broker in brokers.values():
+                broker.stop(timeout=20)
+
+
+def unfenced(node_id: int) -> bool:
+    row = broker_row(node_id)
+    return row is not None and not row.fenced and row.state == "UNFENCED"
+
+
+def partitions(topic: str = TOPIC) -> dict[int, Any]:
+    from replicas.models import Partition
+
+    return {p.partition_index: p for p in Partition.objects.filter(topic__name=topic)}
+
+
+def leaders_as_the_brokers_see_them(cluster: Cluster, topic: str = TOPIC) -> dict[int, int]:
+    """Each partition's leader from a live broker's own Metadata (its image of our log)."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=cluster.running()[0].bootstrap)
+    try:
+        (described,) = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    return {p["partition_index"]: p["leader_id"] for p in described["partitions"]}
+
+
+def ui_isrs(ui: Any) -> list[set[int]]:
+    """The ISR of each of the topic's partitions as the UI's partitions page shows it."""
+    page = ui.get(f"/ui/partitions/?topic={TOPIC}").content.decode()
+    cells = re.findall(r'<td class="mono" data-testid="isr">\s*([\d, ]+)', page)
+    return [{int(n) for n in cell.split(",") if n.strip()} for cell in cells]
+
+
+class Producing:
+    """A kafka-python producer (acks=all, idempotent: its producer id comes from the controller
+    through AllocateProducerIds) sending numbered messages until stopped; what was acknowledged
+    and what failed, counted."""
+
+    def __init__(self, bootstrap: str, prefix: str) -> None:
+        from kafka import KafkaProducer
+
+        self.producer = KafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            retries=2**31 - 1,
+            delivery_timeout_ms=120_000,
+            request_timeout_ms=10_000,
+            linger_ms=5,
+        )
+        self.prefix = prefix
+        self.acknowledged: set[str] = set()
+        self.errors: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Producing:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _acked(self, key: str) -> Any:
+        def done(_: Any) -> None:
+            with self._lock:
+                self.acknowledged.add(key)
+
+        return done
+
+    def _failed(self, key: str) -> Any:
+        def failed(error: Exception) -> None:
+            with self._lock:
+                self.errors.append(f"{key}: {error!r}")
+
+        return failed
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            key = f"{self.prefix}-{self.sent:06d}"
+            future = self.producer.send(TOPIC, key=key.encode(), value=key.encode())
+            future.add_callback(self._acked(key)).add_errback(self._failed(key))
+            self.sent += 1
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self.producer.flush(timeout=120)
+        self.producer.close(timeout=30)
+
+
+def consumed(cluster: Cluster, group: str, expected: set[str], timeout: float = 90) -> set[str]:
+    """What a consumer group reads of the topic from the beginning, until it has `expected`."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(
+        TOPIC,
+        bootstrap_servers=cluster.running()[0].bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=True,
+        consumer_timeout_ms=5000,
+    )
+    seen: set[str] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and not expected <= seen:
+            for message in consumer:
+                seen.add(message.value.decode())
+                if expected <= seen:
+                    break
+        consumer.commit()
+    finally:
+        consumer.close()
+    return seen
+
+
+def test_producers_and_a_consumer_group_move_messages_through_the_real_brokers(
+    cluster: Cluster,
+) -> None:
+    from confluent_kafka import Producer
+
+    from controlplane.models import MetadataRecord
+
+    api = Api(listener_client_class()())
+    admin = cluster.plane.tokens["admin"]
+    status, body = api.post(
+        "/api/v1/create-topics",
+        {
+            "topics": [
+                {
+                    "name": TOPIC,
+                    "num_partitions": PARTITIONS,
+                    "replication_factor": 3,
+                    "configs": [{"name": "min.insync.replicas", "value": "2"}],
+                }
+            ]
+        },
+        token=admin,
+    )
+    assert status == 200 and body["topics"][0]["error_code"] == 0, body
+    assigned = {i: p.leader for i, p in partitions().items()}
+    # Led as the controller assigned it: each broker's own Metadata says the same leaders.
+    cluster.wait(lambda: leaders_as_the_brokers_see_them(cluster) == assigned, 60, "the assignment")
+
+    with Producing(cluster.bootstrap, "python") as producing:
+        cluster.wait(lambda: len(producing.acknowledged) >= 100, 120, "100 acknowledged")
+    assert not producing.errors, producing.errors[:5]
+    # The idempotent producer's id came from the controller (AllocateProducerIds).
+    blocks = MetadataRecord.objects.filter(record_type="ProducerIdsRecord")
+    assert blocks.exists() and {b.principal for b in blocks} <= {
+        f"User:kafka-broker-{n}" for n in NODE_IDS
+    }
+
+    delivered: list[str] = []
+    confluent = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True}
+    )
+    for number in range(50):
+        key = f"confluent-{number:06d}"
+        confluent.produce(
+            TOPIC,
+            key=key,
+            value=key,
+            on_delivery=lambda error, message: delivered.append(
+                message.value().decode() if error is None else f"error {error}"
+            ),
+        )
+    assert confluent.flush(60) == 0
+    assert len(delivered) == 50 and not [d for d in delivered if d.startswith("error")]
+
+    expected = producing.acknowledged | set(delivered)
+    seen = consumed(cluster, "orders-readers", expected)
+    assert expected <= seen, sorted(expected - seen)[:10]
+    # The group's offsets live in __consumer_offsets, created through the controller by a
+    # broker (its plain CreateTopics on the controller listener).
+    created = MetadataRecord.objects.get(record_type="TopicRecord", data__name="__consumer_offsets")
+    assert created.principal.startswith("User:kafka-broker-")
+    assert "CreateTopics" in audited_apis(created.principal)
+
+
+def test_kill_9_of_a_leader_then_a_restart(cluster: Cluster) -> None:
+    """kill -9 of the broker leading the most partitions: fenced after the session timeout,
+    leaders move to live ISR members and it leaves every ISR (as Kafka's handleBrokerFenced),
+    shown in the REST API, the health figures and the timeline; the producer goes on and no
+    acknowledged message is lost. Restarted: a new incarnation, taken back into every ISR by
+    the leaders (AlterPartition), the preferred leaders back (the rebalance)."""
+    from timeline.models import TimelineEvent
+
+    api = Api(listener_client_class()())
+    admin = cluster.plane.tokens["admin"]
+    led = [p.leader for p in partitions().values()]
+    victim = cluster.brokers[max(NODE_IDS, key=led.count)]
+    incarnation = broker_row(victim.node_id).incarnation_id
+    with Producing(cluster.bootstrap, f"kill-{uuid.uuid4().hex[:6]}") as producing:
+        cluster.wait(lambda: len(producing.acknowledged) >= 50, 60, "writes before the kill")
+        victim.kill()
+        killed = time.monotonic()
+        cluster.wait(lambda: broker_row(victim.node_id).fenced, 30, "the victim fenced")
+        fenced_after = time.monotonic() - killed
+        cluster.wait(
+            lambda: all(p.leader not in (victim.node_id, -1) for p in partitions().values()),
+            30,
+            "a live leader for every partition",
+        )
+        before = len(producing.acknowledged)
+        cluster.wait(
+            lambda: len(producing.acknowledged) >= before + 50, 90, "writes after the kill"
+        )
+        # Fenced, it left every ISR.
+        cluster.wait(
+            lambda: all(victim.node_id not in p.isr for p in partitions().values()),
+            60,
+            "ISRs without the victim",
+        )
+    assert fenced_after < SESSION_TIMEOUT_MS / 1000 + 10, fenced_after
+    assert not producing.errors, producing.errors[:5]
+    status, body = api.get("/api/v1/cluster", token=admin)
+    assert status == 200 and body["health"]["under_replicated_partitions"] >= PARTITIONS, body
+    status, shrunk = api.get(f"/api/v1/partitions?topic={TOPIC}", token=admin)
+    assert status == 200
+    assert all(victim.node_id not in p["isr_nodes"] for p in shrunk["results"]), shrunk
+    assert TimelineEvent.objects.filter(kind="SESSION_EXPIRED").exists()
+    ui = listener_client_class()()
+    ui_login(ui, "admin", admin)
+    survivors = set(NODE_IDS) - {victim.node_id}
+    assert ui_isrs(ui) == [survivors] * PARTITIONS  # the UI's partitions say so too
+    seen = consumed(cluster, f"after-kill-{uuid.uuid4().hex[:6]}", producing.acknowledged)
+    assert producing.acknowledged <= seen, sorted(producing.acknowledged - seen)[:10]
+
+    victim.start()
+    cluster.wait(lambda: unfenced(victim.node_id), 120, "the victim unfenced again")
+    assert broker_row(victim.node_id).incarnation_id != incarnation
+    cluster.wait(
+        lambda: all(len(p.isr) == 3 for p in partitions().values()), 120, "every ISR whole"
+    )
+    # The leaders took it back with AlterPartition: in the timeline, and the UI says so.
+    taken_back = TimelineEvent.objects.filter(kind="ISR_CHANGE", api="AlterPartition")
+    assert taken_back.exists()
+    timeline = ui.get("/ui/timeline/").content.decode()
+    assert "ISR change" in timeline, timeline[:2000]
+    assert ui_isrs(ui) == [set(NODE_IDS)] * PARTITIONS
+    cluster.wait(
+        lambda: all(p.leader == p.replicas[0] for p in partitions().values()),
+        60,
+        "the preferred leaders back",
+    )
+
+
+def test_controlled_shutdown_moves_leadership_first(cluster: Cluster) -> None:
+    """SIGTERM: the broker asks WantShutDown, the controller moves its leadership away while it
+    is still up, then tells it ShouldShutDown; the producer sees no error beyond retries."""
+    from controlplane.models import MetadataRecord
+
+    led = [p.leader for p in partitions().values()]
+    leaving = cluster.brokers[max(NODE_IDS, key=led.count)]
+    assert leaving.node_id in led
+    start = MetadataRecord.objects.order_by("-offset").values_list("offset", flat=True)[0]
+    with Producing(cluster.bootstrap, f"shutdown-{uuid.uuid4().hex[:6]}") as producing:
+        cluster.wait(lambda: len(producing.acknowledged) >= 50, 60, "writes before")
+        assert leaving.process is not None
+        leaving.process.terminate()
+        code = leaving.process.wait(timeout=60)
+        before = len(producing.acknowledged)
+        cluster.wait(lambda: len(producing.acknowledged) >= before + 30, 90, "writes after")
+    assert code in (0, 143), harness.with_log([leaving], f"exited {code}")  # 143: SIGTERM
+    assert not producing.errors, producing.errors[:5]
+    written = list(
+        MetadataRecord.objects.filter(offset__gt=start)
+        .order_by("offset")
+        .values_list("record_type", "data")
+    )
+    shutting = next(
+        i
+        for i, (kind, data) in enumerate(written)
+        if kind == "BrokerRegistrationChangeRecord"
+        and data.get("broker_id") == leaving.node_id
+        and data.get("in_controlled_shutdown") == 1
+    )
+    moved = [
+        i
+        for i, (kind, data) in enumerate(written)
+        if kind == "PartitionChangeRecord" and data.get("leader", -2) not in (-2, leaving.node_id)
+    ]
+    assert moved and min(moved) >= shutting, written  # moved once it asked, not before
+    assert all(p.leader != leaving.node_id for p in partitions().values())
+    seen = consumed(cluster, f"after-shutdown-{uuid.uuid4().hex[:6]}", producing.acknowledged)
+    assert producing.acknowledged <= seen, sorted(producing.acknowledged - seen)[:10]
+    leaving.start()
+    cluster.wait(lambda: unfenced(leaving.node_id), 120, "back after the shutdown")
+
+
+def sasl_admin(broker: KafkaBroker, user: str) -> Any:
+    from kafka import KafkaAdminClient
+
+    return KafkaAdminClient(
+        bootstrap_servers=broker.sasl_bootstrap,
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="PLAIN",
+        sasl_plain_username=user,
+        sasl_plain_password=CLIENT_USERS[user],
+        client_id=f"{user}-tool",
+        request_timeout_ms=20_000,
+    )
+
+
+def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
+    cluster: Cluster,
+) -> None:
+    """KIP-590 as Kafka ships it: a client logs in to a real broker (SASL/PLAIN on its client
+    listener) and sends admin writes; the broker forwards each in an Envelope to this
+    controller, which authorizes it as the client's principal and audits it naming the client
+    (principal, client id, address) and the forwarding broker (its principal and id). (No stock
+    Python client creates delegation tokens; the REST and wire tests cover them.)"""
+    from kafka.admin import (
+        ACL,
+        ACLOperation,
+        ACLPermissionType,
+        ConfigResource,
+        ConfigResourceType,
+        NewTopic,
+        ResourcePattern,
+        ResourceType,
+    )
+    from kafka.errors import TopicAuthorizationFailedError
+
+    from audit.models import AuditEvent
+    from replicas.models import Topic
+
+    api = Api(listener_client_class()())
+    admin = cluster.plane.tokens["admin"]
+    allowed = [
+        {
+            "resource_type": "TOPIC",
+            "resource_name": "alice-",
+            "pattern_type": "PREFIXED",
+            "principal": "User:alice",
+            "host": "*",
+            "operation": operation,
+            "permission_type": "ALLOW",
+        }
+        for operation in ("CREATE", "ALTER_CONFIGS", "DESCRIBE")
+    ]
+    status, body = api.post("/api/v1/create-acls", {"creations": allowed}, token=admin)
+    assert status == 200 and all(r["error_code"] == 0 for r in body["results"]), body
+    via = cluster.running()[0]
+
+    alice = sasl_admin(via, "alice")
+    try:
+        alice.create_topics([NewTopic("alice-orders", 1, 3)])
+        cluster.wait(lambda: Topic.objects.filter(name="alice-orders").exists(), 30, "created")
+        alice.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, "alice-orders", {"retention.ms": "3600000"})],
+            incremental=True,
+            raise_on_unknown=False,
+        )
+        # Not alice's to grant (ALTER on the cluster): refused by this controller, as her.
+        granted = alice.create_acls(
+            [
+                ACL(
+                    principal="User:alice",
+                    host="*",
+                    operation=ACLOperation.READ,
+                    permission_type=ACLPermissionType.ALLOW,
+                    resource_pattern=ResourcePattern(ResourceType.TOPIC, "alice-orders"),
+                )
+            ]
+        )
+    finally:
+        alice.close()
+    assert not granted["succeeded"] and len(granted["failed"]) == 1, granted
+    bob = sasl_admin(via, "bob")
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            bob.create_topics([NewTopic("alice-bobs", 1, 3)])
+    finally:
+        bob.close()
+    assert not Topic.objects.filter(name="alice-bobs").exists()
+
+    # Forwarded by whichever broker the client sent it to (a KRaft broker names a random live
+    # broker as the controller in Metadata, and admin clients send their writes there).
+    forwarded = {
+        (e.api, e.principal, e.outcome): e
+        for e in AuditEvent.objects.filter(forwarding_principal__startswith="User:kafka-broker-")
+    }
+    assert {
+        ("CreateTopics", "User:alice", "SUCCESS"),
+        ("IncrementalAlterConfigs", "User:alice", "SUCCESS"),
+        ("CreateTopics", "User:bob", "DENIED"),
+        ("CreateAcls", "User:alice", "DENIED"),
+    } <= set(forwarded), sorted(forwarded)
+    created = forwarded[("CreateTopics", "User:alice", "SUCCESS")]
+    altered = forwarded[("IncrementalAlterConfigs", "User:alice", "SUCCESS")]
+    denied = forwarded[("CreateTopics", "User:bob", "DENIED")]
+    refused = forwarded[("CreateAcls", "User:alice", "DENIED")]
+    for event in (created, altered, denied, refused):
+        assert event.forwarding_principal == f"User:kafka-broker-{event.forwarding_broker_id}"
+        assert event.forwarding_broker_id in NODE_IDS and event.client_host == "127.0.0.1"
+    assert (created.client_id, denied.client_id) == ("alice-tool", "bob-tool")
+    assert created.resources[0]["resource_name"] == "alice-orders"
+
+
+def directory_paths(broker: KafkaBroker) -> dict[str, Path]:
+    """The broker's log dirs by directory id (each dir's meta.properties names its own)."""
+    from controlplane.controller.kraft import kafka_uuid
+
+    found = {}
+    for path in broker.data_dirs:
+        text = (path / "meta.properties").read_text()
+        match = re.search(r"^directory\.id=(.+)$", text, re.MULTILINE)
+        assert match, text
+        found[str(kafka_uuid(match.group(1).strip()))] = path
+    return found
+
+
+def test_a_lost_log_dir_takes_its_replicas_offline_at_once(cluster: Cluster) -> None:
+    """KIP-589 as Kafka ships it since KIP-858: a real broker with two log dirs loses one under
+    it (the directory moved away: its next checkpoint fails); it reports the dir offline in its
+    heartbeat, and the controller moves the leadership of every partition with a replica there
+    through AlterReplicaState's state machine, without waiting for the session timeout; the
+    producer goes on, the broker stays unfenced, the console shows the dir offline and the
+    incident is in the timeline."""
+    from timeline.models import TimelineEvent
+
+    # Every replica placed (AssignReplicasToDirs), none left UNASSIGNED.
+    cluster.wait(
+        lambda: all(
+            p.directories and UNASSIGNED_DIRECTORY not in p.directories
+            for p in partitions().values()
+        ),
+        60,
+        "every replica placed in a log dir",
+    )
+    broker = max(
+        cluster.brokers.values(),
+        key=lambda b: [p.leader for p in partitions().values()].count(b.node_id),
+    )
+    placed = {
+        index: p.directories[p.replicas.index(broker.node_id)] for index, p in partitions().items()
+    }
+    led = [i for i, p in partitions().items() if p.leader == broker.node_id]
+    lost = placed[led[0]] if led else next(iter(placed.values()))
+    on_lost = sorted(i for i, d in placed.items() if d == lost)
+    paths = directory_paths(broker)
+    assert set(paths) == set(broker_row(broker.node_id).log_dirs)
+    with Producing(cluster.bootstrap, f"lost-dir-{uuid.uuid4().hex[:6]}") as producing:
+        cluster.wait(lambda: len(producing.acknowledged) >= 50, 60, "writes before")
+        paths[lost].rename(paths[lost].with_name(paths[lost].name + ".lost"))
+        cluster.wait(
+            lambda: lost in broker_row(broker.node_id).offline_log_dirs, 60, "the dir reported"
+        )
+        cluster.wait(
+            lambda: all(
+                broker.node_id in partitions()[i].offline_replicas
+                and partitions()[i].leader != broker.node_id
+                for i in on_lost
+            ),
+            30,
+            "its replicas there offline, their leadership moved",
+        )
+        before = len(producing.acknowledged)
+        cluster.wait(lambda: len(producing.acknowledged) >= before + 30, 90, "writes after")
+    assert not producing.errors, producing.errors[:5]
+    assert broker.running and not broker_row(broker.node_id).fenced  # no session timeout
+    # The replicas in its other dir are untouched.
+    for index, dir_id in placed.items():
+        if dir_id != lost:
+            assert broker.node_id not in partitions()[index].offline_replicas
+    api = Api(listener_client_class()())
+    status, body = api.get(f"/api/v1/brokers/{broker.node_id}", token=cluster.plane.tokens["admin"])
+    assert status == 200 and lost in body["offline_log_dirs"], body
+    assert TimelineEvent.objects.filter(kind="LOG_DIR_FAILURE").exists()
+    seen = consumed(cluster, f"after-lost-dir-{uuid.uuid4().hex[:6]}", producing.acknowledged)
+    assert producing.acknowledged <= seen, sorted(producing.acknowledged - seen)[:10]
