@@ -12,7 +12,7 @@ KAFKA_BROKERS ?= 0
 KAFKA_CONTROLLER_PORT ?= 9098
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-wire-hostile-frame bench-health-fence clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -65,7 +65,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-wire-hostile-frame bench-health-fence
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -112,6 +112,10 @@ bench-wire: install-test services
 ## bench-real-broker: a stock Kafka broker from start to registered, caught up, unfenced; kill -9 to fenced; restart
 bench-real-broker: install-test services
 	$(PY) -m bench.real_broker $(BENCH_ARGS)
+
+## bench-real-cluster-failover: three stock brokers lose the busiest (kill -9, then SIGTERM), here and under Kafka's own controller
+bench-real-cluster-failover: install-test services
+	$(PY) -m bench.real_cluster_failover $(BENCH_ARGS)
 
 ## bench-wire-hostile-frame: what the finding's 11.6 MB CreateAcls costs the listener (refused unread)
 bench-wire-hostile-frame: install-test services

@@ -91,27 +91,37 @@ for _ in $(seq 1 100); do
   sleep 0.2
 done
 
-$PY manage.py simulate_brokers --internal-url "$INTERNAL_URL" --url "$URL" --token "$BROKER_TOKEN" \
-  --brokers 5 --canary 1 --racks 3 --software-version 3.9.0 --canary-software-version 3.9.1 \
-  > var/simulator.log 2>&1 &
-pids+=($!)
+# A topic (`$1`: CreateTopics' JSON of one topic), retried until created or there already.
+create_topic() {
+  for _ in $(seq 1 60); do
+    answer=$(curl -fsS -X POST "${URL}/api/v1/create-topics" \
+      -H "Authorization: Bearer ${ADMIN_TOKEN}" -H "Content-Type: application/json" \
+      -d "{\"topics\":[$1]}" 2>/dev/null || true)
+    case "$answer" in
+      *'"error_code":0'*|*'"error_code": 0'*|*TOPIC_ALREADY_EXISTS*|*'"error_code":36'*) break ;;
+    esac
+    sleep 0.5
+  done
+}
 
-# A demo topic once every simulated broker is unfenced (leaders go to unfenced brokers only).
-for _ in $(seq 1 60); do
-  curl -fsS -H "Authorization: Bearer ${ADMIN_TOKEN}" "${URL}/api/v1/cluster" 2>/dev/null \
-    | grep -q '"UNFENCED":6' && break
-  sleep 0.5
-done
-for _ in $(seq 1 60); do
-  answer=$(curl -fsS -X POST "${URL}/api/v1/create-topics" \
-    -H "Authorization: Bearer ${ADMIN_TOKEN}" -H "Content-Type: application/json" \
-    -d '{"topics":[{"name":"demo-orders","num_partitions":12,"replication_factor":3}]}' \
-    2>/dev/null || true)
-  case "$answer" in
-    *'"error_code":0'*|*'"error_code": 0'*|*TOPIC_ALREADY_EXISTS*|*'"error_code":36'*) break ;;
-  esac
-  sleep 0.5
-done
+# Simulated brokers, unless real ones run instead: a real broker's clients learn every broker's
+# address from it, and nothing listens at a simulated broker's.
+DEMO_MSG="  Demo cluster: 6 simulated brokers (5 broker + 1 canary-broker, 3 racks) and the topic
+  demo-orders (12 partitions, RF 3); simulator log in var/simulator.log"
+if [ "$KAFKA_BROKERS" -eq 0 ]; then
+  $PY manage.py simulate_brokers --internal-url "$INTERNAL_URL" --url "$URL" --token "$BROKER_TOKEN" \
+    --brokers 5 --canary 1 --racks 3 --software-version 3.9.0 --canary-software-version 3.9.1 \
+    > var/simulator.log 2>&1 &
+  pids+=($!)
+
+  # A demo topic once every simulated broker is unfenced (leaders go to unfenced brokers only).
+  for _ in $(seq 1 60); do
+    curl -fsS -H "Authorization: Bearer ${ADMIN_TOKEN}" "${URL}/api/v1/cluster" 2>/dev/null \
+      | grep -q '"UNFENCED":6' && break
+    sleep 0.5
+  done
+  create_topic '{"name":"demo-orders","num_partitions":12,"replication_factor":3}'
+fi
 
 KAFKA_MSG=""
 if [ "$KAFKA_BROKERS" -gt 0 ]; then
@@ -136,11 +146,26 @@ if [ "$KAFKA_BROKERS" -gt 0 ]; then
     kill -0 "$kafka_pid" 2>/dev/null || break
     sleep 1
   done
+  # Their topic, on their ids (a database of an earlier run may hold demo-orders on simulated
+  # brokers' ids): real-orders, 3 partitions at RF up to 3.
+  rf=$(( KAFKA_BROKERS < 3 ? KAFKA_BROKERS : 3 ))
+  assignments=$($PY -c "import json, sys
+n, first, rf = map(int, sys.argv[1:])
+print(json.dumps([{'partition_index': p, 'broker_ids': [first + (p + k) % n for k in range(rf)]} for p in range(3)]))" \
+    "$KAFKA_BROKERS" "$KAFKA_FIRST_BROKER_ID" "$rf")
+  create_topic "{\"name\":\"real-orders\",\"num_partitions\":-1,\"replication_factor\":-1,\"assignments\":${assignments}}"
+  bootstrap=$(grep -o '^Kafka broker [0-9]* (pid [0-9]*): [0-9.]*:[0-9]*' var/kafka-brokers.log \
+    | sed 's/.*: //' | paste -sd, -)
+  DEMO_MSG="  Demo cluster: ${KAFKA_BROKERS} real Kafka broker(s) instead of the simulated ones, and the topic
+  real-orders on them (3 partitions, RF ${rf})"
   KAFKA_MSG="
   Real Kafka brokers (Apache Kafka $($PY -c 'from devtools import kafka; print(kafka.pinned_version())'), stock jars), controller listener CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT} (SASL/PLAIN):
 $(grep '^Kafka broker [0-9]* (pid' var/kafka-brokers.log | sed 's/^/    /')
     Each broker's own log: ${KAFKA_BROKER_DIR}/broker-ID/broker.log; the launcher's: var/kafka-brokers.log
     Their state: curl -H \"Authorization: Bearer ${ADMIN_TOKEN}\" ${URL}/api/v1/brokers/${KAFKA_FIRST_BROKER_ID}
+    Produce to real-orders, then consume it, with a stock client (a consumer group takes some seconds to join):
+      .venv/bin/python -c \"from kafka import KafkaProducer; p = KafkaProducer(bootstrap_servers='${bootstrap}', acks='all'); [p.send('real-orders', b'hello %d' % i) for i in range(10)]; p.flush(); print('10 sent')\"
+      .venv/bin/python -c \"from kafka import KafkaConsumer; c = KafkaConsumer('real-orders', bootstrap_servers='${bootstrap}', group_id='demo', auto_offset_reset='earliest', consumer_timeout_ms=20000); print([m.value.decode() for m in c])\"
 "
 fi
 
@@ -153,8 +178,7 @@ cat <<MSG
     API docs:  ${URL}/api/docs/
     Metrics:   ${URL}/metrics
     Kafka protocol: PLAINTEXT 127.0.0.1:${KAFKA_PORT} (User:ANONYMOUS), SASL_PLAINTEXT 127.0.0.1:${KAFKA_SASL_PORT} (SASL/PLAIN)
-  Demo cluster: 6 simulated brokers (5 broker + 1 canary-broker, 3 racks) and the topic
-  demo-orders (12 partitions, RF 3); simulator log in var/simulator.log
+${DEMO_MSG}
 ${KAFKA_MSG}
   Admin token (User:admin, super user):
 ${ADMIN_TOKEN}
