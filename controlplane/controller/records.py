@@ -124,9 +124,9 @@ def _optional_bool(value: bool | None) -> str:
     return "null" if value is None else ("true" if value else "false")
 
 
-def _directories_field(directories: tuple[str, ...] | None) -> str:
-    """`,"directories":[...]` when there are any to say, else nothing (see `to_data`)."""
-    return "" if directories is None else f',"directories":{_ENCODE(list(directories))}'
+def _directories_field(directories: tuple[str, ...]) -> str:
+    """`,"directories":[...]`, for a record that has them to say (see `to_data`)."""
+    return f',"directories":{_ENCODE(list(directories))}'
 
 
 NO_LEADER = -1
@@ -206,7 +206,7 @@ class PartitionRecord(Record):
             f'"offline_replicas":{_int_list(self.offline_replicas)},'
             f'"is_canary":{"true" if self.is_canary else "false"},'
             f'"canary_isolated":{"true" if self.canary_isolated else "false"}'
-            f"{_directories_field(self.directories or None)}}}"
+            f"{_directories_field(self.directories) if self.directories else ''}}}"
         )
 
 
@@ -252,7 +252,7 @@ class PartitionChangeRecord(Record):
             f'"replicas":{_int_list(self.replicas)},'
             f'"offline_replicas":{_int_list(self.offline_replicas)},'
             f'"canary_isolated":{_optional_bool(self.canary_isolated)}'
-            f"{_directories_field(self.directories)}}}"
+            f"{'' if self.directories is None else _directories_field(self.directories)}}}"
         )
 
 

@@ -180,3 +180,65 @@ def audited_apis(principal: str) -> set[str]:
     from audit.models import AuditEvent
 
     return set(AuditEvent.objects.filter(principal=principal).values_list("api", flat=True))
+
+
+class Producing:
+    """A kafka-python producer (acks=all, idempotent: its producer id comes from the controller
+    through AllocateProducerIds) sending numbered messages until stopped; what was acknowledged
+    and what failed, counted."""
+
+    def __init__(self, bootstrap: str, prefix: str, topic: str) -> None:
+        from kafka import KafkaProducer
+
+        self.producer = KafkaProducer(
+            bootstrap_servers=bootstrap,
+            acks="all",
+            enable_idempotence=True,
+            retries=2**31 - 1,
+            delivery_timeout_ms=120_000,
+            request_timeout_ms=10_000,
+            linger_ms=5,
+        )
+        self.prefix = prefix
+        self.topic = topic
+        self.acknowledged: set[str] = set()
+        self.errors: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> Producing:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _acked(self, key: str) -> Any:
+        def done(_: Any) -> None:
+            with self._lock:
+                self.acknowledged.add(key)
+
+        return done
+
+    def _failed(self, key: str) -> Any:
+        def failed(error: Exception) -> None:
+            with self._lock:
+                self.errors.append(f"{key}: {error!r}")
+
+        return failed
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            key = f"{self.prefix}-{self.sent:06d}"
+            future = self.producer.send(self.topic, key=key.encode(), value=key.encode())
+            future.add_callback(self._acked(key)).add_errback(self._failed(key))
+            self.sent += 1
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self.producer.flush(timeout=120)
+        self.producer.close(timeout=30)

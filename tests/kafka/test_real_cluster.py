@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from tests.kafka import harness
 from tests.kafka.conftest import need_kafka_jars
 from tests.kafka.harness import (
     ControlPlane,
+    Producing,
     audited_apis,
     broker_row,
     broker_under,
@@ -151,67 +151,6 @@ def ui_isrs(ui: Any) -> list[set[int]]:
     return [{int(n) for n in cell.split(",") if n.strip()} for cell in cells]
 
 
-class Producing:
-    """A kafka-python producer (acks=all, idempotent: its producer id comes from the controller
-    through AllocateProducerIds) sending numbered messages until stopped; what was acknowledged
-    and what failed, counted."""
-
-    def __init__(self, bootstrap: str, prefix: str) -> None:
-        from kafka import KafkaProducer
-
-        self.producer = KafkaProducer(
-            bootstrap_servers=bootstrap,
-            acks="all",
-            enable_idempotence=True,
-            retries=2**31 - 1,
-            delivery_timeout_ms=120_000,
-            request_timeout_ms=10_000,
-            linger_ms=5,
-        )
-        self.prefix = prefix
-        self.acknowledged: set[str] = set()
-        self.errors: list[str] = []
-        self.sent = 0
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> Producing:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _acked(self, key: str) -> Any:
-        def done(_: Any) -> None:
-            with self._lock:
-                self.acknowledged.add(key)
-
-        return done
-
-    def _failed(self, key: str) -> Any:
-        def failed(error: Exception) -> None:
-            with self._lock:
-                self.errors.append(f"{key}: {error!r}")
-
-        return failed
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            key = f"{self.prefix}-{self.sent:06d}"
-            future = self.producer.send(TOPIC, key=key.encode(), value=key.encode())
-            future.add_callback(self._acked(key)).add_errback(self._failed(key))
-            self.sent += 1
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-        self.producer.flush(timeout=120)
-        self.producer.close(timeout=30)
-
-
 def consumed(cluster: Cluster, group: str, expected: set[str], timeout: float = 90) -> set[str]:
     """What a consumer group reads of the topic from the beginning, until it has `expected`."""
     from kafka import KafkaConsumer
@@ -266,7 +205,7 @@ def test_producers_and_a_consumer_group_move_messages_through_the_real_brokers(
     # Led as the controller assigned it: each broker's own Metadata says the same leaders.
     cluster.wait(lambda: leaders_as_the_brokers_see_them(cluster) == assigned, 60, "the assignment")
 
-    with Producing(cluster.bootstrap, "python") as producing:
+    with Producing(cluster.bootstrap, "python", TOPIC) as producing:
         cluster.wait(lambda: len(producing.acknowledged) >= 100, 120, "100 acknowledged")
     assert not producing.errors, producing.errors[:5]
     # The idempotent producer's id came from the controller (AllocateProducerIds).
@@ -315,7 +254,7 @@ def test_kill_9_of_a_leader_then_a_restart(cluster: Cluster) -> None:
     led = [p.leader for p in partitions().values()]
     victim = cluster.brokers[max(NODE_IDS, key=led.count)]
     incarnation = broker_row(victim.node_id).incarnation_id
-    with Producing(cluster.bootstrap, f"kill-{uuid.uuid4().hex[:6]}") as producing:
+    with Producing(cluster.bootstrap, f"kill-{uuid.uuid4().hex[:6]}", TOPIC) as producing:
         cluster.wait(lambda: len(producing.acknowledged) >= 50, 60, "writes before the kill")
         victim.kill()
         killed = time.monotonic()
@@ -379,7 +318,7 @@ def test_controlled_shutdown_moves_leadership_first(cluster: Cluster) -> None:
     leaving = cluster.brokers[max(NODE_IDS, key=led.count)]
     assert leaving.node_id in led
     start = MetadataRecord.objects.order_by("-offset").values_list("offset", flat=True)[0]
-    with Producing(cluster.bootstrap, f"shutdown-{uuid.uuid4().hex[:6]}") as producing:
+    with Producing(cluster.bootstrap, f"shutdown-{uuid.uuid4().hex[:6]}", TOPIC) as producing:
         cluster.wait(lambda: len(producing.acknowledged) >= 50, 60, "writes before")
         assert leaving.process is not None
         leaving.process.terminate()
@@ -566,7 +505,7 @@ def test_a_lost_log_dir_takes_its_replicas_offline_at_once(cluster: Cluster) -> 
     on_lost = sorted(i for i, d in placed.items() if d == lost)
     paths = directory_paths(broker)
     assert set(paths) == set(broker_row(broker.node_id).log_dirs)
-    with Producing(cluster.bootstrap, f"lost-dir-{uuid.uuid4().hex[:6]}") as producing:
+    with Producing(cluster.bootstrap, f"lost-dir-{uuid.uuid4().hex[:6]}", TOPIC) as producing:
         cluster.wait(lambda: len(producing.acknowledged) >= 50, 60, "writes before")
         paths[lost].rename(paths[lost].with_name(paths[lost].name + ".lost"))
         cluster.wait(
