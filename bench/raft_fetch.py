@@ -22,7 +22,6 @@ import argparse
 import concurrent.futures
 import datetime
 import json
-import socket
 import sys
 import tempfile
 import time
@@ -35,7 +34,8 @@ import httpx
 from bench.replica_state import bearer_client, brokers_unfenced
 from bench.verify import fail_unless_clean, verify_stack
 from bench.wire_protocol import summary
-from devtools.stack import BENCH_SETTINGS, PYTHON, Stack, free_port, running_stack, wait_for
+from devtools.real_brokers import start_controller_listener
+from devtools.stack import BENCH_SETTINGS, Stack, running_stack
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METADATA_TOPIC_ID = uuid.UUID(int=1)
@@ -44,32 +44,6 @@ FETCH_MAX_BYTES = 8 << 20  # what a broker asks for (KafkaRaftClient's fetch max
 
 def log(message: str) -> None:
     print(f"[bench-raft-fetch] {message}", file=sys.stderr, flush=True)
-
-
-def start_controller_listener(stack: Stack) -> int:
-    port = free_port()
-    stack.spawn(
-        "serve_kafka",
-        [
-            PYTHON,
-            "manage.py",
-            "serve_kafka",
-            "--listener",
-            f"CONTROLLER://127.0.0.1:{port}",
-            "--listener-security-protocol-map",
-            "CONTROLLER:SASL_PLAINTEXT",
-        ],
-    )
-
-    def listening() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return True
-        except OSError:
-            return False
-
-    wait_for(listening, 30, "serve_kafka to listen")
-    return port
 
 
 class Follower:

@@ -38,10 +38,10 @@ from typing import Any
 
 import httpx
 
-from bench.raft_fetch import start_controller_listener
 from bench.replica_state import bearer_client
 from devtools import kafka
 from devtools.kafka_broker import STARTED, KafkaBroker
+from devtools.real_brokers import start_controller_listener
 from devtools.stack import BENCH_SETTINGS, Stack, running_stack
 
 RESULTS = Path(__file__).resolve().parent / "results"

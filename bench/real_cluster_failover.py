@@ -34,14 +34,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.raft_fetch import start_controller_listener
 from bench.replica_state import bearer_client
 from devtools import kafka
 from devtools.kafka_broker import KafkaBroker
+from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
 from devtools.stack import BENCH_SETTINGS, running_stack
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -196,17 +196,6 @@ BROKER_SETTINGS = {
 }
 
 
-@contextlib.contextmanager
-def brokers_running(brokers: list[KafkaBroker]) -> Iterator[list[KafkaBroker]]:
-    try:
-        for broker in brokers:
-            broker.start()
-        yield brokers
-    finally:
-        for broker in brokers:
-            broker.stop(timeout=20)
-
-
 def create_topic(bootstrap: str, partitions: int) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
@@ -256,20 +245,16 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         stack.start_controller("controller", KAFKA_CONTROLLER_ID)
         stack.wait_active("controller")
         port = start_controller_listener(stack)
-        cluster_id = stack.sql("SELECT cluster_id FROM cp_cluster WHERE id = 1")[0][0]
-        brokers = [
-            KafkaBroker(
-                node_id=node,
-                cluster_id=cluster_id,
-                controller=f"127.0.0.1:{port}",
-                principal="broker",
-                token=stack.tokens["broker"],
-                work_dir=work / f"ours-{node}",
-                heap=args.heap,
-                overrides=BROKER_SETTINGS,
-            )
-            for node in NODE_IDS
-        ]
+        brokers = brokers_under(
+            stack,
+            port,
+            work,
+            NODE_IDS,
+            controller_id=KAFKA_CONTROLLER_ID,
+            prefix="ours",
+            heap=args.heap,
+            overrides=BROKER_SETTINGS,
+        )
 
         def create() -> None:  # as the admin (a broker's PLAINTEXT client is ANONYMOUS here)
             with bearer_client(web.base, stack.tokens["admin"], timeout_s=120) as http:

@@ -1,0 +1,90 @@
+"""Stock Kafka brokers under a stack (devtools.stack): the controller listener a `serve_kafka`
+serves them, and the brokers that follow it. Shared by the tests, benchmarks and the campaign
+that run real brokers under a distributed control plane."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from devtools.kafka_broker import KafkaBroker
+from devtools.stack import PYTHON, Stack, free_port, wait_for
+
+DEFAULT_CONTROLLER_ID = 3000  # the quorum's one voter, as the brokers know it
+
+
+def start_controller_listener(stack: Stack, name: str = "serve_kafka") -> int:
+    """`serve_kafka` with one CONTROLLER listener (SASL_PLAINTEXT) on a free port: the port,
+    once it listens."""
+    port = free_port()
+    stack.spawn(
+        name,
+        [
+            PYTHON,
+            "manage.py",
+            "serve_kafka",
+            "--listener",
+            f"CONTROLLER://127.0.0.1:{port}",
+            "--listener-security-protocol-map",
+            "CONTROLLER:SASL_PLAINTEXT",
+        ],
+    )
+
+    def listening() -> bool:
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        return False
+
+    wait_for(listening, 60, f"{name} to listen")
+    return port
+
+
+def cluster_id_of(stack: Stack) -> str:
+    return str(stack.sql("SELECT cluster_id FROM cp_cluster WHERE id = 1")[0][0])
+
+
+def brokers_under(
+    stack: Stack,
+    port: int,
+    work: Path,
+    node_ids: Iterable[int],
+    *,
+    controller_id: int = DEFAULT_CONTROLLER_ID,
+    principal: str = "broker",
+    prefix: str = "broker",
+    **options: object,
+) -> list[KafkaBroker]:
+    """One KafkaBroker per node id following the stack's controller listener on `port`, as
+    `principal` (a broker principal of the stack); `options` go to KafkaBroker (heap,
+    overrides, log_levels, log_dir_count, client_users)."""
+    cluster_id = cluster_id_of(stack)
+    return [
+        KafkaBroker(
+            node_id=node,
+            cluster_id=cluster_id,
+            controller=f"127.0.0.1:{port}",
+            controller_id=controller_id,
+            principal=principal,
+            token=stack.tokens[principal],
+            work_dir=work / f"{prefix}-{node}",
+            **options,  # type: ignore[arg-type]
+        )
+        for node in node_ids
+    ]
+
+
+@contextlib.contextmanager
+def brokers_running(
+    brokers: list[KafkaBroker], stop_timeout: float = 20
+) -> Iterator[list[KafkaBroker]]:
+    """Every broker started (in order), then stopped however the block ends."""
+    try:
+        for broker in brokers:
+            broker.start()
+        yield brokers
+    finally:
+        for broker in brokers:
+            broker.stop(timeout=stop_timeout)
