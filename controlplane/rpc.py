@@ -53,6 +53,9 @@ class Caller:
     # The role of that listener: "controller" where brokers reach the controller (their plain
     # CreateTopics of internal topics is no public write there), else "client" or None.
     listener_role: str | None = None
+    # What the connection's ApiVersions said it runs (KIP-511's ClientSoftwareVersion, e.g.
+    # "4.1.1" from a stock broker); "" when it said nothing.
+    client_software_version: str = ""
     # The request's audit facts, out to the controller and back (`execute` gives each request
     # a trail of its own; the handler's service calls carry it in `context`).
     trail: RequestTrail = dataclasses.field(default_factory=RequestTrail, compare=False)

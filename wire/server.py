@@ -21,6 +21,7 @@ import concurrent.futures
 import dataclasses
 import functools
 import logging
+import re
 import ssl
 import time
 import uuid
@@ -126,9 +127,20 @@ class _Connection:
     principal: AuthenticatedPrincipal | None  # None until SASL succeeds
     handshake_done: bool = False
     client_id: str = ""
+    client_software_version: str = ""  # from its ApiVersions v3+ (KIP-511), when valid
     # After a SaslHandshake v0: the next frame is the raw SASL/PLAIN token, answered with a
     # raw frame (empty on success; the connection closes on failure), as Kafka does.
     raw_sasl_token_next: bool = False
+
+
+# Kafka's rule for ApiVersions' ClientSoftwareName and ClientSoftwareVersion (KIP-511).
+SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def software_version_of(body: Any) -> str:
+    """An ApiVersions request's ClientSoftwareVersion (v3+) when Kafka would take it, else ""."""
+    version = str(getattr(body, "client_software_version", "") or "")
+    return version if len(version) <= 128 and SOFTWARE_FIELD.fullmatch(version) else ""
 
 
 class _Close(Exception):
@@ -412,6 +424,7 @@ class WireServer:
                 request_id=str(uuid.uuid4()),
                 security_protocol=conn.listener.protocol,
                 listener_role=conn.listener.role,
+                client_software_version=conn.client_software_version,
             ),
             advertised=self.advertised(bound),
             listener=conn.listener.protocol,
@@ -497,6 +510,7 @@ class WireServer:
         name = SESSION_APIS[key][0]
         response_class = load_response_schema(key, version)
         if key == API_VERSIONS_KEY:
+            conn.client_software_version = software_version_of(body) or conn.client_software_version
             data: dict[str, Any] = {
                 "error_code": 0,
                 "api_keys": [

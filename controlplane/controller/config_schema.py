@@ -50,6 +50,7 @@ class ConfigDef:
     choices: frozenset[str] | None = None
     read_only: bool = False
     synonym: str | None = None  # a topic key's broker-level fallback
+    per_broker: bool = False  # set on BROKER "<id>" only, never as the cluster default
 
     @property
     def sensitive(self) -> bool:
@@ -240,6 +241,8 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
     )
 }
 
+BROKER_POD_CONFIG = "broker.pod"
+
 BROKER_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in (
@@ -291,6 +294,18 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "The percentage of partitions that are canary partitions (KIP-1095).",
             minimum=0,
             maximum=100,
+        ),
+        # KIP-1095's broker pod for brokers that send none (stock Kafka brokers): read when
+        # the broker registers; a dynamic per-broker config wins over what it sends, as
+        # Kafka's dynamic per-broker configs win over server.properties.
+        ConfigDef(
+            BROKER_POD_CONFIG,
+            T.STRING,
+            "broker",
+            "The broker's pod (KIP-1095): canary-broker makes it a canary broker from its next "
+            "registration on.",
+            choices=frozenset({"broker", "canary-broker"}),
+            per_broker=True,
         ),
         ConfigDef(
             "canary.bake.time.ms",

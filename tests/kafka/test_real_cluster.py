@@ -462,6 +462,75 @@ def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
     assert created.resources[0]["resource_name"] == "alice-orders"
 
 
+def test_a_broker_labelled_canary_gets_the_canary_partitions(cluster: Cluster) -> None:
+    """KIP-1095 on stock brokers, which send no Pod: the label comes from the controller's
+    side, the dynamic per-broker config `broker.pod`, read when the broker next registers (a
+    rollout restarts it anyway). The broker takes the config record in its stride; restarted,
+    it registers as a canary broker and gets the canary partitions `percent.canary.partition`
+    asks for, led there as the brokers' own Metadata says. The rollout guard reads each
+    broker's software version from its registration (what its connection's ApiVersions said:
+    the jars' 4.1.1)."""
+    api = Api(listener_client_class()())
+    admin = cluster.plane.tokens["admin"]
+    canary = cluster.brokers[3]
+    status, body = api.post(
+        "/api/v1/incremental-alter-configs",
+        {
+            "resources": [
+                {
+                    "resource_type": "BROKER",
+                    "resource_name": str(canary.node_id),
+                    "configs": [
+                        {"name": "broker.pod", "config_operation": "SET", "value": "canary-broker"}
+                    ],
+                }
+            ]
+        },
+        token=admin,
+    )
+    assert status == 200 and body["responses"][0]["error_code"] == 0, body
+    assert broker_row(canary.node_id).pod == "broker"  # until it registers again
+    canary.stop(timeout=60)  # a controlled shutdown, as a rollout does
+    canary.start()
+    cluster.wait(
+        lambda: unfenced(canary.node_id) and broker_row(canary.node_id).pod == "canary-broker",
+        120,
+        "the broker back as a canary broker",
+    )
+    assert all(b.running for b in cluster.brokers.values())  # none tripped on the config
+    status, body = api.post(
+        "/api/v1/create-topics",
+        {
+            "topics": [
+                {
+                    "name": "canary-orders",
+                    "num_partitions": 4,
+                    "replication_factor": 1,
+                    "configs": [{"name": "percent.canary.partition", "value": "50"}],
+                }
+            ]
+        },
+        token=admin,
+    )
+    created = body["topics"][0]
+    assert status == 200 and created["error_code"] == 0, body
+    assert created["canary_partitions"] == [0, 2] and created["canary_isolated"], created
+    cluster.wait(
+        lambda: len(leaders_as_the_brokers_see_them(cluster, "canary-orders")) == 4,
+        60,
+        "the topic on the brokers",
+    )
+    led = leaders_as_the_brokers_see_them(cluster, "canary-orders")
+    assert led[0] == led[2] == canary.node_id, led
+    assert canary.node_id not in (led[1], led[3]), led
+
+    status, guard = api.get("/api/v1/canary/rollout?version=4.1.1", token=admin)
+    assert status == 200 and guard["verdict"] == "COMPLETE", guard
+    assert guard["brokers_running_version"] == list(NODE_IDS), guard
+    status, guard = api.get("/api/v1/canary/rollout?version=4.2.0", token=admin)
+    assert status == 200 and guard["verdict"] == "NOT_STARTED", guard
+
+
 def directory_paths(broker: KafkaBroker) -> dict[str, Path]:
     """The broker's log dirs by directory id (each dir's meta.properties names its own)."""
     from controlplane.controller.kraft import kafka_uuid
@@ -473,6 +542,10 @@ def directory_paths(broker: KafkaBroker) -> dict[str, Path]:
         assert match, text
         found[str(kafka_uuid(match.group(1).strip()))] = path
     return found
+
+
+def metadata_log_in(path: Path) -> bool:
+    return (path / "__cluster_metadata-0").is_dir()
 
 
 def test_a_lost_log_dir_takes_its_replicas_offline_at_once(cluster: Cluster) -> None:
@@ -493,16 +566,30 @@ def test_a_lost_log_dir_takes_its_replicas_offline_at_once(cluster: Cluster) -> 
         60,
         "every replica placed in a log dir",
     )
-    broker = max(
-        cluster.brokers.values(),
-        key=lambda b: [p.leader for p in partitions().values()].count(b.node_id),
-    )
-    placed = {
-        index: p.directories[p.replicas.index(broker.node_id)] for index, p in partitions().items()
-    }
-    led = [i for i, p in partitions().items() if p.leader == broker.node_id]
-    lost = placed[led[0]] if led else next(iter(placed.values()))
+
+    # The dir that may fail is one without the metadata log: a broker whose metadata log dir
+    # fails shuts down (Kafka's ReplicaManager), so that is no incident of this kind. Of the
+    # brokers, the one leading the most partitions with a replica in such a dir.
+    def data_dir_of(broker: KafkaBroker) -> str:
+        (dir_id,) = [d for d, path in directory_paths(broker).items() if not metadata_log_in(path)]
+        return dir_id
+
+    def placed_of(broker: KafkaBroker) -> dict[int, str]:
+        return {i: p.directories[p.replicas.index(broker.node_id)] for i, p in partitions().items()}
+
+    def led_there(broker: KafkaBroker) -> int:
+        lost = data_dir_of(broker)
+        return sum(
+            1
+            for i, d in placed_of(broker).items()
+            if d == lost and partitions()[i].leader == broker.node_id
+        )
+
+    broker = max(cluster.running(), key=led_there)
+    lost = data_dir_of(broker)
+    placed = placed_of(broker)
     on_lost = sorted(i for i, d in placed.items() if d == lost)
+    assert on_lost, placed
     paths = directory_paths(broker)
     assert set(paths) == set(broker_row(broker.node_id).log_dirs)
     with Producing(cluster.bootstrap, f"lost-dir-{uuid.uuid4().hex[:6]}", TOPIC) as producing:

@@ -378,3 +378,54 @@ def test_partition_records_carry_is_canary_and_canary_isolated():
     made = [r for r in cluster.records if isinstance(r, PartitionRecord)]
     assert [(r.is_canary, r.canary_isolated) for r in made] == [(True, True), (False, False)]
     assert '"is_canary":true,"canary_isolated":true' in made[0].to_json()
+
+
+# --- the pod of a broker that sends none (stock Kafka brokers) ---------------------------------
+
+
+def set_broker_config(cluster: Cluster, resource_name: str, name: str, value: str) -> Any:
+    (result,) = cluster.run(
+        "IncrementalAlterConfigs",
+        {
+            "resources": [
+                {
+                    "resource_type": "BROKER",
+                    "resource_name": resource_name,
+                    "configs": [{"name": name, "config_operation": "SET", "value": value}],
+                }
+            ]
+        },
+    )["responses"]
+    return result
+
+
+def test_broker_pod_labels_a_broker_at_its_next_registration():
+    """A stock broker sends no Pod: `broker.pod` on BROKER "<id>" names it, from its next
+    registration on (a dynamic per-broker config wins over what a registration says), and the
+    canary partitions go to it."""
+    cluster = canary_cluster(3, 0)
+    assert set_broker_config(cluster, "2", "broker.pod", CANARY)["error_code"] == 0
+    assert cluster.image.brokers[2].pod == "broker"  # nothing moves until it registers
+    cluster.sessions.pop(2)
+    cluster.register(2)  # it says nothing of its pod (pod "broker" by default)
+    assert cluster.image.brokers[2].pod == CANARY
+    answer = create(cluster, "t", 4, 1, percent_canary_partition="50")
+    assert answer["canary_partitions"] == [0, 2] and answer["canary_isolated"], answer
+    placed = {i: cluster.partition("t", i).replicas for i in range(4)}
+    assert placed[0] == placed[2] == (2,)
+    assert 2 not in placed[1] + placed[3]
+    cluster.assert_replays()
+
+
+@pytest.mark.parametrize(
+    ("resource_name", "value", "error"),
+    [
+        ("", CANARY, Errors.INVALID_CONFIG),  # per broker only
+        ("1", "canary", Errors.INVALID_CONFIG),  # not a pod
+        ("1", "broker", Errors.NONE),
+    ],
+)
+def test_broker_pod_is_a_per_broker_pod_name(resource_name, value, error):
+    cluster = canary_cluster(3, 0)
+    result = set_broker_config(cluster, resource_name, "broker.pod", value)
+    assert result["error_code"] == int(error), result

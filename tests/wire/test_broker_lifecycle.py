@@ -377,3 +377,32 @@ def test_a_broker_with_two_log_dirs_places_its_replicas(
         -1,
     )
     assert metadata_verify() == []  # the tables are what replaying the log makes
+
+
+def test_a_registration_takes_the_software_version_its_connection_declared(
+    broker_client: Any,
+) -> None:
+    """A stock broker's registration carries no version; the ApiVersions its connection sent
+    (KIP-511's ClientSoftwareVersion, what Kafka's NetworkClient sends) says what it runs, and
+    the rollout guard (KIP-1095) reads it from the registration. A version Kafka would refuse
+    is not taken."""
+    from kio.schema.api_versions.v3 import request as api_versions_v3
+
+    def declare(version: str) -> None:
+        answer = broker_client.request(
+            api_versions_v3.ApiVersionsRequest(
+                client_software_name="apache-kafka-java", client_software_version=version
+            )
+        )
+        assert answer.error_code == ErrorCode.none
+
+    cluster_id = cluster_get_or_create().cluster_id
+    declare("4.1.1")
+    assert broker_client.request(registration(7, cluster_id)).error_code == ErrorCode.none
+    assert Broker.objects.get(pk=7).software_version == "4.1.1"
+    record = MetadataRecord.objects.filter(record_type="RegisterBrokerRecord").latest("offset")
+    assert record.data["software_version"] == "4.1.1"
+
+    declare("4.1.1 <script>")  # not Kafka's pattern: the last valid one stays
+    assert broker_client.request(registration(8, cluster_id)).error_code == ErrorCode.none
+    assert Broker.objects.get(pk=8).software_version == "4.1.1"

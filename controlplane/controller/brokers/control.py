@@ -21,7 +21,7 @@ from controlplane.controller.canary.rules import (
     canary_brokers_of,
     isolated,
 )
-from controlplane.controller.config_schema import ConfigView
+from controlplane.controller.config_schema import BROKER, BROKER_POD_CONFIG, ConfigView
 from controlplane.controller.env import (
     DEFAULT_SESSION_TIMEOUT_MS,
     BrokerSession,
@@ -170,13 +170,14 @@ def register_broker(
                 Errors.DUPLICATE_BROKER_REGISTRATION,
                 "Another broker is registered with that broker id.",
             )
+    pod = view.config(BROKER, str(request.broker_id), BROKER_POD_CONFIG) or request.pod
     record = RegisterBrokerRecord(
         broker_id=request.broker_id,
         incarnation_id=request.incarnation_id,
         broker_epoch=view.next_offset,
         listeners=request.listeners,
         rack=request.rack,
-        pod=request.pod,
+        pod=pod,
         log_dirs=request.log_dirs,
         fenced=True,
         software_version=request.software_version,
@@ -186,7 +187,7 @@ def register_broker(
         # A new incarnation: the old one leaves every ISR, and its offline replicas are
         # forgotten (the restarted broker reports its log dirs afresh).
         moved = moved_off(view, [request.broker_id], configs, clear_offline=True)
-    records = [record, *_with_canary_isolation(view, request.broker_id, request.pod, moved)]
+    records = [record, *_with_canary_isolation(view, request.broker_id, pod, moved)]
     return ControllerResult(
         records, registration_response(record.broker_epoch), contacts=(request.broker_id,)
     )

@@ -15,7 +15,13 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from controlplane.controller.config_schema import BROKER_LOGGER, TOPIC, ConfigDef, registry_of
+from controlplane.controller.config_schema import (
+    BROKER_LOGGER,
+    CLUSTER_DEFAULT,
+    TOPIC,
+    ConfigDef,
+    registry_of,
+)
 from controlplane.controller.configs.resources import (
     LOG_LEVELS,
     ROOT_LOGGER,
@@ -58,12 +64,16 @@ def _check_logger(name: str, value: str | None) -> None:
         )
 
 
-def _check_value(resource_type: str, name: str, value: str | None) -> None:
+def _check_value(resource_type: str, resource_name: str, name: str, value: str | None) -> None:
     """A key's new value (None: removed) fits its definition; INVALID_CONFIG otherwise."""
     if resource_type == BROKER_LOGGER:
         _check_logger(name, value)
         return
     definition = _definition(resource_type, name)
+    if definition.per_broker and resource_name == CLUSTER_DEFAULT:
+        raise ApiError(
+            Errors.INVALID_CONFIG, f"{name} is set per broker, not as the cluster default."
+        )
     if value is not None:
         definition.parse(value)
 
@@ -115,7 +125,7 @@ def _alter_resource(view: MetadataDelta, resource: Mapping[str, Any]) -> list[Re
     _null_values(configs, lambda c: SET)
     given = {c["name"]: c["value"] for c in configs}
     for name, value in given.items():
-        _check_value(resource_type, name, value)
+        _check_value(resource_type, resource_name, name, value)
     wanted: dict[str, str | None] = dict.fromkeys(view.configs_of(resource_type, resource_name))
     wanted.update(given)
     return _records(view, resource_type, resource_name, wanted)
@@ -175,7 +185,7 @@ def _incremental_resource(view: MetadataDelta, resource: Mapping[str, Any]) -> l
             else:
                 items = [i for i in items if i not in operands]
             new_value = ",".join(items)
-        _check_value(resource_type, name, new_value)
+        _check_value(resource_type, resource_name, name, new_value)
         wanted[name] = new_value
     return _records(view, resource_type, resource_name, wanted)
 

@@ -78,6 +78,9 @@ def broker_registration(request: WireRequest) -> Any:
                     for listener in body.listeners
                 ],
                 "rack": body.rack,
+                # A stock broker sends no version in its registration; its connection's
+                # ApiVersions said what it runs (KIP-1095's rollout guard reads it).
+                "software_version": request.caller.client_software_version or None,
                 "log_dirs": [str(d) for d in getattr(body, "log_dirs", ())],
                 "features": [
                     {
