@@ -114,6 +114,9 @@ def test_owner_mismatch_principal_type_and_visibility(api, tokens):
     )
     assert other["error_code"] == 65
     assert DelegationToken.objects.count() == 1
+    # An empty owner (as Kafka's Java admin client sends it) is the requester, as in Kafka.
+    own = post(api, CREATE, tokens["alice"], owner_principal_type="", owner_principal_name="")
+    assert own["error_code"] == 0 and own["principal_name"] == "alice", own
 
 
 def test_brokers_may_not_write_and_bodies_are_strict(api, tokens):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -366,14 +368,45 @@ def sasl_admin(broker: KafkaBroker, user: str) -> Any:
     )
 
 
+def delegation_token_command(broker: KafkaBroker, user: str, work: Path) -> str:
+    """`kafka-delegation-tokens.sh --create` as `user`, through the broker's SASL listener."""
+    config = work / f"{user}.properties"
+    config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{user}" password="{CLIENT_USERS[user]}";\n'
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "devtools.kafka",
+            "run-class",
+            "org.apache.kafka.tools.DelegationTokenCommand",
+            "--bootstrap-server",
+            broker.sasl_bootstrap,
+            "--create",
+            "--max-life-time-period",
+            "-1",
+            "--command-config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
 def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
-    cluster: Cluster,
+    cluster: Cluster, tmp_path: Path
 ) -> None:
     """KIP-590 as Kafka ships it: a client logs in to a real broker (SASL/PLAIN on its client
     listener) and sends admin writes; the broker forwards each in an Envelope to this
     controller, which authorizes it as the client's principal and audits it naming the client
-    (principal, client id, address) and the forwarding broker (its principal and id). (No stock
-    Python client creates delegation tokens; the REST and wire tests cover them.)"""
+    (principal, client id, address) and the forwarding broker (its principal and id).
+    CreateDelegationToken comes from Kafka's own tool (no stock Python client sends it)."""
     from kafka.admin import (
         ACL,
         ACLOperation,
@@ -439,6 +472,35 @@ def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
         bob.close()
     assert not Topic.objects.filter(name="alice-bobs").exists()
 
+    # CreateDelegationToken with Kafka's own tool (kafka-delegation-tokens.sh's class): no
+    # stock Python client sends it. Tokens need the signing secret (a cluster config).
+    status, body = api.post(
+        "/api/v1/incremental-alter-configs",
+        {
+            "resources": [
+                {
+                    "resource_type": "BROKER",
+                    "resource_name": "",
+                    "configs": [
+                        {
+                            "name": "delegation.token.secret.key",
+                            "config_operation": "SET",
+                            "value": "a-secret-of-thirty-two-characters",
+                        }
+                    ],
+                }
+            ]
+        },
+        token=admin,
+    )
+    assert status == 200 and body["responses"][0]["error_code"] == 0, body
+    printed = delegation_token_command(via, "alice", tmp_path)
+    assert CLIENT_USERS["alice"] not in printed
+    from security.models import DelegationToken
+
+    (token,) = DelegationToken.objects.filter(owner="User:alice")
+    assert token.token_id in printed, printed  # its answer came back through the broker
+
     # Forwarded by whichever broker the client sent it to (a KRaft broker names a random live
     # broker as the controller in Metadata, and admin clients send their writes there).
     forwarded = {
@@ -450,12 +512,14 @@ def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
         ("IncrementalAlterConfigs", "User:alice", "SUCCESS"),
         ("CreateTopics", "User:bob", "DENIED"),
         ("CreateAcls", "User:alice", "DENIED"),
+        ("CreateDelegationToken", "User:alice", "SUCCESS"),
     } <= set(forwarded), sorted(forwarded)
     created = forwarded[("CreateTopics", "User:alice", "SUCCESS")]
     altered = forwarded[("IncrementalAlterConfigs", "User:alice", "SUCCESS")]
     denied = forwarded[("CreateTopics", "User:bob", "DENIED")]
     refused = forwarded[("CreateAcls", "User:alice", "DENIED")]
-    for event in (created, altered, denied, refused):
+    issued = forwarded[("CreateDelegationToken", "User:alice", "SUCCESS")]
+    for event in (created, altered, denied, refused, issued):
         assert event.forwarding_principal == f"User:kafka-broker-{event.forwarding_broker_id}"
         assert event.forwarding_broker_id in NODE_IDS and event.client_host == "127.0.0.1"
     assert (created.client_id, denied.client_id) == ("alice-tool", "bob-tool")

@@ -96,6 +96,17 @@ def test_create_defaults_and_hmac():
     assert cluster.replayed_equal()
 
 
+def test_an_empty_owner_is_the_requester_as_kafkas_java_admin_sends_it():
+    """Kafka's admin client (kafka-delegation-tokens.sh) sends an empty owner, not a null one;
+    Kafka takes a null or empty owner name for the requester."""
+    cluster = Cluster()
+    answer = cluster.create(owner_principal_type="", owner_principal_name="")
+    assert answer["error_code"] == 0, answer
+    assert (answer["principal_type"], answer["principal_name"]) == ("User", "alice")
+    (token,) = cluster.image.delegation_tokens.values()
+    assert token.owner == "User:alice"
+
+
 def test_create_for_another_owner_and_short_lifetime():
     cluster = Cluster()
     answer = cluster.create(

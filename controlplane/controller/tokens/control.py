@@ -81,8 +81,8 @@ def create_token(
         payload.get("owner_principal_type"),
         payload.get("owner_principal_name"),
     )
-    if owner_type is None and owner_name is None:
-        owner_type, owner_name = split_principal(requester)
+    if not owner_name:  # Kafka: no owner name (null or empty, as its Java admin sends) is
+        owner_type, owner_name = split_principal(requester)  # the requester
     owner = _user_principal(owner_type, owner_name, "owner")
     renewers = tuple(
         _user_principal(r.get("principal_type"), r.get("principal_name"), "renewer")
