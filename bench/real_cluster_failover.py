@@ -111,16 +111,30 @@ class Producing:
         self.producer.close(timeout=30)
 
 
-def leaders(bootstrap: str) -> dict[int, int]:
-    """Each partition's leader as the broker at `bootstrap` knows it (its own Metadata)."""
+def described(bootstrap: str) -> list[dict[str, Any]]:
+    """The topic's partitions as the broker at `bootstrap` knows them (its own Metadata)."""
     from kafka import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     try:
-        (described,) = admin.describe_topics([TOPIC])
+        (topic,) = admin.describe_topics([TOPIC])
     finally:
         admin.close()
-    return {p["partition_index"]: p["leader_id"] for p in described["partitions"]}
+    return list(topic["partitions"])
+
+
+def leaders(bootstrap: str) -> dict[int, int]:
+    """Each partition's leader as the broker at `bootstrap` knows it."""
+    return {p["partition_index"]: p["leader_id"] for p in described(bootstrap)}
+
+
+def isrs_whole(brokers: Sequence[KafkaBroker], partitions: int) -> bool:
+    """Every partition's ISR holds every replica, as the first broker knows it: a failure
+    now leaves each partition a live ISR member (no unclean election needed)."""
+    seen = described(brokers[0].bootstrap)
+    return len(seen) == partitions and all(
+        set(p["isr_nodes"]) == set(p["replica_nodes"]) for p in seen
+    )
 
 
 def busiest(brokers: Sequence[KafkaBroker]) -> KafkaBroker:
@@ -167,7 +181,8 @@ def failover(brokers: list[KafkaBroker], partitions: int) -> dict[str, Any]:
     log(f"kill -9: broker {victim.node_id} led {led}; live leaders after {elapsed:.2f} s")
     victim.start(format_storage=False)
     wait_until(lambda: answering(victim) and leaders(victim.bootstrap), 120, "the restart")
-    time.sleep(10)  # back in the ISRs (replica.lag.time.max.ms is short), leaders rebalanced
+    wait_until(lambda: isrs_whole(brokers, partitions), 300, "back in every ISR", every=1)
+    time.sleep(6)  # the preferred leaders back (leader.imbalance.check.interval.seconds 5)
     leaving = busiest(brokers)
     led = list(leaders(leaving.bootstrap).values()).count(leaving.node_id)
     rest = [b for b in brokers if b is not leaving]
@@ -215,6 +230,8 @@ def measure(
     wait_until(
         lambda: live_leaders_everywhere(brokers, -2, partitions), 300, "the topic led", every=1
     )
+    # Followers caught up before any failure (on a loaded machine they take a while).
+    wait_until(lambda: isrs_whole(brokers, partitions), 300, "every ISR whole", every=1)
     producing = Producing(",".join(b.bootstrap for b in brokers))
     try:
         time.sleep(3)
