@@ -179,6 +179,9 @@ class PartitionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
     replica_nodes = serializers.ListField(source="replicas", child=serializers.IntegerField())
     isr_nodes = serializers.ListField(source="isr", child=serializers.IntegerField())
     offline_replicas = serializers.ListField(child=serializers.IntegerField())
+    # KIP-858: each replica's log dir (its UUID), in the replicas' order, as the brokers placed
+    # them with AssignReplicasToDirs; [] until a broker with several dirs places one.
+    directories = serializers.ListField(child=serializers.CharField())
 
     class Meta:
         model = Partition
@@ -191,6 +194,7 @@ class PartitionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
             "replica_nodes",
             "isr_nodes",
             "offline_replicas",
+            "directories",
             "is_canary",
             "canary_isolated",
         ]

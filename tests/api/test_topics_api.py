@@ -98,6 +98,7 @@ def test_create_topics_batch(api, tokens, brokers):
             "replica_nodes": [2, 0],
             "isr_nodes": [2, 0],
             "offline_replicas": [],
+            "directories": [],
             "is_canary": False,
             "canary_isolated": False,
         }

@@ -342,6 +342,9 @@ def test_a_broker_with_two_log_dirs_places_its_replicas(
         )
     )
     assert rows == {0: [str(dirs[0])], 1: [str(dirs[1])]}
+    status, listed = api.get("/api/v1/partitions?topic=two-dirs", token=tokens["admin"])
+    assert status == 200
+    assert {p["partition_index"]: p["directories"] for p in listed["results"]} == rows
     written = MetadataRecord.objects.filter(offset__gt=before).order_by("offset")
     assert [(r.record_type, r.principal, r.data["directories"]) for r in written] == [
         ("PartitionChangeRecord", "User:kafka-broker", [str(dirs[0])]),
