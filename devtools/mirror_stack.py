@@ -5,6 +5,9 @@ Each cluster is a stack of its own (devtools.stack: its own database and Redis k
 controller, a web process and simulated brokers (remote topics need brokers to be placed on).
 Mirror nodes are `manage.py run_mirror_node` processes, each with its own environment (the
 references of the configuration resolve against it) and its own loopback address.
+
+`running_real_cluster` makes a cluster whose brokers are stock Kafka brokers instead
+(devtools.real_brokers: `serve_kafka`'s controller listener and the pinned jars).
 """
 
 from __future__ import annotations
@@ -18,6 +21,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from devtools.kafka_broker import KafkaBroker
+from devtools.real_brokers import (
+    DEFAULT_CONTROLLER_ID,
+    brokers_running,
+    brokers_under,
+    start_controller_listener,
+)
 from devtools.stack import PYTHON, Http, Stack, running_stack, wait_for
 
 STACK_SETTINGS = {
@@ -53,11 +63,13 @@ class Cluster:
         assert status == 200, (path, status, answer)
         return answer
 
-    def create_topic(self, name: str, partitions: int = 1, **configs: str) -> None:
+    def create_topic(
+        self, name: str, partitions: int = 1, *, replication_factor: int = 1, **configs: str
+    ) -> None:
         topic = {
             "name": name,
             "num_partitions": partitions,
-            "replication_factor": 1,
+            "replication_factor": replication_factor,
             "configs": [{"name": k, "value": v} for k, v in configs.items()],
         }
         (result,) = self.admin("/api/v1/create-topics", {"topics": [topic]})["topics"]
@@ -124,6 +136,36 @@ def running_cluster(alias: str, logs: Path, *, brokers: int = 3) -> Iterator[Clu
 
         wait_for(unfenced, 180, f"cluster {alias}'s brokers to be unfenced", 0.3)
         yield cluster
+
+
+@contextlib.contextmanager
+def running_real_cluster(
+    alias: str,
+    logs: Path,
+    work: Path,
+    *,
+    node_ids: tuple[int, ...] = (1, 2, 3),
+    **broker_options: Any,
+) -> Iterator[tuple[Cluster, list[KafkaBroker]]]:
+    """A cluster whose brokers are stock Kafka brokers (the pinned jars; no simulated broker):
+    its controller (the voter id the brokers know), one web process, `serve_kafka` with the
+    CONTROLLER listener, and one KafkaBroker per node id under `work` (`broker_options` go to
+    KafkaBroker: overrides, log_levels, client_users...), every one unfenced."""
+    with running_stack(logs / alias, settings=STACK_SETTINGS) as stack:
+        stack.start_controller("controller", DEFAULT_CONTROLLER_ID)
+        stack.wait_active("controller", timeout=60)
+        http = stack.start_web(workers=1, threads=16)
+        port = start_controller_listener(stack)
+        brokers = brokers_under(stack, port, work, node_ids, **broker_options)
+        with brokers_running(brokers):
+            cluster = Cluster(alias, stack, http)
+
+            def unfenced() -> bool:
+                status, answer = http.get("/api/v1/brokers?fenced=false", stack.tokens["admin"])
+                return status == 200 and answer["count"] >= len(node_ids)
+
+            wait_for(unfenced, 180, f"cluster {alias}'s Kafka brokers to be unfenced", 0.3)
+            yield cluster, brokers
 
 
 def mirror_config_text(

@@ -156,6 +156,27 @@ class Api:
         return response.status_code, _json(response)
 
 
+def set_config(
+    api: Api, token: str, resource_type: str, resource_name: str, name: str, value: str
+) -> dict[str, Any]:
+    """One IncrementalAlterConfigs SET through the REST API: the resource's answer."""
+    status, body = api.post(
+        "/api/v1/incremental-alter-configs",
+        {
+            "resources": [
+                {
+                    "resource_type": resource_type,
+                    "resource_name": resource_name,
+                    "configs": [{"name": name, "config_operation": "SET", "value": value}],
+                }
+            ]
+        },
+        token=token,
+    )
+    assert status == 200, body
+    return dict(body["responses"][0])
+
+
 def _json(response: Any) -> Any:
     assert "application/json" in response["Content-Type"], response.content[:200]
     return response.json()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import re
 import struct
 from typing import Any
 
@@ -135,3 +136,13 @@ def leading_items(header: RequestHeader, frame: bytes) -> int:
             return max(value - 1, 0)
         shift += 7
     raise InvalidRequest("Truncated or malformed request body")
+
+
+# Kafka's rule for ApiVersions' ClientSoftwareName and ClientSoftwareVersion (KIP-511).
+SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def software_version_of(body: Any) -> str:
+    """An ApiVersions request's ClientSoftwareVersion (v3+) when Kafka would take it, else ""."""
+    version = str(getattr(body, "client_software_version", "") or "")
+    return version if len(version) <= 128 and SOFTWARE_FIELD.fullmatch(version) else ""

@@ -21,7 +21,6 @@ import concurrent.futures
 import dataclasses
 import functools
 import logging
-import re
 import ssl
 import time
 import uuid
@@ -63,6 +62,7 @@ from wire.protocol import (
     peek_header,
     read_body,
     read_header,
+    software_version_of,
     unsupported_api_versions,
 )
 from wire.sasl import MECHANISMS, SaslFailed
@@ -131,16 +131,6 @@ class _Connection:
     # After a SaslHandshake v0: the next frame is the raw SASL/PLAIN token, answered with a
     # raw frame (empty on success; the connection closes on failure), as Kafka does.
     raw_sasl_token_next: bool = False
-
-
-# Kafka's rule for ApiVersions' ClientSoftwareName and ClientSoftwareVersion (KIP-511).
-SOFTWARE_FIELD = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
-
-
-def software_version_of(body: Any) -> str:
-    """An ApiVersions request's ClientSoftwareVersion (v3+) when Kafka would take it, else ""."""
-    version = str(getattr(body, "client_software_version", "") or "")
-    return version if len(version) <= 128 and SOFTWARE_FIELD.fullmatch(version) else ""
 
 
 class _Close(Exception):

@@ -16,7 +16,7 @@ from brokers.models import Broker
 from controlplane.models import Cluster, ConfigEntry, MetadataRecord
 from replicas.models import Partition
 from tests.api.test_replication_metrics import _metric
-from tests.conftest import Api
+from tests.conftest import Api, set_config
 
 pytestmark = pytest.mark.django_db
 
@@ -56,26 +56,6 @@ def create_topic(
     )
     assert status == 200, body
     return dict(body["topics"][0])
-
-
-def alter_configs(
-    api: Api, token: str, resource_type: str, name: str, key: str, value: str
-) -> dict:
-    status, body = api.post(
-        "/api/v1/incremental-alter-configs",
-        {
-            "resources": [
-                {
-                    "resource_type": resource_type,
-                    "resource_name": name,
-                    "configs": [{"name": key, "config_operation": "SET", "value": value}],
-                }
-            ]
-        },
-        token=token,
-    )
-    assert status == 200, body
-    return dict(body["responses"][0])
 
 
 # --- answers ---------------------------------------------------------------------------------
@@ -176,7 +156,7 @@ def test_too_few_canary_brokers_the_topic_is_created_and_says_so_everywhere(
 
 def test_get_canary_reads_in_a_constant_number_of_queries(api, tokens, register):
     fleet(register)
-    alter_configs(api, tokens["admin"], "BROKER", "", "percent.canary.partition", "25")
+    set_config(api, tokens["admin"], "BROKER", "", "percent.canary.partition", "25")
     create_topic(api, tokens["admin"], "t0", 8, 3, None)
 
     def queries() -> int:
@@ -262,7 +242,7 @@ def test_a_bad_percentage_is_invalid_config_on_that_resource_and_writes_nothing(
     fleet(register)
     create_topic(api, tokens["admin"], "orders", 1, 1, None)
     before = log_end()
-    answer = alter_configs(
+    answer = set_config(
         api, tokens["admin"], resource_type, name, "percent.canary.partition", value
     )
     assert answer["error_code"] == 40 and answer["resource_name"] == name, answer
@@ -275,13 +255,11 @@ def test_a_bad_percentage_is_invalid_config_on_that_resource_and_writes_nothing(
 
 def test_bake_time_is_a_dynamic_cluster_config(api, tokens):
     assert (
-        alter_configs(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "-5")["error_code"]
+        set_config(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "-5")["error_code"]
         == 40
     )
     assert (
-        alter_configs(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "60000")[
-            "error_code"
-        ]
+        set_config(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "60000")["error_code"]
         == 0
     )
     _status, body = api.post(
@@ -320,7 +298,7 @@ def test_rollout_verdicts_from_the_log(api, tokens, register):
     baking = rollout(api, tokens["admin"], "1.1")
     assert baking["verdict"] == "HOLD" and "still baking" in baking["explanation"]
     assert baking["evidence"]["canary"]["brokers"] == [100, 101]
-    alter_configs(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "0")
+    set_config(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "0")
     healthy = rollout(api, tokens["admin"], "1.1")
     assert healthy["verdict"] == "PROCEED", healthy
     # Canary broker 100 reports three replicas offline (KIP-589): roll back.
@@ -368,7 +346,7 @@ def test_the_guard_counts_canaries_registered_before_a_retention_cut(
     baking = rollout(api, tokens["admin"], "1.1")
     assert baking["verdict"] == "HOLD" and "still baking" in baking["explanation"]
     snapshots.metadata_snapshot_create(config=KEEP_ONE)
-    alter_configs(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "0")
+    set_config(api, tokens["admin"], "BROKER", "", "canary.bake.time.ms", "0")
     snapshots.metadata_snapshot_create(config=KEEP_ONE)  # the older snapshot and its log go
     assert Cluster.objects.get(pk=1).log_start_offset > max(canaries)
     healthy = rollout(api, tokens["admin"], "1.1")

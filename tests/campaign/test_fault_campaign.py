@@ -2,16 +2,26 @@
 writers, kill -9 the active controller, pause it past its lease, restart Redis and PostgreSQL
 (private instances of the campaign's own), kill a web node, kill the Kafka protocol listener under
 a stock client's writes (it reconnects, nothing applied twice), hold 50 slow connections, lose two
-of three racks' brokers at once, restart every broker as a new incarnation. After each: every
-acknowledged write in the log exactly once, verify_metadata clean; no broker fenced by the slow
-clients (nor by any fault but the racks' loss and the brokers' restart);
+of three racks' brokers at once, restart every broker as a new incarnation; then, beside the
+simulated brokers, three stock Kafka brokers (devtools/campaign_kafka.py) lose the one leading the
+most partitions to kill -9 (and get it back), lose one to SIGSTOP past its session (and SIGCONT
+it), and lose a log dir of one. After each: every acknowledged write in the log exactly once,
+verify_metadata clean; no simulated broker fenced by the slow clients (nor by any fault but the
+racks' loss and the brokers' restart), no real broker fenced but by its kill and its pause;
 the paused controller wrote nothing once its lease was gone; after the racks' loss every partition
 with a surviving ISR member is led by a survivor within the session timeout and the timer's period
 (the fencing rule, issue 20), and the preferred leaders return when the racks do; after every
 broker restarted as a new incarnation (kill -9 the simulator, start it again), every ISR is whole
-and every preferred leader leads again (issue 38). Throughout, history clients on both web nodes
-write and read topic configs, ACLs and quotas; the whole history is checked linearizable
-(devtools.linearizability), the smallest failing window printed when it is not.
+and every preferred leader leads again (issue 38); the real brokers' faults bounded by the session
+timeout (fenced once it lapsed and not before, the moves in every broker's own Metadata soon
+after, a lost log dir's leadership moved within a session, the broker unfenced throughout;
+issue 36). Throughout, history clients on both web nodes write and read topic configs, ACLs and
+quotas, and an idempotent acks=all producer writes to the real brokers' topic; the whole history
+is checked linearizable (devtools.linearizability), the smallest failing window printed when it
+is not, and every message the producer was told was written is read back, once.
+
+Without Java or the Kafka jars the real brokers and their faults are left out (the rest runs);
+under CP_REQUIRE_SERVICES=1 that fails.
 
 Its own marker (`campaign`): `make campaign` runs it, as .ci/run does after `make test`; it writes
 bench/results/fault_campaign.json, the figures of README's table.
@@ -22,10 +32,11 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from devtools import campaign, private_services
+from devtools import campaign, campaign_kafka, private_services
 from tests.conftest import REQUIRE_SERVICES
 
 pytestmark = [pytest.mark.campaign, pytest.mark.integration]
@@ -46,12 +57,19 @@ def test_fault_campaign(tmp_path: Path) -> None:
         if REQUIRE_SERVICES:
             pytest.fail(message)
         pytest.skip(message)
-    report = campaign.run(tmp_path)
+    kafka_missing = campaign_kafka.missing()
+    if kafka_missing is not None:
+        if REQUIRE_SERVICES:
+            pytest.fail(f"the campaign's real brokers: {kafka_missing} and CP_REQUIRE_SERVICES=1")
+        print(f"the real brokers and their faults are left out: {kafka_missing}")
+    real = kafka_missing is None
+    report = campaign.run(tmp_path, real_brokers=real)
     path = campaign.write_report(report)
     print(json.dumps(report, indent=2), f"\nwritten to {path}")
 
     faults = {f["fault"]: f for f in report["faults"]}
-    assert list(faults) == [name for name, _ in campaign.FAULTS]
+    expected = [f for f in campaign.FAULTS if real or f not in campaign.REAL_BROKER_FAULTS]
+    assert list(faults) == [name for name, _ in expected]
     writes = report["writes"]
     assert writes["acknowledged"] > 0
     assert writes["acknowledged_found_in_log_once"] == writes["acknowledged"]
@@ -93,9 +111,71 @@ def test_fault_campaign(tmp_path: Path) -> None:
     assert restart["brokers_fenced"] <= campaign.BROKERS
     others = [f for f in report["faults"] if f is not racks and f is not restart]
     assert all(f["brokers_fenced"] == 0 for f in others), others
+    if real:
+        real_broker_faults(report, faults)
     # Every write and read of the history clients, through every fault: linearizable, or the
     # smallest window that is not, printed.
     checked = report["linearizability"]["check"]
     assert checked["operations_checked"] > 0 and checked["keys"] >= 3
     assert not checked["inconclusive_keys"], checked
     assert checked["linearizable"], checked["smallest_window"]
+
+
+def real_broker_faults(report: dict[str, Any], faults: dict[str, Any]) -> None:
+    """The stock Kafka brokers' faults, bounded by the session timeout, and the producer's
+    messages: every acknowledged one read back, once."""
+    session_s = campaign.SESSION_TIMEOUT_MS / 1000
+    heartbeat_s = campaign_kafka.HEARTBEAT_MS / 1000
+    kill, pause, lost_dir = (faults[name] for name, _ in campaign.REAL_BROKER_FAULTS)
+    # No real broker fenced but by its kill and its pause: not by the controllers' failovers, the
+    # restarts of Redis and PostgreSQL, the listeners' kills, the slow clients, the simulated
+    # brokers' faults, nor a lost log dir.
+    fenced = {f["fault"]: f["real_brokers_fenced"] for f in report["faults"]}
+    assert fenced == {name: int(f is kill or f is pause) for name, f in faults.items()}, fenced
+    # The producer went on through every fault: messages acknowledged during each; the data
+    # path needs no controller, so no other fault (the controllers', Redis's and PostgreSQL's,
+    # the listeners', the simulated brokers') stalled it for as long as a session.
+    assert all(f["produce_acknowledged"] > 0 for f in report["faults"]), report["faults"]
+    others = [f for f in report["faults"] if f is not kill and f is not pause]
+    assert all(f["produce_stall_s"] < session_s for f in others), others
+    for fault in (kill, pause):
+        extra = fault["extra"]
+        # Fenced once its session lapsed: not before (its last heartbeat reached the controller
+        # at most an interval before the fault, or a late one's worth more), and within the
+        # session, a timer round (0.5 s) and the polling's and the commit's slack (as the racks).
+        assert session_s - 2 * heartbeat_s <= extra["fenced_after_s"] <= session_s + 3, extra
+        # The moves reach every live broker's own Metadata within 2 s of the fencing.
+        assert extra["live_leaders_after_s"] - extra["fenced_after_s"] <= 2, extra
+        # acks=all, min.insync.replicas 2: the producer waits for the lost broker until the
+        # fencing takes it out of the ISRs, then for its metadata (a retry's backoff, a refresh).
+        assert fault["produce_stall_s"] <= extra["fenced_after_s"] + 3, fault
+    killed = kill["extra"]
+    assert killed["partitions_it_led"] >= 1 and killed["out_of_every_isr_when_fenced"], killed
+    # Restarted (a new incarnation, once the JVM is up): back in every ISR within a session of
+    # being unfenced, its preferred partitions led by it again within a rebalance period more.
+    assert killed["isr_whole_after_s"] - killed["restart_unfenced_after_s"] <= session_s, killed
+    rebalance_s = campaign.LEADER_IMBALANCE_CHECK_S + 2
+    assert killed["preferred_leaders_after_s"] - killed["isr_whole_after_s"] <= rebalance_s
+    paused = pause["extra"]
+    assert paused["partitions_it_led"] >= 1 and paused["paused_s"] >= session_s - heartbeat_s
+    # After SIGCONT (whether by resumed heartbeats or a new registration, as stock Kafka does):
+    # unfenced within a session, every ISR whole within a session more.
+    assert paused["unfenced_after_sigcont_s"] <= session_s, paused
+    assert paused["isr_whole_after_sigcont_s"] - paused["unfenced_after_sigcont_s"] <= session_s
+    lost = lost_dir["extra"]
+    assert lost["partitions_in_it_it_led"] >= 1 and lost["broker_unfenced_throughout"], lost
+    # Found by the broker's next checkpoint in it and reported in its next heartbeat; its
+    # replicas there offline and their leadership moved (in every broker's Metadata) before a
+    # session could have lapsed: no session timeout in it.
+    checkpoint_s = campaign_kafka.CHECKPOINT_MS / 1000
+    assert lost["dir_offline_after_s"] <= checkpoint_s + 2 * heartbeat_s + 1, lost
+    assert lost["live_leaders_after_s"] < session_s, lost
+    assert lost["replicas_in_its_other_dir_offline"] == 0, lost
+    produced = report["real_brokers"]
+    assert produced["producer"]["acknowledged"] > 0, produced
+    # The idempotent producer retried through every fault (a 120 s delivery timeout): no send
+    # failed, every acknowledged message was read back by a fresh group, none written twice.
+    assert produced["producer"]["errors"] == 0, produced["producer"]
+    read = produced["consumed_back"]
+    assert read["acknowledged_lost"] == 0 and read["duplicated"] == 0, read
+    assert read["acknowledged_found"] == produced["producer"]["acknowledged"], read

@@ -22,12 +22,12 @@ import pytest
 
 from controlplane.controller.records import UNASSIGNED_DIRECTORY
 from devtools.kafka_broker import KafkaBroker
-from tests.conftest import Api, listener_client_class
+from devtools.kafka_clients import Producing, directory_ids
+from tests.conftest import Api, listener_client_class, set_config
 from tests.kafka import harness
 from tests.kafka.conftest import need_kafka_jars
 from tests.kafka.harness import (
     ControlPlane,
-    Producing,
     audited_apis,
     broker_row,
     broker_under,
@@ -474,26 +474,9 @@ def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
 
     # CreateDelegationToken with Kafka's own tool (kafka-delegation-tokens.sh's class): no
     # stock Python client sends it. Tokens need the signing secret (a cluster config).
-    status, body = api.post(
-        "/api/v1/incremental-alter-configs",
-        {
-            "resources": [
-                {
-                    "resource_type": "BROKER",
-                    "resource_name": "",
-                    "configs": [
-                        {
-                            "name": "delegation.token.secret.key",
-                            "config_operation": "SET",
-                            "value": "a-secret-of-thirty-two-characters",
-                        }
-                    ],
-                }
-            ]
-        },
-        token=admin,
-    )
-    assert status == 200 and body["responses"][0]["error_code"] == 0, body
+    secret = "a-secret-of-thirty-two-characters"
+    enabled = set_config(api, admin, "BROKER", "", "delegation.token.secret.key", secret)
+    assert enabled["error_code"] == 0, enabled
     printed = delegation_token_command(via, "alice", tmp_path)
     assert CLIENT_USERS["alice"] not in printed
     from security.models import DelegationToken
@@ -537,22 +520,8 @@ def test_a_broker_labelled_canary_gets_the_canary_partitions(cluster: Cluster) -
     api = Api(listener_client_class()())
     admin = cluster.plane.tokens["admin"]
     canary = cluster.brokers[3]
-    status, body = api.post(
-        "/api/v1/incremental-alter-configs",
-        {
-            "resources": [
-                {
-                    "resource_type": "BROKER",
-                    "resource_name": str(canary.node_id),
-                    "configs": [
-                        {"name": "broker.pod", "config_operation": "SET", "value": "canary-broker"}
-                    ],
-                }
-            ]
-        },
-        token=admin,
-    )
-    assert status == 200 and body["responses"][0]["error_code"] == 0, body
+    labelled = set_config(api, admin, "BROKER", str(canary.node_id), "broker.pod", "canary-broker")
+    assert labelled["error_code"] == 0, labelled
     assert broker_row(canary.node_id).pod == "broker"  # until it registers again
     canary.stop(timeout=60)  # a controlled shutdown, as a rollout does
     canary.start()
@@ -595,19 +564,6 @@ def test_a_broker_labelled_canary_gets_the_canary_partitions(cluster: Cluster) -
     assert status == 200 and guard["verdict"] == "NOT_STARTED", guard
 
 
-def directory_paths(broker: KafkaBroker) -> dict[str, Path]:
-    """The broker's log dirs by directory id (each dir's meta.properties names its own)."""
-    from controlplane.controller.kraft import kafka_uuid
-
-    found = {}
-    for path in broker.data_dirs:
-        text = (path / "meta.properties").read_text()
-        match = re.search(r"^directory\.id=(.+)$", text, re.MULTILINE)
-        assert match, text
-        found[str(kafka_uuid(match.group(1).strip()))] = path
-    return found
-
-
 def metadata_log_in(path: Path) -> bool:
     return (path / "__cluster_metadata-0").is_dir()
 
@@ -635,7 +591,7 @@ def test_a_lost_log_dir_takes_its_replicas_offline_at_once(cluster: Cluster) -> 
     # fails shuts down (Kafka's ReplicaManager), so that is no incident of this kind. Of the
     # brokers, the one leading the most partitions with a replica in such a dir.
     def data_dir_of(broker: KafkaBroker) -> str:
-        (dir_id,) = [d for d, path in directory_paths(broker).items() if not metadata_log_in(path)]
+        (dir_id,) = [d for d, path in directory_ids(broker).items() if not metadata_log_in(path)]
         return dir_id
 
     def placed_of(broker: KafkaBroker) -> dict[int, str]:
@@ -654,7 +610,7 @@ def test_a_lost_log_dir_takes_its_replicas_offline_at_once(cluster: Cluster) -> 
     placed = placed_of(broker)
     on_lost = sorted(i for i, d in placed.items() if d == lost)
     assert on_lost, placed
-    paths = directory_paths(broker)
+    paths = directory_ids(broker)
     assert set(paths) == set(broker_row(broker.node_id).log_dirs)
     with Producing(cluster.bootstrap, f"lost-dir-{uuid.uuid4().hex[:6]}", TOPIC) as producing:
         cluster.wait(lambda: len(producing.acknowledged) >= 50, 60, "writes before")
