@@ -3,7 +3,8 @@
 same bytes, extended as the log grows.
 
 Offsets are the log's own. A batch is what one controller epoch wrote at one timestamp (at most
-DEFAULT_MAX_BATCH_RECORDS records). A broker appends whole batches whose base offset is its log
+DEFAULT_MAX_BATCH_RECORDS records, 10,000: a commit is one batch, as Kafka's controller appends
+one operation). A broker appends whole batches whose base offset is its log
 end, so a fetch from an offset inside a cached batch (a broker that fetched batches cut
 elsewhere before this process started) is answered from that offset: the rest of that batch,
 cut there and encoded again, then whole batches.

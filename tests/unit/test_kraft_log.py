@@ -23,6 +23,7 @@ from controlplane.controller.kraft import (
 )
 from controlplane.controller.mirror_records import MirrorMakerConfigRecord
 from controlplane.controller.records import (
+    ConfigRecord,
     FeatureLevelRecord,
     Listener,
     PartitionRecord,
@@ -144,3 +145,28 @@ def test_a_fetch_answer_holds_whole_batches_within_its_bytes_and_one_at_least() 
 def test_segments_are_named_by_base_offset() -> None:
     assert segment_file_name(0) == "00000000000000000000.log"
     assert segment_file_name(1234) == "00000000000000001234.log"
+
+
+def test_one_commit_is_one_batch_as_kafkas_controller_appends_it() -> None:
+    """A controlled shutdown moving 1,500 leaders is one commit: one batch, so a broker's
+    MetadataLoader publishes it as one image (cut at 1,000 records it took two, the second a
+    second later under stock brokers)."""
+    commit = [
+        LogEntry(offset, 4, 77, TopicRecord(f"t{offset}", TOPIC_ID)) for offset in range(1500)
+    ]
+    (batch,) = KafkaLogEncoder().batches(commit)
+    assert (batch.base_offset, batch.last_offset) == (0, 1499)
+
+
+def test_batches_stay_under_the_largest_a_brokers_metadata_log_takes() -> None:
+    """KafkaRaftClient.MAX_BATCH_SIZE_BYTES (8 MiB): a commit of large records is cut into
+    batches each below it."""
+    big = "x" * 2000
+    commit = [
+        LogEntry(offset, 4, 77, ConfigRecord("TOPIC", f"t{offset}", "k", big))
+        for offset in range(8000)
+    ]
+    batches = list(KafkaLogEncoder().batches(commit))
+    assert len(batches) > 1
+    assert all(len(b.data) < 8 * 1024 * 1024 for b in batches)
+    assert [b.base_offset for b in batches[1:]] == [b.last_offset + 1 for b in batches[:-1]]

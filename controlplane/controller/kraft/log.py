@@ -29,8 +29,16 @@ from controlplane.controller.records import FeatureLevelRecord, Record
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION_DIR = f"{METADATA_TOPIC}-0"
-DEFAULT_MAX_BATCH_RECORDS = 1000
-DEFAULT_MAX_BATCH_BYTES = 1 << 20  # a batch closes once it holds this much (a record more)
+# One commit, one batch, as Kafka's QuorumController appends one operation's records
+# (MAX_RECORDS_PER_BATCH, 10,000): a broker's MetadataLoader publishes an image per batch it
+# loads, so a commit cut in two batches (a controlled shutdown moving 1,500 leaders) reached
+# the brokers' Metadata in two images, the second only once the first had been applied (1.2 s
+# later under three stock brokers).
+DEFAULT_MAX_BATCH_RECORDS = 10_000
+# A batch closes once its values hold this much (a record more): with the records' own framing
+# it stays well under KafkaRaftClient.MAX_BATCH_SIZE_BYTES (8 MiB), the largest batch a broker's
+# metadata log takes.
+DEFAULT_MAX_BATCH_BYTES = 4 << 20
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
