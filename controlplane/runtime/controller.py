@@ -114,6 +114,8 @@ class ControllerRuntime:
         # When the session store was last found to have lost its sessions (Redis restarted):
         # a broker not heard since gets a full session from then, as from an activation.
         self.sessions_lost_ms = 0
+        # When the next session lapses if unheard (the last round's answer): the next round.
+        self.next_session_expiry_ms: int | None = None
         self.timer_lag = TimerLag()  # how late the fencing rounds decide (bounded commits)
         # Partitions may still have to move off fenced or shutting-down brokers (a commit moves
         # at most CP_MAX_PARTITION_CHANGES_PER_COMMIT): the fencing rounds go on with them at
@@ -420,11 +422,19 @@ class ControllerRuntime:
                 self.fence_round(due)
             except Exception:
                 logger.exception("controller timer failed")
-            # Moves left over from a bounded commit go on at once (other events take their turn
-            # in between: the lock is fair).
-            wait_s = 0.0 if self.moves_pending else interval_s
+            wait_s = self.next_round_in_s(interval_s)
             due = time.monotonic() + wait_s
             stop.wait(wait_s)
+
+    def next_round_in_s(self, interval_s: float) -> float:
+        """Now while moves are left over (other events go in between: the lock is fair), else
+        when the next session lapses (as Kafka schedules it), `interval_s` at the latest."""
+        if self.moves_pending:
+            return 0.0
+        if self.next_session_expiry_ms is None:
+            return interval_s
+        until_s = (self.next_session_expiry_ms - now_ms()) / 1000
+        return min(interval_s, max(MIN_TIMER_WAIT_S, until_s))
 
     def run_jobs_forever(self, stop: threading.Event, interval_s: float = 0.5) -> None:
         while not stop.wait(interval_s):
@@ -454,6 +464,7 @@ class ControllerRuntime:
             response = self.handle(ControllerEvent("FenceStaleBrokers", payload)).response
             if response.get("error_code") == 0:
                 self.moves_pending = bool(response.get("moves_pending"))
+                self.next_session_expiry_ms = response.get("next_session_expiry_ms")
         if response.get("fenced_brokers"):
             logger.info("fenced brokers whose session lapsed: %s", response["fenced_brokers"])
         if "held_off" in response:
@@ -490,6 +501,7 @@ class ControllerRuntime:
 
 LARGE_COMMIT_RECORDS = 1000  # commits this large are logged with their timings
 TIMER_LATE_LOGGED_MS = 250  # fencing rounds this late are logged (the benchmarks read them)
+MIN_TIMER_WAIT_S = 0.005  # a round due now still lets other events take the lock first
 
 
 class _StatementCounter:

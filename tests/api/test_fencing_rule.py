@@ -4,6 +4,8 @@ measured overload of its own ingress, and says each decision in the audit trail 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from audit.models import AuditEvent
@@ -160,3 +162,28 @@ def test_a_session_store_that_lost_its_sessions_gives_every_broker_a_full_sessio
 
     assert fenced() == []
     assert runtime.sessions_lost_ms >= now_ms() - 5000
+
+
+def test_the_timers_next_round_is_when_the_next_session_lapses(cluster, settings):
+    """As Kafka's controller schedules its next fencing check: after a round, the timer waits
+    until the next unfenced broker's session lapses (not a whole period when that comes
+    sooner), a period at the longest, and at once while moves are left over."""
+    runtime = get_runtime()
+    timeout = settings.CP_BROKER_SESSION_TIMEOUT_MS
+    hear(range(BROKERS))
+    heard_ms = now_ms() - (timeout - 200)  # lapses in 200 ms
+    local_sessions().touch(2, now_ms=heard_ms, metadata_offset=0)
+    runtime.tick()
+    assert fenced() == []
+    assert runtime.next_session_expiry_ms == heard_ms + timeout + 1
+    soon = runtime.next_round_in_s(interval_s=0.5)
+    assert soon <= 0.201, soon
+    assert runtime.next_round_in_s(interval_s=0.05) == 0.05  # a period at the longest
+    time.sleep(soon)
+    runtime.tick()
+    assert fenced() == [2]  # the round then fences it
+    runtime.moves_pending = True
+    try:
+        assert runtime.next_round_in_s(interval_s=0.5) == 0.0
+    finally:
+        runtime.moves_pending = False

@@ -288,3 +288,49 @@ def test_a_store_that_lost_its_sessions_is_noticed_once():
     assert store.mark_sessions() and not store.mark_sessions()
     store.clear()  # what a restarted Redis is to the controller
     assert store.mark_sessions()
+
+
+def test_the_answer_says_when_the_next_session_lapses():
+    """Kafka's controller schedules its next fencing check when the next session lapses: the
+    answer names that millisecond among the unfenced brokers whose session is still valid (a
+    broker never heard counts from the activation), None when no session runs."""
+    d = unfenced_cluster(4)
+    sessions = {0: BrokerSession(NOW - 500, 5), 1: FRESH, 2: LAPSED}  # 3: never heard
+    response = run_event(
+        d,
+        "FenceStaleBrokers",
+        {},
+        ControllerEnv(
+            now_ms=NOW, activated_ms=NOW - 200, sessions=sessions, session_timeout_ms=TIMEOUT
+        ),
+    )
+    assert response["fenced_brokers"] == [2]
+    assert response["next_session_expiry_ms"] == NOW - 500 + TIMEOUT + 1
+    # Its session lapses then: a round a millisecond earlier fences nobody, one then fences it.
+    at = response["next_session_expiry_ms"]
+    early = run_event(
+        d,
+        "FenceStaleBrokers",
+        {},
+        ControllerEnv(
+            now_ms=at - 1, activated_ms=NOW - 200, sessions=sessions, session_timeout_ms=TIMEOUT
+        ),
+    )
+    assert early["fenced_brokers"] == []
+    due = run_event(
+        d,
+        "FenceStaleBrokers",
+        {},
+        ControllerEnv(
+            now_ms=at, activated_ms=NOW - 200, sessions=sessions, session_timeout_ms=TIMEOUT
+        ),
+    )
+    assert due["fenced_brokers"] == [0]
+    assert due["next_session_expiry_ms"] == NOW - 200 + TIMEOUT + 1  # broker 3's, from activation
+    everyone = {b: LAPSED for b in range(4)}
+    assert (
+        fencing.next_session_expiry_ms(
+            d, sessions=everyone, now_ms=NOW, session_timeout_ms=TIMEOUT, activated_ms=0
+        )
+        is None
+    )

@@ -107,6 +107,13 @@ def fence_stale_brokers(
         "unfenced": unfenced,
         "hold_off_reason": reason,
         "hold_off_expired": expired,
+        "next_session_expiry_ms": next_session_expiry_ms(
+            view,
+            sessions=sessions,
+            now_ms=now_ms,
+            session_timeout_ms=session_timeout_ms,
+            activated_ms=activated_ms,
+        ),
     }
     if reason is not None and not expired:
         moved, pending = _moves(view, [], configs, max_moves, continue_moves)
@@ -161,6 +168,28 @@ def stale_brokers(
         if not has_valid_session(session, now_ms=now_ms, session_timeout_ms=session_timeout_ms):
             stale.append(broker.broker_id)
     return stale
+
+
+def next_session_expiry_ms(
+    view: MetadataDelta,
+    *,
+    sessions: Mapping[int, BrokerSession],
+    now_ms: int,
+    session_timeout_ms: int,
+    activated_ms: int,
+) -> int | None:
+    """When the next session of an unfenced broker lapses if nothing is heard (the first
+    millisecond it is no longer valid), among those valid now; None when there is none. Kafka's
+    controller schedules its next fencing check then (maybeScheduleNextFenceStaleBroker)
+    rather than at the next tick of a period."""
+    expiries = []
+    for broker in view.all_brokers():
+        if broker.fenced:
+            continue
+        session = sessions.get(broker.broker_id) or BrokerSession(activated_ms, -1)
+        if has_valid_session(session, now_ms=now_ms, session_timeout_ms=session_timeout_ms):
+            expiries.append(session.last_contact_ms + session_timeout_ms + 1)
+    return min(expiries, default=None)
 
 
 def fencing_blindness(
