@@ -160,45 +160,47 @@ def wait_until(check: Any, timeout: float, what: str, every: float = 0.2) -> flo
     raise TimeoutError(f"{what}: not within {timeout} s")
 
 
-def failover(brokers: list[KafkaBroker], partitions: int) -> dict[str, Any]:
-    """kill -9 of the busiest broker, its restart, a controlled shutdown of the busiest; each
-    phase's (start, end) kept as `window` for the producer's figures."""
-    result: dict[str, Any] = {}
-    victim = busiest(brokers)
-    led = list(leaders(victim.bootstrap).values()).count(victim.node_id)
-    live = [b for b in brokers if b is not victim]
-    began = time.monotonic()
-    victim.kill()
-    elapsed = wait_until(
-        lambda: live_leaders_everywhere(live, victim.node_id, partitions), 120, "after kill -9"
-    )
-    result["kill_9"] = {
-        "broker": victim.node_id,
-        "led": led,
-        "live_leaders_s": round(elapsed, 3),
-        "window": (began, time.monotonic()),
-    }
-    log(f"kill -9: broker {victim.node_id} led {led}; live leaders after {elapsed:.2f} s")
-    victim.start(format_storage=False)
-    wait_until(lambda: answering(victim) and leaders(victim.bootstrap), 120, "the restart")
-    wait_until(lambda: isrs_whole(brokers, partitions), 300, "back in every ISR", every=1)
-    time.sleep(6)  # the preferred leaders back (leader.imbalance.check.interval.seconds 5)
+def lose_busiest(
+    brokers: list[KafkaBroker], partitions: int, what: str, signal_it: Callable[[KafkaBroker], Any]
+) -> tuple[KafkaBroker, dict[str, Any]]:
+    """Signal the broker leading the most partitions; the time until every other broker's own
+    Metadata names a live leader for every partition, and the phase's (start, end) as
+    `window` for the producer's figures."""
     leaving = busiest(brokers)
     led = list(leaders(leaving.bootstrap).values()).count(leaving.node_id)
     rest = [b for b in brokers if b is not leaving]
     began = time.monotonic()
-    assert leaving.process is not None
-    leaving.process.send_signal(signal.SIGTERM)
+    signal_it(leaving)
     elapsed = wait_until(
-        lambda: live_leaders_everywhere(rest, leaving.node_id, partitions), 120, "after SIGTERM"
+        lambda: live_leaders_everywhere(rest, leaving.node_id, partitions), 120, f"after {what}"
     )
-    result["controlled_shutdown"] = {
+    log(f"{what}: broker {leaving.node_id} led {led}; live leaders after {elapsed:.2f} s")
+    phase = {
         "broker": leaving.node_id,
         "led": led,
         "live_leaders_s": round(elapsed, 3),
         "window": (began, time.monotonic()),
     }
-    log(f"controlled shutdown: broker {leaving.node_id} led {led}; after {elapsed:.2f} s")
+    return leaving, phase
+
+
+def sigterm(broker: KafkaBroker) -> None:
+    assert broker.process is not None
+    broker.process.send_signal(signal.SIGTERM)
+
+
+def failover(brokers: list[KafkaBroker], partitions: int) -> dict[str, Any]:
+    """kill -9 of the busiest broker, its restart, a controlled shutdown of the busiest."""
+    result: dict[str, Any] = {}
+    victim, result["kill_9"] = lose_busiest(brokers, partitions, "kill -9", KafkaBroker.kill)
+    victim.start(format_storage=False)
+    wait_until(lambda: answering(victim) and leaders(victim.bootstrap), 120, "the restart")
+    wait_until(lambda: isrs_whole(brokers, partitions), 300, "back in every ISR", every=1)
+    time.sleep(6)  # the preferred leaders back (leader.imbalance.check.interval.seconds 5)
+    leaving, result["controlled_shutdown"] = lose_busiest(
+        brokers, partitions, "controlled shutdown", sigterm
+    )
+    assert leaving.process is not None
     leaving.process.wait(timeout=60)
     return result
 
