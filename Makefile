@@ -10,6 +10,8 @@ KAFKA_SASL_PORT ?= 9093
 # control plane, at its controller listener on KAFKA_CONTROLLER_PORT.
 KAFKA_BROKERS ?= 0
 KAFKA_CONTROLLER_PORT ?= 9098
+# The newest Kafka 4.x release: its tools run beside the pinned release's in the suite.
+KAFKA_NEWEST ?= 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
 .PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence clean
@@ -28,6 +30,7 @@ install-test: $(PY)
 	bash scripts/install-chromium.sh
 	bash scripts/install-kafkajs.sh
 	bash scripts/install-kafka.sh
+	bash scripts/install-kafka.sh $(KAFKA_NEWEST)
 	bash scripts/install-kcat.sh
 
 services:

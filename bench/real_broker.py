@@ -3,7 +3,7 @@ unfenced under this control plane; then `kill -9` to fenced, and a restart to un
 
 The real stack: PostgreSQL, Redis, gunicorn, one `run_controller`, one `serve_kafka` with a
 CONTROLLER listener (SASL_PLAINTEXT). Each run starts one broker of the pinned Kafka jars
-(devtools.kafka_broker: `process.roles=broker`, a 256 MiB heap, a fresh log dir formatted with
+(stock_kafka.broker: `process.roles=broker`, a 256 MiB heap, a fresh log dir formatted with
 this cluster's id) as the broker principal, and polls the REST API (`GET /api/v1/brokers/ID`,
 every 50 ms) and the broker's own log from the moment its JVM is started:
 
@@ -39,10 +39,10 @@ from typing import Any
 import httpx
 
 from bench.replica_state import bearer_client
-from devtools import kafka
-from devtools.kafka_broker import STARTED, KafkaBroker
 from devtools.real_brokers import start_controller_listener
 from devtools.stack import BENCH_SETTINGS, Stack, running_stack
+from stock_kafka import jars as kafka
+from stock_kafka.broker import STARTED, KafkaBroker
 
 RESULTS = Path(__file__).resolve().parent / "results"
 POLL_S = 0.05

@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.replica_state import bearer_client
-from devtools import kafka
-from devtools.kafka_broker import KafkaBroker
 from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
 from devtools.stack import BENCH_SETTINGS, running_stack
+from stock_kafka import jars as kafka
+from stock_kafka.broker import KafkaBroker
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TOPIC = "failover"

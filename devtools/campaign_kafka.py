@@ -1,5 +1,5 @@
 """The fault campaign's stock Kafka brokers (devtools/campaign.py, issue 36): three unmodified
-Apache Kafka 4.1.1 brokers (devtools.kafka_broker) beside the simulated ones, in the same cluster.
+Apache Kafka 4.1.1 brokers (stock_kafka.broker) beside the simulated ones, in the same cluster.
 
 They follow a `serve_kafka` of their own with a CONTROLLER listener (devtools.real_brokers; the
 campaign's other `serve_kafka` is killed by a fault), and name the controllers' one shared voter
@@ -48,11 +48,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from devtools import kafka
-from devtools.kafka_broker import KafkaBroker
 from devtools.kafka_clients import Producing, broker_metadata, directory_ids
 from devtools.real_brokers import DEFAULT_CONTROLLER_ID, brokers_under, start_controller_listener
 from devtools.stack import Http, Stack, wait_for
+from stock_kafka import jars as kafka
+from stock_kafka.broker import KafkaBroker
 
 BROKER_IDS = (101, 102, 103)
 FIRST_ID = BROKER_IDS[0]  # the simulated brokers' ids are below it

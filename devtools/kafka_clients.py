@@ -15,7 +15,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from devtools.kafka_broker import KafkaBroker
+from stock_kafka.broker import KafkaBroker
 
 
 class Producing:

@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from devtools.kafka_broker import KafkaBroker
 from devtools.real_brokers import (
     DEFAULT_CONTROLLER_ID,
     brokers_running,
@@ -29,6 +28,7 @@ from devtools.real_brokers import (
     start_controller_listener,
 )
 from devtools.stack import PYTHON, Http, Stack, running_stack, wait_for
+from stock_kafka.broker import KafkaBroker
 
 STACK_SETTINGS = {
     "CP_CONTROLLER_LEASE_MS": "3000",

@@ -9,8 +9,8 @@ import socket
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from devtools.kafka_broker import KafkaBroker
 from devtools.stack import PYTHON, Stack, free_port, wait_for
+from stock_kafka.broker import KafkaBroker
 
 DEFAULT_CONTROLLER_ID = 3000  # the quorum's one voter, as the brokers know it
 

@@ -23,10 +23,10 @@ case "$KAFKA_BROKERS" in
 esac
 mkdir -p var
 if [ "$KAFKA_BROKERS" -gt 0 ]; then
-  bash scripts/install-kafka.sh
-  if ! missing=$($PY -c 'from devtools import kafka
+  bash scripts/install-kafka.sh ${KAFKA_VERSION:-}
+  if ! missing=$($PY -c 'from stock_kafka import jars as kafka
 kafka.java_executable()
-assert kafka.installed(), f"no Kafka jars in {kafka.libs_dir()} (bash scripts/install-kafka.sh)"' 2>&1); then
+assert kafka.installed(), f"no Kafka jars in {kafka.libs_dir()} (bash scripts/install-kafka.sh {kafka.chosen_version()})"' 2>&1); then
     echo "KAFKA_BROKERS=${KAFKA_BROKERS} needs Java 17+ and Kafka's jars: ${missing##*: }" >&2
     exit 2
   fi
@@ -56,7 +56,7 @@ $PY manage.py collectstatic --noinput -v0
 ADMIN_TOKEN=$($PY manage.py create_principal admin --super-user | tail -n 1)
 BROKER_TOKEN=$($PY manage.py create_principal demo-brokers --broker | tail -n 1)
 if [ "$KAFKA_BROKERS" -gt 0 ]; then
-  # One broker principal per real broker: `PRINCIPAL TOKEN` lines for devtools.kafka_broker.
+  # One broker principal per real broker: `PRINCIPAL TOKEN` lines for stock_kafka.broker.
   mkdir -p "$KAFKA_BROKER_DIR"
   credentials="${KAFKA_BROKER_DIR}/credentials"
   (umask 077; : > "$credentials")
@@ -132,7 +132,7 @@ if [ "$KAFKA_BROKERS" -gt 0 ]; then
     [ -n "$cluster_id" ] && break
     sleep 0.5
   done
-  $PY -m devtools.kafka_broker run --count "$KAFKA_BROKERS" \
+  $PY -m stock_kafka.broker run --count "$KAFKA_BROKERS" \
     --controller "127.0.0.1:${KAFKA_CONTROLLER_PORT}" --controller-id "${CP_CONTROLLER_ID:-3000}" \
     --cluster-id="$cluster_id" --credentials "${KAFKA_BROKER_DIR}/credentials" \
     --work-dir "$KAFKA_BROKER_DIR" --first-node-id "$KAFKA_FIRST_BROKER_ID" \
@@ -159,7 +159,7 @@ print(json.dumps([{'partition_index': p, 'broker_ids': [first + (p + k) % n for 
   DEMO_MSG="  Demo cluster: ${KAFKA_BROKERS} real Kafka broker(s) instead of the simulated ones, and the topic
   real-orders on them (3 partitions, RF ${rf})"
   KAFKA_MSG="
-  Real Kafka brokers (Apache Kafka $($PY -c 'from devtools import kafka; print(kafka.pinned_version())'), stock jars), controller listener CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT} (SASL/PLAIN):
+  Real Kafka brokers (Apache Kafka $($PY -c 'from stock_kafka import jars as kafka; print(kafka.chosen_version())'), stock jars), controller listener CONTROLLER://127.0.0.1:${KAFKA_CONTROLLER_PORT} (SASL/PLAIN):
 $(grep '^Kafka broker [0-9]* (pid' var/kafka-brokers.log | sed 's/^/    /')
     Each broker's own log: ${KAFKA_BROKER_DIR}/broker-ID/broker.log; the launcher's: var/kafka-brokers.log
     Their state: curl -H \"Authorization: Bearer ${ADMIN_TOKEN}\" ${URL}/api/v1/brokers/${KAFKA_FIRST_BROKER_ID}

@@ -8,7 +8,7 @@
 #      enough; GET /api/v1/cluster would need DESCRIBE, which broker principals do not hold);
 #   2. writes server.properties: a broker-only node whose one voter is the control plane's
 #      controller listener (controller.quorum.voters=<CP_CONTROLLER_ID>@host:port), reached with
-#      SASL/PLAIN as the broker principal; the properties devtools/kafka_broker_config.py gives
+#      SASL/PLAIN as the broker principal; the properties stock_kafka/broker_config.py gives
 #      the brokers of the tests (a small cleaner buffer and few threads, as Kafka's test kit);
 #   3. formats the log dirs once with that cluster id (kafka-storage.sh format --ignore-formatted;
 #      a log dir of another cluster stops it: the control plane's database was started afresh);
@@ -83,7 +83,7 @@ read_token() {  # sets TOKEN (a global: never echoed)
 BACKSLASH='\'
 QUOTE='"'
 
-jaas_quoted() {  # as devtools.kafka_broker_config._jaas_quoted: \ and " escaped
+jaas_quoted() {  # as stock_kafka.broker_config._jaas_quoted: \ and " escaped
   local value=${1//"$BACKSLASH"/"$BACKSLASH$BACKSLASH"}
   value=${value//"$QUOTE"/"$BACKSLASH$QUOTE"}
   printf '"%s"' "$value"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from devtools import kafka
+from stock_kafka import jars as kafka
 from tests.conftest import REQUIRE_SERVICES
 
 

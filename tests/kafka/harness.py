@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from devtools.kafka_broker import KafkaBroker
+from stock_kafka.broker import KafkaBroker
 from tests.conftest import controller_state_reset, listener_client_class
 from tests.wire.conftest import RunningListener, start_listener
 

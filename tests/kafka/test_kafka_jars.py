@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from devtools import kafka
+from stock_kafka import jars as kafka
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def launch(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "devtools.kafka", *args],
+        [sys.executable, "-m", "stock_kafka", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,

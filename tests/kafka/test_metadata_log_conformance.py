@@ -134,7 +134,7 @@ DUMP_LOG = ["run-class", "kafka.tools.DumpLogSegments", "--cluster-metadata-deco
 def dump(segment: Path) -> str:
     """What kafka-dump-log.sh --cluster-metadata-decoder prints for the segment."""
     result = subprocess.run(
-        [sys.executable, "-m", "devtools.kafka", *DUMP_LOG, str(segment)],
+        [sys.executable, "-m", "stock_kafka", *DUMP_LOG, str(segment)],
         cwd=ROOT,
         capture_output=True,
         text=True,

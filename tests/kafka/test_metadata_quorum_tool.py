@@ -17,7 +17,7 @@ from controlplane.principals import principal_create
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerEvent, RequestContext
 from controlplane.runtime.lease import cluster_get_or_create, cluster_read
-from devtools.kafka import ROOT
+from stock_kafka.jars import ROOT
 from tests.conftest import registration_body
 from tests.wire.conftest import RunningListener, start_listener
 
@@ -44,7 +44,7 @@ def quorum_tool(listener: RunningListener, token: str, tmp_path: Path, *args: st
         [
             sys.executable,
             "-m",
-            "devtools.kafka",
+            "stock_kafka",
             "run-class",
             "org.apache.kafka.tools.MetadataQuorumCommand",
             "--bootstrap-controller",

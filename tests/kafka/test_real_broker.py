@@ -1,7 +1,7 @@
 """One stock Apache Kafka 4.1 broker (the pinned jars, unmodified) under this control plane
 (issue 35, point 4): its storage formatted with this cluster's id, `process.roles=broker`, this
 controller as its one static voter at the wire listener's CONTROLLER listener, where it
-authenticates with SASL/PLAIN as a broker principal (devtools.kafka_broker).
+authenticates with SASL/PLAIN as a broker principal (stock_kafka.broker).
 
 One broker and one listener for the module (tests.kafka.harness: the database opened for the
 module, the controller's timer running as in a deployment, everything flushed at the end; every
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from devtools.kafka_broker import STARTED, KafkaBroker
+from stock_kafka.broker import STARTED, KafkaBroker
 from tests.conftest import Api, listener_client_class
 from tests.kafka import harness
 from tests.kafka.conftest import need_kafka_jars

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from controlplane.controller.records import UNASSIGNED_DIRECTORY
-from devtools.kafka_broker import KafkaBroker
 from devtools.kafka_clients import Producing, directory_ids
+from stock_kafka.broker import KafkaBroker
 from tests.conftest import Api, listener_client_class, set_config
 from tests.kafka import harness
 from tests.kafka.conftest import need_kafka_jars
@@ -380,7 +380,7 @@ def delegation_token_command(broker: KafkaBroker, user: str, work: Path) -> str:
         [
             sys.executable,
             "-m",
-            "devtools.kafka",
+            "stock_kafka",
             "run-class",
             "org.apache.kafka.tools.DelegationTokenCommand",
             "--bootstrap-server",

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from devtools.kafka_broker import KafkaBroker
 from devtools.kafka_clients import Producing
 from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
 from devtools.stack import Stack, running_stack, wait_for
+from stock_kafka.broker import KafkaBroker
 from tests.kafka.conftest import need_kafka_jars
 from tests.kafka.harness import LOG_LEVELS
 

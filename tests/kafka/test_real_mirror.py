@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 
-from devtools.kafka_broker import KafkaBroker
 from devtools.kafka_clients import broker_metadata
 from devtools.mirror_stack import (
     Cluster,
@@ -39,6 +38,7 @@ from devtools.mirror_stack import (
     write_secrets,
 )
 from devtools.stack import wait_for
+from stock_kafka.broker import KafkaBroker
 from tests.conftest import need_postgres, need_redis
 from tests.kafka.conftest import need_kafka_jars
 from tests.kafka.harness import LOG_LEVELS

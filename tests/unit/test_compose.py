@@ -9,7 +9,7 @@ context at the repository root, a non-root image; with `--profile kafka`, stock 
 brokers following the control plane's controller listener (the voter, its protocol, the node ids,
 the tokens, the entrypoint script mounted where the service runs it). The entrypoint script
 (scripts/kafka/broker-entrypoint.sh) is run here too, with fake inputs: the server.properties it
-writes against devtools/kafka_broker_config.py's, the cluster id it reads from a stub of the
+writes against stock_kafka/broker_config.py's, the cluster id it reads from a stub of the
 internal listener, the format and start commands it runs (stubs of Kafka's scripts); the token it
 is given never in its output.
 
@@ -572,7 +572,7 @@ def broker_env(service: dict[str, Any]) -> dict[str, str]:
 def check_kafka_brokers_run_stock_kafka(document: dict[str, Any]) -> list[str]:
     """Apache's own image at the version the tests' jars pin (scripts/kafka/pom.xml), under the
     `kafka` profile, with a small heap and a healthcheck."""
-    from devtools.kafka import pinned_version
+    from stock_kafka.jars import pinned_version
 
     brokers = kafka_brokers(document)
     if not brokers:
@@ -1302,12 +1302,12 @@ def compose_broker_env(compose: dict[str, Any], name: str, tmp_path: Path) -> di
 def test_broker_properties_are_the_tests_brokers(
     compose: dict[str, Any], name: str, tmp_path: Path
 ) -> None:
-    """The server.properties a compose broker writes is what devtools/kafka_broker_config.py
+    """The server.properties a compose broker writes is what stock_kafka/broker_config.py
     gives the tests' brokers for the same inputs (a broker-only node, its voter the controller
     listener, SASL/PLAIN as its principal, the test kit's light settings), bound to every
     address and with an EXTERNAL listener besides; the controller listener's protocol is the
     one serve_kafka serves it with."""
-    from devtools.kafka_broker_config import broker_properties
+    from stock_kafka.broker_config import broker_properties
 
     env = compose_broker_env(compose, name, tmp_path)
     written = tmp_path / "server.properties"
@@ -1350,7 +1350,7 @@ def test_broker_properties_are_the_tests_brokers(
 
 
 def test_broker_properties_quote_the_jaas_line_as_devtools_does(tmp_path: Path) -> None:
-    from devtools.kafka_broker_config import jaas_plain
+    from stock_kafka.broker_config import jaas_plain
 
     token = FAKE_TOKEN + '"\\x'
     (tmp_path / "token").write_text(token)
@@ -1530,7 +1530,7 @@ def test_kafkas_own_storage_tool_formats_with_the_properties(
 ) -> None:
     """Kafka's StorageTool (the pinned jars) takes the properties the entrypoint writes: it
     validates them as the broker will (KafkaConfig) and formats the log dir for the cluster."""
-    from devtools import kafka
+    from stock_kafka import jars as kafka
     from tests.kafka.conftest import need_kafka_jars
 
     need_kafka_jars()  # skipped without them, failed under CP_REQUIRE_SERVICES=1

@@ -447,7 +447,7 @@ export DATABASE_URL=postgres://user@host:5432/db
 python manage.py migrate
 python manage.py run_controller &            # twice or more
 .venv/bin/python manage.py create_principal admin --super-user
-python -m devtools.kafka --version
+python -m stock_kafka --version
 python -m bench.scale --sizes 10
 spark-submit audit/spark/job.py denied-requests --data hdfs://namenode:8020/audit
 ```

@@ -1,4 +1,4 @@
-"""The stock broker's configuration as devtools.kafka_broker writes it (no JVM started): the
+"""The stock broker's configuration as stock_kafka.broker writes it (no JVM started): the
 controller listener's properties a KRaft broker reads for its SASL credentials, and a cluster id
 that starts with "-" passed so that no option parser takes it for an option."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from devtools.kafka_broker import KafkaBroker
+from stock_kafka.broker import KafkaBroker
 
 
 def broker(tmp_path: Path, cluster_id: str) -> KafkaBroker:

@@ -3,7 +3,7 @@
 Writes `DIR/__cluster_metadata-0/<base offset, 20 digits>.log`, the records in Kafka's KRaft
 format (controlplane.controller.kraft), which Kafka's own tools read:
 
-    python -m devtools.kafka run-class kafka.tools.DumpLogSegments --cluster-metadata-decoder \\
+    python -m stock_kafka run-class kafka.tools.DumpLogSegments --cluster-metadata-decoder \\
         --files DIR/__cluster_metadata-0/00000000000000000000.log
 """
 

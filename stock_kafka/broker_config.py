@@ -1,14 +1,14 @@
 """What a stock Kafka broker under this control plane is told: its server.properties (a broker-
 only KRaft node whose one static voter is this control plane's controller listener, reached with
 SASL/PLAIN as a broker principal; light for a small machine), the JAAS lines of its logins, and
-its log4j levels. No process here: devtools.kafka_broker runs it."""
+its log4j levels. No process here: stock_kafka.broker runs it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from devtools import kafka
+from stock_kafka import jars as kafka
 
 CONTROLLER_LISTENER = "CONTROLLER"
 SASL_CLIENT_LISTENER = "SASL_CLIENT"  # clients log in here (SASL/PLAIN, the broker's own users)
@@ -119,7 +119,7 @@ def properties_text(props: Mapping[str, str]) -> str:
 
 
 def log4j_config(levels: Mapping[str, str]) -> str:
-    """devtools.kafka's log4j2 config (stdout) with these loggers' levels on top."""
+    """stock_kafka.jars's log4j2 config (stdout) with these loggers' levels on top."""
     text = kafka.LOG4J_CONFIG.read_text()
     for index, (name, level) in enumerate(sorted(levels.items())):
         text += f"logger.extra{index}.name = {name}\nlogger.extra{index}.level = {level}\n"

@@ -7,7 +7,7 @@ storage is formatted with this cluster's id (`kafka.tools.StorageTool format`), 
 listener is PLAINTEXT on loopback, and it is kept light for a small machine (a 256 MiB heap,
 Kafka's test kit's dedupe buffer, one partition for the internal topics, few threads).
 
-    python -m devtools.kafka_broker run --count 1 --controller 127.0.0.1:9094 \
+    python -m stock_kafka.broker run --count 1 --controller 127.0.0.1:9094 \
         --cluster-id ID --credentials FILE --work-dir var/kafka-brokers
 
 `--credentials FILE`: one `PRINCIPAL TOKEN` line per broker (the last line serves the brokers
@@ -33,8 +33,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
-from devtools import kafka
-from devtools.kafka_broker_config import (
+from stock_kafka import jars as kafka
+from stock_kafka.broker_config import (
     DEFAULT_CONTROLLER_ID,
     broker_properties,
     log4j_config,
@@ -81,8 +81,11 @@ class KafkaBroker:
         log_levels: Mapping[str, str] | None = None,
         log_dir_count: int = 1,
         client_users: Mapping[str, str] | None = None,
+        version: str | None = None,
     ) -> None:
         self.node_id = node_id
+        # The Kafka release it runs (installed by install-kafka.sh): KAFKA_VERSION, else pinned.
+        self.version = kafka.chosen_version(version)
         # Clients' SASL/PLAIN logins on a second client listener (`sasl_bootstrap`), if any.
         self.client_users = dict(client_users) if client_users is not None else None
         self.sasl_port = free_port(host) if client_users is not None else None
@@ -167,7 +170,9 @@ class KafkaBroker:
         return self.properties_path
 
     def _java(self, main_class: str, args: Sequence[str], heap: str) -> list[str]:
-        command = kafka.java_command(main_class, args, heap=heap, log_dir=self.work_dir)
+        command = kafka.java_command(
+            main_class, args, heap=heap, log_dir=self.work_dir, version=self.version
+        )
         if self.log_levels:
             own = f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.properties'}"
             command = [
@@ -233,7 +238,7 @@ class KafkaBroker:
         command = self._java("kafka.Kafka", [str(self.properties_path)], heap=self.heap)
         with open(self.log_path, "ab") as log:
             self._log_offset = log.tell()
-            log.write(f"=== devtools.kafka_broker: starting broker {self.node_id} ===\n".encode())
+            log.write(f"=== stock_kafka.broker: starting broker {self.node_id} ===\n".encode())
             log.flush()
             self.started_at = time.monotonic()
             self.process = subprocess.Popen(
@@ -377,6 +382,7 @@ def brokers_from(options: argparse.Namespace) -> list[KafkaBroker]:
                 work_dir=work / f"broker-{node_id}",
                 heap=options.heap,
                 overrides=overrides,
+                version=options.kafka_version,
             )
         )
     return brokers
@@ -423,8 +429,8 @@ def running(brokers: Sequence[KafkaBroker]) -> Iterator[Sequence[KafkaBroker]]:
 def run(options: argparse.Namespace) -> int:
     try:
         brokers = brokers_from(options)
-    except (OSError, ValueError) as error:
-        print(f"devtools.kafka_broker: {error}", file=sys.stderr)
+    except (OSError, ValueError, kafka.KafkaJarsMissing) as error:
+        print(f"stock_kafka.broker: {error}", file=sys.stderr)
         return 2
     forget_other_clusters(brokers)
     stop = threading.Event()
@@ -452,14 +458,14 @@ def run(options: argparse.Namespace) -> int:
                 if all(broker.process is None for broker in brokers):
                     return 1  # every broker exited: nothing left to run
     except (BrokerStartFailed, kafka.KafkaJarsMissing) as error:
-        print(f"devtools.kafka_broker: {error}", file=sys.stderr)
+        print(f"stock_kafka.broker: {error}", file=sys.stderr)
         return 1
     return 0
 
 
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m devtools.kafka_broker",
+        prog="python -m stock_kafka.broker",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -475,6 +481,9 @@ def parser() -> argparse.ArgumentParser:
     command.add_argument("--work-dir", default=str(kafka.ROOT / "var" / "kafka-brokers"))
     command.add_argument("--first-node-id", type=int, default=100)
     command.add_argument("--heap", default=kafka.DEFAULT_HEAP)
+    command.add_argument(
+        "--kafka-version", default=None, help="an installed release (KAFKA_VERSION; the pinned one)"
+    )
     command.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="a broker property"
     )
