@@ -20,6 +20,8 @@ class Broker(models.Model):
     software_version = models.CharField(max_length=128, null=True, blank=True)
     # Reported offline by the broker's heartbeats (BrokerRegistrationChangeRecord).
     offline_log_dirs = models.JSONField(default=list)
+    # The feature levels it supports, [name, min, max] each (RegisterBrokerRecord.Features).
+    supported_features = models.JSONField(default=list)
 
     class Meta:
         db_table = "cp_broker"

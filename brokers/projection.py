@@ -22,6 +22,7 @@ UPDATE_FIELDS = [
     "controlled_shutdown_offset",
     "software_version",
     "offline_log_dirs",
+    "supported_features",
 ]
 
 
@@ -39,6 +40,7 @@ def broker_row(registration: BrokerRegistration) -> Broker:
         controlled_shutdown_offset=registration.controlled_shutdown_offset,
         software_version=registration.software_version,
         offline_log_dirs=list(registration.offline_log_dirs),
+        supported_features=[list(feature) for feature in registration.features],
     )
 
 
@@ -56,6 +58,7 @@ def registration_from_row(row: Broker) -> BrokerRegistration:
         controlled_shutdown_offset=row.controlled_shutdown_offset,
         software_version=row.software_version,
         offline_log_dirs=tuple(row.offline_log_dirs),
+        features=tuple((str(n), int(lo), int(hi)) for n, lo, hi in row.supported_features),
     )
 
 

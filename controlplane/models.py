@@ -50,6 +50,18 @@ class ProducerIdBlock(models.Model):
         db_table = "cp_producer_id_block"
 
 
+class KRaftQuorum(models.Model):
+    """The quorum's kraft.version and voters (KRaftVersionRecord, VotersRecord, KIP-853): one
+    row once either was written."""
+
+    id = models.PositiveSmallIntegerField(primary_key=True, default=1)
+    kraft_version = models.IntegerField(default=0)
+    voters = models.JSONField(default=list)  # VotersRecord's voters, as the record's data
+
+    class Meta:
+        db_table = "cp_kraft_quorum"
+
+
 class MetadataRecord(models.Model):
     """One entry of the metadata log: gap-free offsets, append-only."""
 

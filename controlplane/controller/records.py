@@ -72,6 +72,9 @@ class RegisterBrokerRecord(Record):
     # Where its controlled shutdown began, when a snapshot registers a broker that is shutting
     # down (the log's registrations never are: NO_OFFSET).
     controlled_shutdown_offset: int = NO_OFFSET
+    # The feature levels the broker supports, (name, min, max), as its registration listed them
+    # (Kafka's RegisterBrokerRecord.Features): what UpdateFeatures checks a new level against.
+    features: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -382,6 +385,9 @@ def record_from_data(record_type: str, data: Mapping[str, Any]) -> Record:
         fields = dict(data)
         fields["listeners"] = tuple(Listener(**item) for item in data["listeners"])
         fields["log_dirs"] = tuple(data["log_dirs"])
+        fields["features"] = tuple(
+            (str(name), int(low), int(high)) for name, low, high in data.get("features", ())
+        )
         return RegisterBrokerRecord(**fields)
     if cls is ClientQuotaRecord:
         fields = dict(data)

@@ -8,6 +8,7 @@ its part of the image back. Apps register theirs from `ready()` (`register_proje
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -17,6 +18,7 @@ from django.db.models import Q
 
 from controlplane.controller.acls.control import ACL_FIELDS
 from controlplane.controller.image import MetadataDelta, MetadataImage
+from controlplane.controller.quorum_records import Voter, VotersRecord
 from controlplane.controller.records import AccessControlEntryRecord
 from controlplane.runtime.conversation import AppliedWrite
 from controlplane.runtime.plugins import is_same_plugin
@@ -172,25 +174,30 @@ def _delete_configs(removed: list[tuple[str, str, str]]) -> None:
 
 
 class FeaturesProjection:
-    """cp_finalized_feature (FeatureLevelRecord) and cp_producer_id_block (ProducerIdsRecord):
-    a few rows, written when they change."""
+    """cp_finalized_feature (FeatureLevelRecord), cp_producer_id_block (ProducerIdsRecord) and
+    cp_kraft_quorum (KRaftVersionRecord, VotersRecord): a few rows, written when they change."""
 
     name = "features"
-    tables: tuple[str, ...] = ("cp_finalized_feature", "cp_producer_id_block")
+    tables: tuple[str, ...] = ("cp_finalized_feature", "cp_producer_id_block", "cp_kraft_quorum")
 
     def prepare(
         self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
     ) -> list[Write]:
+        quorum = delta.features_delta
+        writes: list[Write] = []
+        if quorum.kraft_version is not None or quorum.voters is not None:
+            writes.append(functools.partial(_write_quorum, delta.kraft_version, list(delta.voters)))
         if not delta.changed_features and delta.changed_producer_ids is None:
-            return []
+            return writes
         return [
+            *writes,
             functools.partial(
                 _write_features, dict(delta.changed_features), delta.changed_producer_ids
-            )
+            ),
         ]
 
     def load(self, image: MetadataImage) -> None:
-        from controlplane.models import FinalizedFeature, ProducerIdBlock
+        from controlplane.models import FinalizedFeature, KRaftQuorum, ProducerIdBlock
 
         features = image.features_image
         for name, level in FinalizedFeature.objects.values_list("name", "level"):
@@ -199,6 +206,22 @@ class FeaturesProjection:
         if block is not None:
             features.producer_ids_owner = (block.broker_id, block.broker_epoch)
             features.next_producer_id = block.next_producer_id
+        quorum = KRaftQuorum.objects.filter(pk=1).first()
+        if quorum is not None:
+            features.kraft_version = quorum.kraft_version
+            features.voters = VotersRecord.from_data({"voters": quorum.voters}).voters
+
+
+def _write_quorum(kraft_version: int, voters: list[Voter]) -> None:
+    from controlplane.models import KRaftQuorum
+
+    KRaftQuorum.objects.update_or_create(
+        pk=1,
+        defaults={
+            "kraft_version": kraft_version,
+            "voters": [dataclasses.asdict(voter) for voter in voters],
+        },
+    )
 
 
 def _write_features(

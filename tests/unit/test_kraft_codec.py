@@ -118,6 +118,8 @@ def test_the_api_keys_are_kafkas() -> None:
         "AbortTransactionRecord": 25,
         "RemoveDelegationTokenRecord": 26,
         "RegisterControllerRecord": 27,
+        "ClearElrRecord": 28,
+        "UnregisterControllerRecord": 29,
     }
 
 

@@ -76,6 +76,15 @@ REGISTRATIONS = st.builds(
     log_dirs=st.lists(IDS, max_size=3).map(tuple),
     fenced=st.booleans(),
     in_controlled_shutdown=st.booleans(),
+    features=st.lists(
+        st.tuples(
+            st.sampled_from(["metadata.version", "kraft.version", "group.version"]),
+            st.integers(0, 7),
+            st.integers(7, 33),
+        ),
+        max_size=3,
+        unique_by=lambda f: f[0],
+    ).map(tuple),
 )
 CHANGES = st.builds(
     BrokerRegistrationChangeRecord,
@@ -187,8 +196,8 @@ def expected(
                     for x in record.listeners
                 ],
                 "Features": [
-                    {"Name": "metadata.version"}
-                    | {"MinSupportedVersion": 7, "MaxSupportedVersion": level}
+                    {"Name": name, "MinSupportedVersion": low, "MaxSupportedVersion": high}
+                    for name, low, high in record.features or (("metadata.version", 7, level),)
                 ],
                 "Rack": record.rack,
                 "Fenced": record.fenced,
@@ -196,7 +205,8 @@ def expected(
             }
             if level >= 17:
                 fields["LogDirs"] = [u(d) for d in record.log_dirs]
-            return "RegisterBrokerRecord", 3 if level >= 17 else 2 if level >= 8 else 1, fields
+            version = 4 if level >= 30 else 3 if level >= 17 else 2 if level >= 8 else 1
+            return "RegisterBrokerRecord", version, fields
         case BrokerRegistrationChangeRecord():
             fields = {"BrokerId": record.broker_id, "BrokerEpoch": record.broker_epoch}
             fields["Fenced"] = int(record.fenced)
@@ -338,11 +348,14 @@ def test_the_record_versions_follow_kafkas_metadata_versions() -> None:
     assert table[23] == ("4.0-IV1", 3, 2, 2)
     assert table[25] == ("4.0-IV3", 3, 2, 2)
     assert table[27] == ("4.1-IV1", 3, 2, 2)
-    assert sorted(table) == list(range(7, 28))
+    assert table[29] == ("4.2-IV1", 3, 2, 2)
+    assert table[30] == ("4.3-IV0", 4, 2, 3)
+    assert table[33] == ("4.4-IV2", 4, 2, 3)
+    assert sorted(table) == list(range(7, 34))
     with pytest.raises(UnsupportedMetadataVersion):
         metadata_version(6)
     with pytest.raises(UnsupportedMetadataVersion):
-        kafka_record(TopicRecord("t", str(uuid.uuid4())), 28)
+        kafka_record(TopicRecord("t", str(uuid.uuid4())), 34)
 
 
 def registered(broker_id: int, epoch: int, dirs: tuple[str, ...]) -> RegisterBrokerRecord:

@@ -154,7 +154,7 @@ def register_broker(
             f"Expected cluster ID {view.cluster_id}, but got cluster ID {request.cluster_id}",
         )
     validate_registration(request)
-    check_supported_features(view.finalized_features(), request.features)
+    check_supported_features(view.finalized_features(), request.features, request.broker_id)
     existing = view.broker(request.broker_id)
     if existing is not None:
         if existing.incarnation_id == request.incarnation_id:
@@ -181,6 +181,7 @@ def register_broker(
         log_dirs=request.log_dirs,
         fenced=True,
         software_version=request.software_version,
+        features=request.features,
     )
     moved: list[Record] = []
     if existing is not None:

@@ -77,6 +77,14 @@ class BrokerRegistration:
     controlled_shutdown_offset: int = NO_OFFSET
     software_version: str | None = None
     offline_log_dirs: tuple[str, ...] = ()  # reported offline by its heartbeats (KIP-858)
+    features: tuple[tuple[str, int, int], ...] = ()  # (name, min, max) it supports
+
+    def supported(self, feature: str) -> tuple[int, int] | None:
+        """The levels of `feature` it supports; None when it named no features at all (a
+        simulated broker on REST), (0, 0) for a feature it did not name."""
+        if not self.features:
+            return None
+        return next(((low, high) for name, low, high in self.features if name == feature), (0, 0))
 
     @property
     def control_state(self) -> BrokerControlState:
@@ -135,6 +143,7 @@ class ClusterImage:
                 in_controlled_shutdown=broker.in_controlled_shutdown,
                 software_version=broker.software_version,
                 controlled_shutdown_offset=broker.controlled_shutdown_offset,
+                features=broker.features,
             )
             if broker.offline_log_dirs:
                 yield BrokerRegistrationChangeRecord(
@@ -184,6 +193,7 @@ class ClusterDelta:
             in_controlled_shutdown=record.in_controlled_shutdown,
             controlled_shutdown_offset=record.controlled_shutdown_offset,
             software_version=record.software_version,
+            features=record.features,
         )
 
     def replay_broker_change(self, record: BrokerRegistrationChangeRecord, offset: int) -> None:

@@ -1,8 +1,10 @@
-"""The finalized features and the producer id blocks (Kafka's FeaturesImage and
-ProducerIdsImage, with their deltas).
+"""The finalized features, the quorum's version and voters, and the producer id blocks (Kafka's
+FeaturesImage and ProducerIdsImage, with their deltas, and what Kafka's Raft client keeps of
+its control records).
 
-Replays FeatureLevelRecord (a feature's finalized level; level 0 removes it) and
-ProducerIdsRecord (the next producer id block; it only moves forward).
+Replays FeatureLevelRecord (a feature's finalized level; level 0 removes it), KRaftVersionRecord
+and VotersRecord (KIP-853: the quorum's version only moves up; a voter set replaces the last)
+and ProducerIdsRecord (the next producer id block; it only moves forward).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from controlplane.controller.quorum_records import KRaftVersionRecord, Voter, VotersRecord
 from controlplane.controller.records import FeatureLevelRecord, ProducerIdsRecord, Record
 
 METADATA_VERSION = "metadata.version"
@@ -25,12 +28,19 @@ class FeaturesImage:
     # Who was handed the block that ends at next_producer_id, at which broker epoch (what
     # rebuilds the image exactly from a snapshot).
     producer_ids_owner: tuple[int, int] | None = None
+    # KIP-853: the quorum's kraft.version (0: static voters) and its voters (none at 0).
+    kraft_version: int = 0
+    voters: tuple[Voter, ...] = ()
 
     @property
     def metadata_version(self) -> int | None:
         return self.finalized_features.get(METADATA_VERSION)
 
     def apply(self, delta: FeaturesDelta) -> None:
+        if delta.kraft_version is not None:
+            self.kraft_version = delta.kraft_version
+        if delta.voters is not None:
+            self.voters = delta.voters
         for name, level in delta.changed_features.items():
             if level is None:
                 self.finalized_features.pop(name, None)
@@ -45,11 +55,18 @@ class FeaturesImage:
             "finalized_features": dict(sorted(self.finalized_features.items())),
             "next_producer_id": self.next_producer_id,
             "producer_ids_owner": self.producer_ids_owner,
+            "kraft_version": self.kraft_version,
+            "voters": [dataclasses.asdict(v) for v in self.voters],
         }
 
     def records(self) -> Iterator[Record]:
-        """metadata.version first (every later record is read at it, as Kafka's snapshot
-        writes it first), then the other features by name, then the producer id block."""
+        """The quorum's version and voters first (Kafka's snapshot carries them in its
+        header's control batch), then metadata.version (every later record is read at it),
+        then the other features by name, then the producer id block."""
+        if self.kraft_version:
+            yield KRaftVersionRecord(self.kraft_version)
+        if self.voters:
+            yield VotersRecord(self.voters)
         levels = self.finalized_features
         if METADATA_VERSION in levels:
             yield FeatureLevelRecord(METADATA_VERSION, levels[METADATA_VERSION])
@@ -65,12 +82,38 @@ class FeaturesDelta:
         self.image = image
         self.changed_features: dict[str, int | None] = {}
         self.producer_ids: tuple[int, int, int] | None = None  # (broker, epoch, next id)
+        self.kraft_version: int | None = None
+        self.voters: tuple[Voter, ...] | None = None
 
     def replayers(self) -> dict[type[Record], Callable[[Any, int], None]]:
         return {
             FeatureLevelRecord: self.replay_feature_level,
             ProducerIdsRecord: self.replay_producer_ids,
+            KRaftVersionRecord: self.replay_kraft_version,
+            VotersRecord: self.replay_voters,
         }
+
+    @property
+    def current_kraft_version(self) -> int:
+        return self.image.kraft_version if self.kraft_version is None else self.kraft_version
+
+    @property
+    def current_voters(self) -> tuple[Voter, ...]:
+        return self.image.voters if self.voters is None else self.voters
+
+    def replay_kraft_version(self, record: KRaftVersionRecord, offset: int) -> None:
+        if record.kraft_version < self.current_kraft_version:
+            raise ValueError(
+                f"KRaftVersionRecord moves kraft.version down to {record.kraft_version}"
+            )
+        self.kraft_version = record.kraft_version
+
+    def replay_voters(self, record: VotersRecord, offset: int) -> None:
+        if self.current_kraft_version < 1:
+            raise ValueError("a VotersRecord before kraft.version 1")
+        if len({v.voter_id for v in record.voters}) != len(record.voters):
+            raise ValueError("a VotersRecord names a voter twice")
+        self.voters = record.voters
 
     def feature_level(self, name: str) -> int | None:
         if name in self.changed_features:

@@ -38,6 +38,7 @@ from controlplane.controller.image.topics import (
     TopicsDelta,
     TopicsImage,
 )
+from controlplane.controller.quorum_records import Voter
 from controlplane.controller.records import (
     NO_OFFSET,
     AccessControlEntryRecord,
@@ -158,6 +159,14 @@ class MetadataImage:
     @property
     def metadata_version(self) -> int | None:
         return self.features_image.metadata_version
+
+    @property
+    def kraft_version(self) -> int:
+        return self.features_image.kraft_version
+
+    @property
+    def voters(self) -> tuple[Voter, ...]:
+        return self.features_image.voters
 
     def apply(self, delta: MetadataDelta) -> None:
         self.features_image.apply(delta.features_delta)
@@ -329,6 +338,14 @@ class MetadataDelta:
 
     def feature_level(self, name: str) -> int | None:
         return self.features_delta.feature_level(name)
+
+    @property
+    def kraft_version(self) -> int:
+        return self.features_delta.current_kraft_version
+
+    @property
+    def voters(self) -> tuple[Voter, ...]:
+        return self.features_delta.current_voters
 
     def finalized_features(self) -> dict[str, int]:
         return self.features_delta.finalized_features()

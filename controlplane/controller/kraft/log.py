@@ -71,7 +71,8 @@ def kafka_batch(
     metadata_version_level: int = DEFAULT_METADATA_VERSION,
     directories: BrokerDirectories | None = None,
 ) -> bytes:
-    """One batch of house records at consecutive offsets, each as its Kafka twin (or NoOp).
+    """House records at consecutive offsets, each as its Kafka twin (or NoOp), in one batch (or
+    more where control records, which Kafka batches alone, sit between data records).
 
     `directories` is advanced past the entries (see `BrokerDirectories`)."""
     if not entries:
@@ -83,7 +84,14 @@ def kafka_batch(
             raise ValueError(f"offset {offset} does not follow {entries[0][0] + index - 1}")
         records.append(kafka_record(record, metadata_version_level, directories))
         directories.observe(record)
-    return encode_batch(entries[0][0], records, epoch=epoch, timestamp_ms=timestamp_ms)
+    out = bytearray()
+    start = 0
+    for index in range(1, len(records) + 1):  # control records go in batches of their own
+        if index == len(records) or records[index].is_control != records[start].is_control:
+            base = entries[start][0]
+            out += encode_batch(base, records[start:index], epoch=epoch, timestamp_ms=timestamp_ms)
+            start = index
+    return bytes(out)
 
 
 class KafkaLogEncoder:
@@ -115,15 +123,16 @@ class KafkaLogEncoder:
         for entry in entries:
             if self.next_offset is not None and entry.offset != self.next_offset:
                 raise ValueError(f"offset {entry.offset} where {self.next_offset} was next")
+            record = kafka_record(entry.record, self.metadata_version_level, self.directories)
             if first is not None and (
                 entry.epoch != first.epoch
                 or entry.timestamp_ms != first.timestamp_ms
                 or len(pending) >= self.max_batch_records
                 or size >= self.max_batch_bytes
+                or record.is_control != pending[0].is_control  # control batches stand alone
             ):
                 yield self._batch(first, pending)
                 pending, size, first = [], 0, None
-            record = kafka_record(entry.record, self.metadata_version_level, self.directories)
             self._observe(entry.record)
             pending.append(record)
             size += len(record.value)

@@ -54,7 +54,7 @@ _UUIDS = Array(UUID)
 REGISTER_BROKER = _spec(
     "RegisterBrokerRecord",
     0,
-    3,
+    4,
     Field("BrokerId", INT32),
     Field("IsMigratingZkBroker", BOOL, since=2),
     Field("IncarnationId", UUID),
@@ -90,6 +90,8 @@ REGISTER_BROKER = _spec(
     Field("Fenced", BOOL, default=True),
     Field("InControlledShutdown", BOOL, since=1),
     Field("LogDirs", _UUIDS, since=3, tag=0),
+    # KIP-1066 (4.3-IV0): null until the broker's heartbeats say which dirs are cordoned.
+    Field("CordonedLogDirs", _UUIDS, since=4, nullable_since=4, tag=1, default=None),
 )
 UNREGISTER_BROKER = _spec(
     "UnregisterBrokerRecord", 1, 0, Field("BrokerId", INT32), Field("BrokerEpoch", INT64)
@@ -189,12 +191,13 @@ PRODUCER_IDS = _spec(
 BROKER_REGISTRATION_CHANGE = _spec(
     "BrokerRegistrationChangeRecord",
     17,
-    2,
+    3,
     Field("BrokerId", INT32),
     Field("BrokerEpoch", INT64),
     Field("Fenced", INT8, tag=0),
     Field("InControlledShutdown", INT8, since=1, tag=1),
     Field("LogDirs", _UUIDS, since=2, tag=2),
+    Field("CordonedLogDirs", _UUIDS, since=3, nullable_since=3, tag=3, default=None),
 )
 ACCESS_CONTROL_ENTRY = _spec(
     "AccessControlEntryRecord",
@@ -256,6 +259,13 @@ REGISTER_CONTROLLER = _spec(
     ),
 )
 
+# --- records of Kafka 4.x this controller reads but does not write (dump tools decode them) ---
+
+# KIP-966: the eligible leader replicas of a topic (or of every topic) cleared.
+CLEAR_ELR = _spec("ClearElrRecord", 28, 0, Field("TopicName", STRING))
+# Kafka 4.4 (4.4-IV2): a controller leaves the quorum's registrations.
+UNREGISTER_CONTROLLER = _spec("UnregisterControllerRecord", 29, 0, Field("ControllerId", INT32))
+
 METADATA_RECORDS: dict[int, MessageSpec] = {
     spec.key: spec
     for spec in (
@@ -279,6 +289,8 @@ METADATA_RECORDS: dict[int, MessageSpec] = {
         ABORT_TRANSACTION,
         REMOVE_DELEGATION_TOKEN,
         REGISTER_CONTROLLER,
+        CLEAR_ELR,
+        UNREGISTER_CONTROLLER,
     )
 }
 

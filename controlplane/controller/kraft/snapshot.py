@@ -1,6 +1,7 @@
 """A metadata snapshot in Kafka's checkpoint format (KIP-630), what a broker behind the log's
-start loads with FetchSnapshot: a control batch holding the SnapshotHeader, the image's records
-as their Kafka twins in batches, then a control batch holding the SnapshotFooter. Offsets are
+start loads with FetchSnapshot: a control batch holding the SnapshotHeader (and the quorum's
+KRaftVersion and Voters records, KIP-853), the image's records as their Kafka twins in batches,
+then a control batch holding the SnapshotFooter. Offsets are
 the snapshot's own, from 0, and every batch carries the snapshot's epoch, as Kafka's
 RecordsSnapshotWriter writes them. The file Kafka would keep it in is named by the snapshot id:
 `<end offset, 20 digits>-<epoch, 10 digits>.checkpoint`."""
@@ -39,18 +40,23 @@ def kafka_snapshot(
     first, then the brokers, whose log dirs decide their replicas' directories) are `records`."""
     stamp = last_contained_timestamp_ms
     header = control_record(SNAPSHOT_HEADER, {"Version": 0, "LastContainedLogTimestamp": stamp})
-    out = bytearray(encode_batch(0, [header], epoch=epoch, timestamp_ms=stamp))
-    offset, level = 1, metadata_version_level
+    out = bytearray()
+    offset, level = 0, metadata_version_level
     directories = BrokerDirectories()
-    pending: list[KafkaRecord] = []
+    # The header's control batch also carries the quorum's KRaftVersion and Voters records,
+    # which the image yields first, as Kafka's RecordsSnapshotWriter writes them.
+    pending: list[KafkaRecord] = [header]
     for record in records:
-        pending.append(kafka_record(record, level, directories))
+        twin = kafka_record(record, level, directories)
         directories.observe(record)
         if isinstance(record, FeatureLevelRecord) and record.name == METADATA_VERSION_FEATURE:
             level = record.feature_level
-        if len(pending) >= max_batch_records:
+        if pending and (
+            len(pending) >= max_batch_records or twin.is_control != pending[0].is_control
+        ):
             out += encode_batch(offset, pending, epoch=epoch, timestamp_ms=stamp)
             offset, pending = offset + len(pending), []
+        pending.append(twin)
     if pending:
         out += encode_batch(offset, pending, epoch=epoch, timestamp_ms=stamp)
         offset += len(pending)

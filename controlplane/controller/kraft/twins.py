@@ -41,13 +41,14 @@ from controlplane.controller.acls.bindings import (
     ResourceType,
 )
 from controlplane.controller.kraft import schemas
-from controlplane.controller.kraft.frames import KafkaRecord, metadata_record
+from controlplane.controller.kraft.frames import KafkaRecord, control_record, metadata_record
 from controlplane.controller.kraft.versions import (
     METADATA_VERSION_FEATURE,
     MINIMUM_METADATA_VERSION,
     MetadataVersion,
     metadata_version,
 )
+from controlplane.controller.quorum_records import KRaftVersionRecord, VotersRecord
 from controlplane.controller.records import (
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
@@ -140,6 +141,9 @@ def kafka_record(
     BrokerRegistrationChangeRecord LogDirs; without it every replica is UNASSIGNED and log dir
     changes are left out. It is read, never advanced: `BrokerDirectories.observe` does that."""
     mv = metadata_version(metadata_version_level)
+    control = _CONTROL_MAPPERS.get(type(record))
+    if control is not None:
+        return control_record(*control(record))
     mapper = _MAPPERS.get(type(record))
     twin = None if mapper is None else mapper(record, mv, directories or BrokerDirectories())
     if twin is None:
@@ -168,13 +172,7 @@ def _register_broker(
             }
             for listener in record.listeners
         ],
-        "Features": [
-            {
-                "Name": METADATA_VERSION_FEATURE,
-                "MinSupportedVersion": MINIMUM_METADATA_VERSION,
-                "MaxSupportedVersion": mv.level,
-            }
-        ],
+        "Features": _broker_features(record, mv),
         "Rack": record.rack,
         "Fenced": record.fenced,
         "InControlledShutdown": record.in_controlled_shutdown,
@@ -182,6 +180,16 @@ def _register_broker(
     if mv.directory_assignment:
         fields["LogDirs"] = [kafka_uuid(d) for d in record.log_dirs]
     return schemas.REGISTER_BROKER.key, mv.register_broker, fields
+
+
+def _broker_features(record: RegisterBrokerRecord, mv: MetadataVersion) -> list[dict[str, Any]]:
+    """The feature levels the broker supports, as its registration listed them; a broker that
+    listed none (a simulated one) supports metadata.version from 7 to the cluster's level."""
+    features = record.features or ((METADATA_VERSION_FEATURE, MINIMUM_METADATA_VERSION, mv.level),)
+    return [
+        {"Name": name, "MinSupportedVersion": low, "MaxSupportedVersion": high}
+        for name, low, high in features
+    ]
 
 
 def _security_protocol_id(name: str) -> int:
@@ -361,4 +369,38 @@ _MAPPERS: dict[type[Record], _Mapper] = {
     AccessControlEntryRecord: _acl,
     RemoveAccessControlEntryRecord: _remove_acl,
 }
-TWINNED_RECORD_TYPES = frozenset(cls.TYPE for cls in _MAPPERS)
+
+
+# --- the quorum's records: Kafka's control records (KIP-853) ---------------------------------
+
+KRAFT_VERSION_CONTROL = 5  # ControlRecordType.KRAFT_VERSION
+KRAFT_VOTERS_CONTROL = 6  # ControlRecordType.KRAFT_VOTERS
+
+
+def _kraft_version(record: KRaftVersionRecord) -> tuple[int, dict[str, Any]]:
+    return KRAFT_VERSION_CONTROL, {"Version": 0, "KRaftVersion": record.kraft_version}
+
+
+def _voters(record: VotersRecord) -> tuple[int, dict[str, Any]]:
+    voters = [
+        {
+            "VoterId": voter.voter_id,
+            "VoterDirectoryId": kafka_uuid(voter.directory_id),
+            "Endpoints": [
+                {"Name": e.name, "Host": e.host, "Port": e.port} for e in voter.endpoints
+            ],
+            "KRaftVersionFeature": {
+                "MinSupportedVersion": voter.min_kraft_version,
+                "MaxSupportedVersion": voter.max_kraft_version,
+            },
+        }
+        for voter in record.voters
+    ]
+    return KRAFT_VOTERS_CONTROL, {"Version": 0, "Voters": voters}
+
+
+_CONTROL_MAPPERS: dict[type[Record], Callable[[Any], tuple[int, dict[str, Any]]]] = {
+    KRaftVersionRecord: _kraft_version,
+    VotersRecord: _voters,
+}
+TWINNED_RECORD_TYPES = frozenset(cls.TYPE for cls in (*_MAPPERS, *_CONTROL_MAPPERS))

@@ -1,0 +1,15 @@
+from django.db import migrations, models
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("brokers", "0003_broker_offline_log_dirs"),
+    ]
+
+    operations = [
+        migrations.AddField(
+            model_name="broker",
+            name="supported_features",
+            field=models.JSONField(default=list),
+        ),
+    ]
