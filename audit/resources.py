@@ -48,6 +48,12 @@ def acl(item: dict[str, Any]) -> tuple[str, str]:
     return resource_type, f"{name} ({pattern}): {permission} {operation} for {principal}"
 
 
+def feature(item: dict[str, Any]) -> tuple[str, str]:
+    """A finalized feature, by name and the level asked for (UpdateFeatures)."""
+    level = item.get("max_version_level")
+    return "FEATURE", f"{_text(item.get('feature'))}={_text(level)}"
+
+
 def quota_entity(item: dict[str, Any]) -> tuple[str, str]:
     parts = []
     for component in _dicts(item.get("entity") or item.get("components")):

@@ -5,7 +5,9 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from brokers.models import Broker
-from controlplane.models import MetadataRecord
+from controlplane.controller.features import KRAFT_VERSION, SUPPORTED_FEATURES
+from controlplane.controller.metadata_versions import METADATA_VERSIONS
+from controlplane.models import FinalizedFeature, KRaftQuorum, MetadataRecord
 from controlplane.runtime.lease import cluster_read
 from controlplane.runtime.sessions import session_store
 from controlplane.selectors import controller_active
@@ -126,3 +128,40 @@ def cluster_summary() -> dict[str, Any]:
 def registered_epochs() -> dict[int, int]:
     """Each registered broker's epoch (the offset of its registration)."""
     return dict(Broker.objects.values_list("broker_id", "epoch"))
+
+
+def features_describe() -> dict[str, Any]:
+    """The cluster's features, as an operator plans an upgrade from them: what the controller
+    supports, the finalized levels (kraft.version among them once the quorum keeps voters, as
+    Kafka's brokers list it) with the epoch they were read at (the committed log's end, as a
+    Kafka broker answers its image's offset), the quorum's voters, and each registered broker's
+    supported range of every feature it listed. Three queries, whatever the cluster's size."""
+    finalized = dict(FinalizedFeature.objects.values_list("name", "level"))
+    quorum = KRaftQuorum.objects.filter(pk=1).first()
+    if quorum is not None and quorum.kraft_version:
+        finalized[KRAFT_VERSION] = quorum.kraft_version
+    level = finalized.get("metadata.version")
+    brokers = [
+        {
+            "broker_id": broker_id,
+            "supported_features": {
+                name: {"min_version": low, "max_version": high} for name, low, high in features
+            },
+        }
+        for broker_id, features in Broker.objects.order_by("broker_id").values_list(
+            "broker_id", "supported_features"
+        )
+    ]
+    return {
+        "finalized_features_epoch": cluster_read().last_offset,
+        "finalized_features": dict(sorted(finalized.items())),
+        "metadata_version": None
+        if level is None or level not in METADATA_VERSIONS
+        else {"level": level, "name": METADATA_VERSIONS[level].name},
+        "supported_features": {
+            name: {"min_version": low, "max_version": high}
+            for name, (low, high) in sorted(SUPPORTED_FEATURES.items())
+        },
+        "voters": [] if quorum is None else quorum.voters,
+        "brokers": brokers,
+    }

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+
 from brokers.models import Broker
 from brokers.projection import registration_from_row
 from controlplane.controller.brokers import control as core
@@ -17,7 +19,7 @@ from controlplane.controller.image import BrokerStatus
 from controlplane.runtime.conversation import RequestContext
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.sessions import session_store
-from controlplane.services import broker_call
+from controlplane.services import broker_call, controller_call
 
 
 def broker_register(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
@@ -84,5 +86,15 @@ def producer_ids_allocate(
     return broker_call(
         api="AllocateProducerIds",
         payload={"broker_id": broker_id, "broker_epoch": broker_epoch},
+        context=context,
+    )
+
+
+def features_update(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    """UpdateFeatures on the controller, which names itself in its refusals (Kafka's "Local
+    controller N")."""
+    return controller_call(
+        api="UpdateFeatures",
+        payload={**payload, "controller_id": settings.CP_CONTROLLER_ID},
         context=context,
     )

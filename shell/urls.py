@@ -20,6 +20,7 @@ public = [
     path("cluster", views.ClusterView.as_view(), name="cluster"),
     path("brokers", broker_views.BrokerListView.as_view(), name="broker-list"),
     path("brokers/<int:broker_id>", broker_views.BrokerDetailView.as_view(), name="broker-detail"),
+    path("features", broker_views.FeaturesView.as_view(), name="features"),
     path("metadata-log", views.MetadataLogView.as_view(), name="metadata-log"),
     path("topics", replica_views.TopicListView.as_view(), name="topic-list"),
     path("topics/<str:name>", replica_views.TopicDetailView.as_view(), name="topic-detail"),

@@ -43,6 +43,7 @@ from wire.admission import (
 )
 from wire.apis.base import WIRE_APIS, Advertised, LongPoll, WireApi, WireRequest
 from wire.convert import from_data
+from wire.features import api_versions_features
 from wire.listeners import (
     CLIENT,
     SECURITY_PROTOCOLS,
@@ -507,6 +508,9 @@ class WireServer:
                     {"api_key": k, "min_version": low, "max_version": high}
                     for k, (low, high) in sorted(self.served(conn.listener.role).items())
                 ],
+                **await asyncio.get_running_loop().run_in_executor(
+                    self.pool, api_versions_features, version
+                ),
             }
         elif key == SASL_HANDSHAKE_KEY:
             data = self._handshake(conn, body.mechanism)

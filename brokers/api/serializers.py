@@ -82,6 +82,22 @@ class DescribeClusterSerializer(StrictSerializer):
     include_cluster_authorized_operations = StrictBooleanField(required=False, default=False)
 
 
+class FeatureUpdateSerializer(StrictSerializer):
+    feature = StrictCharField(max_length=255)
+    max_version_level = StrictIntegerField(min_value=-32768, max_value=32767)
+    # Kafka's FeatureUpdate.UpgradeType: 1 UPGRADE, 2 SAFE_DOWNGRADE, 3 UNSAFE_DOWNGRADE (any
+    # other code is refused as Kafka's controller refuses it: INVALID_UPDATE_VERSION).
+    upgrade_type = StrictIntegerField(min_value=-128, max_value=127, required=False, default=1)
+
+
+class UpdateFeaturesSerializer(StrictSerializer):
+    timeout_ms = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False, default=60000)
+    feature_updates = serializers.ListField(
+        child=FeatureUpdateSerializer(), max_length=64, required=False, default=list
+    )
+    validate_only = StrictBooleanField(required=False, default=False)
+
+
 class UnregisterBrokerSerializer(StrictSerializer):
     broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX)
 

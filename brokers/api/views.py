@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from brokers import services
+from brokers import selectors, services
 from brokers.api.serializers import (
     BrokerHeartbeatResponseSerializer,
     BrokerHeartbeatSerializer,
@@ -21,6 +21,7 @@ from brokers.api.serializers import (
 )
 from brokers.filtersets import BrokerFilterSet
 from brokers.models import Broker
+from controlplane.api import responses
 from controlplane.api.context import request_context
 from controlplane.api.permissions import (
     ClusterActionPermission,
@@ -65,3 +66,14 @@ class BrokerDetailView(generics.RetrieveAPIView):  # type: ignore[type-arg]
 
     def get_object(self) -> Broker:
         return get_object_or_404(Broker, broker_id=self.kwargs["broker_id"])
+
+
+class FeaturesView(APIView):
+    """The cluster's features (supported, finalized, each broker's ranges) and the quorum's
+    voters: what `kafka-features describe` and an operator planning an upgrade read."""
+
+    permission_classes = [ClusterDescribePermission]
+
+    @extend_schema(responses=responses.ok(responses.FEATURES))
+    def get(self, request: Request) -> Response:
+        return Response(selectors.features_describe())

@@ -113,6 +113,26 @@ CLUSTER = obj(
     health=obj(),
     brokers=arr(BROKER_SUMMARY),
 )
+LEVEL_RANGE = obj("min_version", "max_version", min_version=INT, max_version=INT)
+LEVEL_RANGES: Schema = {"type": "object", "additionalProperties": LEVEL_RANGE}
+FEATURES = obj(
+    "finalized_features",
+    "supported_features",
+    finalized_features_epoch=INT,
+    finalized_features={"type": "object", "additionalProperties": INT},
+    metadata_version=nullable(obj(level=INT, name=STR)),
+    supported_features=LEVEL_RANGES,
+    voters=arr(
+        obj(
+            voter_id=INT,
+            directory_id=STR,
+            endpoints=arr(obj(name=STR, host=STR, port=INT)),
+            min_kraft_version=INT,
+            max_kraft_version=INT,
+        )
+    ),
+    brokers=arr(obj(broker_id=INT, supported_features=LEVEL_RANGES)),
+)
 REPLICA_INCIDENTS = obj(
     "results",
     results=arr(

@@ -36,9 +36,38 @@ ADMIN_APIS: dict[str, ApiKey] = {
         ApiKey("IncrementalAlterConfigs", 44, "incremental-alter-configs", True),
         ApiKey("DescribeClientQuotas", 48, "describe-client-quotas", False),
         ApiKey("AlterClientQuotas", 49, "alter-client-quotas", True),
+        ApiKey("UpdateFeatures", 57, "update-features", True),
         ApiKey("DescribeCluster", 60, "describe-cluster", False),
         ApiKey("UnregisterBroker", 64, "unregister-broker", True),
     )
 }
 ADMIN_APIS_BY_KEY: dict[int, ApiKey] = {api.api_key: api for api in ADMIN_APIS.values()}
 ENVELOPE_API_KEY = 58
+
+# Every API a Kafka 4.x broker forwards to its controller (Kafka's ApiKeys.forwardable, 4.1 and
+# 4.4), served here or not: an Envelope may carry only these (Kafka's EnvelopeUtils refuses any
+# other with INVALID_REQUEST). tests/kafka/test_api_conformance.py reads them from the jars.
+KAFKA_FORWARDABLE: dict[int, str] = {
+    19: "CreateTopics",
+    20: "DeleteTopics",
+    30: "CreateAcls",
+    31: "DeleteAcls",
+    33: "AlterConfigs",
+    37: "CreatePartitions",
+    38: "CreateDelegationToken",
+    39: "RenewDelegationToken",
+    40: "ExpireDelegationToken",
+    43: "ElectLeaders",
+    44: "IncrementalAlterConfigs",
+    45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
+    49: "AlterClientQuotas",
+    51: "AlterUserScramCredentials",
+    55: "DescribeQuorum",
+    57: "UpdateFeatures",
+    64: "UnregisterBroker",
+    67: "AllocateProducerIds",
+    80: "AddRaftVoter",
+    81: "RemoveRaftVoter",
+    94: "UnregisterController",
+}

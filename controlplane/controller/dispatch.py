@@ -15,6 +15,7 @@ from controlplane.controller.brokers import handlers as brokers
 from controlplane.controller.configs import handlers as configs
 from controlplane.controller.env import BrokerSession, ControllerEnv, Handler
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.feature_control import handlers as feature_control
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.mirror import handlers as mirror
 from controlplane.controller.quotas import handlers as quotas
@@ -43,6 +44,7 @@ HANDLERS: Mapping[str, Handler] = _joined(
     quotas.HANDLERS,
     tokens.HANDLERS,
     mirror.HANDLERS,
+    feature_control.HANDLERS,
 )
 # APIs whose retries are naturally idempotent (their outcome follows from state alone).
 STATE_IDEMPOTENT_APIS: frozenset[str] = (
@@ -50,6 +52,7 @@ STATE_IDEMPOTENT_APIS: frozenset[str] = (
     | replication.STATE_IDEMPOTENT_APIS
     | tokens.STATE_IDEMPOTENT_APIS
     | mirror.STATE_IDEMPOTENT_APIS
+    | feature_control.STATE_IDEMPOTENT_APIS
 )
 
 

@@ -108,6 +108,8 @@ def check_supported_features(
     ranges = {name: (low, high) for name, low, high in supported}
     if not ranges:
         return
+    if METADATA_VERSION not in finalized:  # a new cluster: the bootstrap commits with this
+        finalized = {**dict(BOOTSTRAP_FEATURES), **finalized}
     for name in sorted(ranges.keys() | finalized.keys()):
         level = finalized.get(name, 0)  # a feature not finalized runs at level 0
         low, high = ranges.get(name, (0, 0))

@@ -32,7 +32,7 @@ from controlplane.api.fields import (
 from controlplane.api.permissions import IsPrincipal
 from controlplane.authz import client_host, is_authorized
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
-from controlplane.controller.api_keys import ADMIN_APIS_BY_KEY, ApiKey
+from controlplane.controller.api_keys import ADMIN_APIS_BY_KEY, KAFKA_FORWARDABLE, ApiKey
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.http_errors import HTTP_STATUS, error_body
 from controlplane.metrics import FORWARDING
@@ -133,7 +133,7 @@ def authorize_sender(sender: AuthenticatedPrincipal, host: str) -> None:
 
 def inner_api_name(api_key: int) -> str:
     api = ADMIN_APIS_BY_KEY.get(api_key)
-    return api.name if api else f"apiKey {api_key}"
+    return api.name if api else KAFKA_FORWARDABLE.get(api_key, f"apiKey {api_key}")
 
 
 def forwarded_api(api_key: int) -> ApiKey:

@@ -26,18 +26,19 @@ from kio.serial import entity_reader, entity_writer
 
 from audit.resources import envelope as envelope_resources
 from audit.services import audit_event_record
+from controlplane.controller.api_keys import KAFKA_FORWARDABLE
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.http_errors import HTTP_STATUS, error_body
 from controlplane.principals import AuthenticatedPrincipal
 from shell.api.envelope import (
     RETRIED_BY_THE_SENDER,
     authorize_sender,
-    forwarded_api,
     forwarded_caller,
     inner_api_name,
     principal_decode,
 )
-from wire.apis.base import CONTROLLER_ONLY, WIRE_APIS, WireRequest, wire_api
+from wire.apis.base import CONTROLLER_ONLY, WIRE_APIS, WireApi, WireRequest, wire_api
+from wire.apis.unsupported import unsupported_answer
 from wire.convert import to_data
 from wire.protocol import (
     SIZE,
@@ -112,32 +113,40 @@ def _client_address(data: bytes) -> str:
         ) from None
 
 
-def _inner(data: bytes) -> tuple[RequestHeader, Any]:
+def _inner(data: bytes) -> tuple[RequestHeader, Any, WireApi | None]:
     """The forwarded request header and body, read as the listener reads a frame (Kafka's
-    parseRequest: INVALID_REQUEST for anything it cannot read)."""
+    parseRequest: INVALID_REQUEST for anything it cannot read), and the API serving it here:
+    None for one a Kafka broker forwards that this controller does not serve (at that version),
+    answered UNSUPPORTED_VERSION (`wire.apis.unsupported`)."""
     try:
         api_key, api_version, _ = peek_header(data)
     except InvalidRequest:
         raise ApiError(Errors.INVALID_REQUEST, "request_data: no request header.") from None
-    forwarded_api(api_key)
-    served = WIRE_APIS.get(api_key)
-    if served is None or not served.min_version <= api_version <= served.max_version:
+    if api_key not in KAFKA_FORWARDABLE:
         raise ApiError(
-            Errors.INVALID_REQUEST,
-            f"{inner_api_name(api_key)} v{api_version} is not served by this listener.",
+            Errors.INVALID_REQUEST, f"{inner_api_name(api_key)} cannot be forwarded in an Envelope."
         )
+    served = WIRE_APIS.get(api_key)
+    if served is not None and not served.min_version <= api_version <= served.max_version:
+        served = None
+    name = served.name if served is not None else KAFKA_FORWARDABLE[api_key]
     try:
         header = read_header(data)
-        items = leading_items(header, data) if served.max_items is not None else 0
-        if served.max_items is not None and items > served.max_items:
+        bound = served.max_items if served is not None else None
+        items = leading_items(header, data) if bound is not None else 0
+        if bound is not None and items > bound:
             raise ApiError(
                 Errors.INVALID_REQUEST,
-                f"{served.name} with {items} items: at most {served.max_items} per request.",
+                f"{name} with {items} items: at most {bound} per request.",
             )
-        return header, read_body(header, data)
+        return header, read_body(header, data), served
     except InvalidRequest:
+        if served is None:  # not even readable here: the Envelope's own UNSUPPORTED_VERSION
+            raise ApiError(
+                Errors.UNSUPPORTED_VERSION, f"{name} v{api_version} is not served here."
+            ) from None
         raise ApiError(
-            Errors.INVALID_REQUEST, f"request_data: not a {served.name} v{api_version} request."
+            Errors.INVALID_REQUEST, f"request_data: not a {name} v{api_version} request."
         ) from None
 
 
@@ -207,7 +216,17 @@ def envelope(request: WireRequest) -> Any:
         authorize_sender(sender, request.caller.host)
         client_host = _client_address(request.body.client_host_address)
         principal = decode_principal(request.body.request_principal)
-        header, body = _inner(data)
+        header, body, served = _inner(data)
+        if served is None:
+            name = KAFKA_FORWARDABLE[header.api_key]
+            unsupported = unsupported_answer(header.api_key, header.api_version, body, name)
+            if unsupported is None:
+                raise ApiError(
+                    Errors.UNSUPPORTED_VERSION, f"{name} v{header.api_version} is not served here."
+                )
+            return EnvelopeResponse(
+                response_data=_encoded(header, unsupported), error_code=ErrorCode.none
+            )
     except ApiError as error:
         return _refused(request, error, inner_api, started)
     caller = forwarded_caller(
@@ -231,7 +250,7 @@ def envelope(request: WireRequest) -> Any:
         listener_role=request.listener_role,
     )
     try:
-        response = WIRE_APIS[header.api_key].handler(forwarded)
+        response = served.handler(forwarded)
     except Exception:  # the broker is answered, never left waiting
         logger.exception("forwarded %s failed", inner_api)
         return EnvelopeResponse(response_data=None, error_code=ErrorCode.unknown_server_error)

@@ -1,0 +1,77 @@
+"""The features an ApiVersions answer carries (v3+, KIP-584): what this control plane supports
+and the levels the cluster has finalized, with their epoch, as Kafka's brokers and controllers
+answer them, so `kafka-features describe` (and any admin client's describeFeatures) reads them
+from either door.
+
+Read off the event loop (the listener asks on its pool) and kept until the log moves or a
+second passes: ApiVersions opens every connection, and a few rows of features do not change
+between commits."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any
+
+from django.db import close_old_connections
+
+from brokers.selectors import features_describe
+from controlplane.runtime.notifier import notifier
+
+logger = logging.getLogger(__name__)
+MAX_AGE_S = 1.0
+# KIP-584 v3 answers list no supported feature whose minimum is 0 (KAFKA-17011, fixed by v4).
+FIRST_VERSION_WITH_ZERO_MINIMUMS = 4
+
+_lock = threading.Lock()
+_cached: tuple[int, float, dict[str, Any]] | None = None
+
+
+def _described() -> dict[str, Any]:
+    global _cached
+    generation, now = notifier.generation, time.monotonic()
+    with _lock:
+        if _cached is not None and _cached[0] == generation and now - _cached[1] < MAX_AGE_S:
+            return _cached[2]
+    close_old_connections()
+    try:
+        described = features_describe()
+    finally:
+        close_old_connections()
+    with _lock:
+        _cached = (generation, now, described)
+    return described
+
+
+def forget() -> None:
+    global _cached
+    with _lock:
+        _cached = None
+
+
+def api_versions_features(api_version: int) -> dict[str, Any]:
+    """ApiVersions' SupportedFeatures, FinalizedFeaturesEpoch and FinalizedFeatures (tagged
+    fields of v3+; nothing for older versions)."""
+    if api_version < 3:
+        return {}
+    try:
+        described = _described()
+    except Exception:  # the store is down: the APIs are answered without the features
+        logger.warning("could not read the finalized features for ApiVersions", exc_info=True)
+        return {}
+    supported = [
+        {"name": name, "min_version": levels["min_version"], "max_version": levels["max_version"]}
+        for name, levels in described["supported_features"].items()
+        if api_version >= FIRST_VERSION_WITH_ZERO_MINIMUMS or levels["min_version"] > 0
+    ]
+    finalized = [
+        {"name": name, "max_version_level": level, "min_version_level": level}
+        for name, level in described["finalized_features"].items()
+        if level > 0
+    ]
+    return {
+        "supported_features": supported,
+        "finalized_features_epoch": described["finalized_features_epoch"],
+        "finalized_features": finalized,
+    }
