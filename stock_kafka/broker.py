@@ -82,8 +82,11 @@ class KafkaBroker:
         log_dir_count: int = 1,
         client_users: Mapping[str, str] | None = None,
         version: str | None = None,
+        bootstrap_servers: bool = False,
     ) -> None:
         self.node_id = node_id
+        # KIP-853: controller.quorum.bootstrap.servers instead of the static voter.
+        self.bootstrap_servers = bootstrap_servers
         # The Kafka release it runs (installed by install-kafka.sh): KAFKA_VERSION, else pinned.
         self.version = kafka.chosen_version(version)
         # Clients' SASL/PLAIN logins on a second client listener (`sasl_bootstrap`), if any.
@@ -159,6 +162,7 @@ class KafkaBroker:
             overrides=self.overrides,
             sasl_port=self.sasl_port,
             client_users=self.client_users,
+            bootstrap_servers=self.bootstrap_servers,
         )
 
     def write_config(self) -> Path:

@@ -50,8 +50,12 @@ def broker_properties(
     overrides: Mapping[str, str] | None = None,
     sasl_port: int | None = None,
     client_users: Mapping[str, str] | None = None,
+    bootstrap_servers: bool = False,
 ) -> dict[str, str]:
-    """server.properties of a broker-only node under this control plane.
+    """server.properties of a broker-only node under this control plane: the controller as
+    the one static voter (`controller.quorum.voters`), or, with `bootstrap_servers`, as Kafka
+    4.x's quick start configures a broker (`controller.quorum.bootstrap.servers`: it learns the
+    voters, KIP-853, from the log).
 
     The broker's Raft client (kafka.raft.KafkaRaftManager) and its channel to the active
     controller (NodeToControllerChannelManager) both build their channel with
@@ -74,7 +78,11 @@ def broker_properties(
         "inter.broker.listener.name": "PLAINTEXT",
         "controller.listener.names": CONTROLLER_LISTENER,
         "listener.security.protocol.map": protocols,
-        "controller.quorum.voters": f"{controller_id}@{controller}",
+        **(
+            {"controller.quorum.bootstrap.servers": controller}
+            if bootstrap_servers
+            else {"controller.quorum.voters": f"{controller_id}@{controller}"}
+        ),
         "sasl.mechanism.controller.protocol": "PLAIN",
         f"listener.name.{CONTROLLER_LISTENER.lower()}.plain.sasl.jaas.config": jaas_plain(
             principal, token

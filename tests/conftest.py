@@ -66,8 +66,12 @@ def controller_state_reset() -> None:
     from controlplane.runtime.ingress import local_listener_lags
     from controlplane.runtime.sessions import local_sessions
     from controlplane.throttling import MUTATION_QUOTAS, REQUEST_RATE
+    from wire import features
+    from wire.apis.controller import voters
 
     reset_runtime()
+    features.forget()
+    voters.forget()
     local_sessions().clear()
     local_listener_lags().clear()
     MUTATION_QUOTAS.clear()

@@ -74,6 +74,15 @@ def register(broker_id: int) -> None:
     assert get_runtime().handle(event).error_code == 0
 
 
+def voters_written(follower: Any) -> Any:
+    """The first Fetch a controller listener serves writes its voter to the log (KIP-853):
+    done once, the cluster as it is after it."""
+    cluster = cluster_read()
+    epoch = cluster.controller_epoch
+    only(follower.request(fetch(cluster.last_offset + 1, epoch, epoch, max_wait_ms=0)))
+    return cluster_read()
+
+
 @pytest.fixture
 def follower(wire_listener: RunningListener) -> Any:
     token = principal_create(name="raft-follower", broker=True)
@@ -110,6 +119,9 @@ def test_a_follower_reads_the_whole_log_in_kafkas_batches(
     ]
     partition = only(answer)
     assert partition.error_code == ErrorCode.none
+    # KIP-853: the first Fetch through the controller listener put the voter there in the log
+    # (kraft.version 1, then the voters), which that Fetch already carries.
+    cluster = cluster_read()
     assert partition.high_watermark == cluster.last_offset + 1
     decoded = list(decode_records(bytes(partition.records)))
     stored = list(MetadataRecord.objects.order_by("offset").values_list("offset", "record_type"))
@@ -117,6 +129,17 @@ def test_a_follower_reads_the_whole_log_in_kafkas_batches(
     names = [record.name for _, record in decoded]
     assert names[: len(BOOTSTRAP_FEATURES)] == ["FeatureLevelRecord"] * len(BOOTSTRAP_FEATURES)
     assert names.count("RegisterBrokerRecord") == 3
+    kraft, voters = (record for _, record in decoded[-2:])
+    assert (kraft.name, kraft.is_control, kraft.fields["KRaftVersion"]) == (
+        "KRaftVersionRecord",
+        True,
+        1,
+    )
+    (voter,) = voters.fields["Voters"]
+    assert (voters.name, voter["VoterId"]) == ("VotersRecord", cluster.controller_id)
+    assert [(e["Name"], e["Host"], e["Port"]) for e in voter["Endpoints"]] == [
+        ("CONTROLLER", wire_listener.host, wire_listener.controller_port)
+    ]
     # From an offset inside a batch: that batch's rest, cut where the follower's log ends.
     middle = len(BOOTSTRAP_FEATURES) + 1
     tail = only(follower.request(fetch(middle, epoch, epoch)))
@@ -130,7 +153,7 @@ def test_a_follower_reads_the_whole_log_in_kafkas_batches(
 
 def test_epochs_and_divergence(follower: Any) -> None:
     register(1)
-    cluster = cluster_read()
+    cluster = voters_written(follower)
     epoch = cluster.controller_epoch
     ahead = only(follower.request(fetch(0, 0, epoch + 1)))
     assert ahead.error_code == ErrorCode.unknown_leader_epoch
@@ -157,7 +180,7 @@ def test_top_level_errors_a_broker_survives(follower: Any) -> None:
 
 def test_a_parked_fetch_is_woken_by_a_commit(follower: Any) -> None:
     register(1)
-    cluster = cluster_read()
+    cluster = voters_written(follower)
     epoch, end = cluster.controller_epoch, cluster.last_offset + 1
     started = time.monotonic()
     idle = only(follower.request(fetch(end, epoch, epoch, max_wait_ms=300)))
@@ -183,6 +206,7 @@ def test_a_follower_behind_the_logs_start_loads_the_snapshot(
     snapshots.snapshot_state_reset()
     for broker_id in (1, 2):
         register(broker_id)
+    voters_written(follower)
     assert snapshots.metadata_snapshot_create(config=KEEP_ONE) is not None
     register(3)
     latest = snapshots.metadata_snapshot_create(config=KEEP_ONE)
@@ -212,7 +236,10 @@ def test_a_follower_behind_the_logs_start_loads_the_snapshot(
     assert batches[0].is_control and batches[-1].is_control  # SnapshotHeader ... SnapshotFooter
     names = [r.name for _, r in decode_records(b"".join(pieces))]
     assert names[0] == "SnapshotHeaderRecord" and names[-1] == "SnapshotFooterRecord"
-    assert names[1] == "FeatureLevelRecord" and names.count("RegisterBrokerRecord") == 3
+    # KIP-853: the quorum's version and voters ride in the header's control batch.
+    assert names[1:3] == ["KRaftVersionRecord", "VotersRecord"]
+    assert batches[0].records[2].key is not None and len(batches[0].records) == 3
+    assert names[3] == "FeatureLevelRecord" and names.count("RegisterBrokerRecord") == 3
     (tmp_path / "snapshot.checkpoint").write_bytes(b"".join(pieces))
     # From the snapshot's end, with its epoch: the log after it.
     rest = only(follower.request(fetch(latest.end_offset, latest.epoch, epoch)))
@@ -246,7 +273,7 @@ def test_closing_the_listener_under_a_parked_fetch_logs_no_error(
     follower: Any, wire_listener: RunningListener, caplog: pytest.LogCaptureFixture
 ) -> None:
     register(1)
-    cluster = cluster_read()
+    cluster = voters_written(follower)
     epoch, end = cluster.controller_epoch, cluster.last_offset + 1
     follower.send(fetch(end, epoch, epoch, max_wait_ms=30_000))
     time.sleep(0.3)  # parked on the event loop

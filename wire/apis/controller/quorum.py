@@ -15,7 +15,8 @@ from brokers.selectors import broker_sessions
 from controlplane.authz import require_cluster
 from controlplane.controller.acls.bindings import AclOperation
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.runtime.lease import cluster_read
+from controlplane.models import KRaftQuorum
+from controlplane.runtime.lease import cluster_read, now_ms
 from controlplane.selectors import controller_active, quorum_voters
 from wire.apis.base import BOTH_ROLES, WireRequest, wire_api
 from wire.convert import from_data
@@ -51,7 +52,7 @@ def describe_quorum(request: WireRequest) -> Any:
 def quorum(request: WireRequest) -> dict[str, Any]:
     cluster = cluster_read()
     active = controller_active(cluster)
-    voters = quorum_voters()
+    voters = [_leader_at_the_end(v, cluster) if active else v for v in quorum_voters()]
     observers = [
         {
             "replica_id": broker_id,
@@ -65,6 +66,7 @@ def quorum(request: WireRequest) -> dict[str, Any]:
     ]
     advertised = request.advertised
     listener = request.listener_name or request.listener
+    endpoints = voter_endpoints()
     return {
         "error_code": 0,
         "error_message": None,
@@ -88,10 +90,39 @@ def quorum(request: WireRequest) -> dict[str, Any]:
         "nodes": [
             {
                 "node_id": voter["replica_id"],
-                "listeners": [{"name": listener, "host": advertised.host, "port": advertised.port}],
+                "listeners": endpoints.get(voter["replica_id"])
+                or [{"name": listener, "host": advertised.host, "port": advertised.port}],
             }
             for voter in voters
         ],
+    }
+
+
+def _leader_at_the_end(voter: dict[str, int], cluster: Any) -> dict[str, int]:
+    """The active controller's log ends where the log is committed (its row says where it
+    stood when it took the lease): the end every observer's lag is counted from."""
+    if voter["replica_id"] != cluster.controller_id:
+        return voter
+    now = now_ms()
+    end = max(voter["log_end_offset"], cluster.last_offset + 1)
+    return {
+        **voter,
+        "log_end_offset": end,
+        "last_fetch_timestamp": now,
+        "last_caught_up_timestamp": now,
+    }
+
+
+def voter_endpoints() -> dict[int, list[dict[str, Any]]]:
+    """Each voter's listeners as the log's voter set (KIP-853) says them, by voter id."""
+    quorum = KRaftQuorum.objects.filter(pk=1).first()
+    if quorum is None:
+        return {}
+    return {
+        int(voter["voter_id"]): [
+            {"name": e["name"], "host": e["host"], "port": e["port"]} for e in voter["endpoints"]
+        ]
+        for voter in quorum.voters
     }
 
 

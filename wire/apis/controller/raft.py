@@ -28,6 +28,7 @@ from controlplane.runtime.snapshot_reads import (
     metadata_snapshot_latest_intact,
 )
 from wire.apis.base import CONTROLLER_ONLY, LongPoll, WireRequest, wire_api
+from wire.apis.controller.voters import ensure_voter_endpoint
 from wire.convert import from_data
 
 FETCH = 1
@@ -56,6 +57,8 @@ def fetch(request: WireRequest) -> Any:
     offset, last_epoch = int(partition.fetch_offset), int(partition.last_fetched_epoch)
     if offset < 0 or last_epoch < 0 or last_epoch > epoch:
         return _top_level(request, Errors.INVALID_REQUEST)
+    if ensure_voter_endpoint(request, head["cluster_id"], leader):
+        head = metadata_head_of_quorum()  # with the voters' records just written
     log = kraft_log(head["log_start_offset"], head["cluster_id"])
     log.extend_to(head["last_offset"])
     snapshot = _snapshot_needed(log.start_offset, offset, last_epoch)
