@@ -1,6 +1,6 @@
 """Kafka's own decoder reads the metadata log this controller writes (issue 35, point 1).
 
-`kafka.tools.DumpLogSegments --cluster-metadata-decoder` (kafka-dump-log.sh) from the pinned
+`DumpLogSegments --cluster-metadata-decoder` (kafka-dump-log.sh) from the pinned
 jars reads a segment of every record type we map, every batch's CRC valid, every record decoded
 (none unknown, no error) into the same type, version and fields our decoder reads; then the same
 for the log of a controller with a real workload, exported by `manage.py export_metadata_log`.
@@ -38,6 +38,12 @@ from controlplane.controller.kraft.schemas import CONTROL_RECORDS, METADATA_RECO
 from controlplane.controller.kraft.snapshot import checkpoint_file_name, kafka_snapshot
 from controlplane.controller.kraft.twins import TWINNED_RECORD_TYPES
 from controlplane.controller.mirror_records import MirrorMakerConfigRecord
+from controlplane.controller.quorum_records import (
+    KRaftVersionRecord,
+    Voter,
+    VoterEndpoint,
+    VotersRecord,
+)
 from controlplane.controller.records import (
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
@@ -106,6 +112,10 @@ def every_record_type() -> list[Record]:
         MirrorMakerConfigRecord("clusters = a, b"),
         RemoveTopicRecord(topic),
         UnregisterBrokerRecord(1, 2),
+        # KIP-853: the quorum's records, Kafka's control records in batches of their own.
+        KRaftVersionRecord(1),
+        VotersRecord((Voter(3000, str(uuid.uuid4()), (VoterEndpoint("CONTROLLER", "c", 9093),)),)),
+        FeatureLevelRecord("group.version", 1),
     ]
 
 
@@ -128,7 +138,7 @@ def control_records_batches(base: int) -> bytes:
     )
 
 
-DUMP_LOG = ["run-class", "kafka.tools.DumpLogSegments", "--cluster-metadata-decoder", "--files"]
+DUMP_LOG = ["tool", "DumpLogSegments", "--cluster-metadata-decoder", "--files"]
 
 
 def dump(segment: Path) -> str:
@@ -282,4 +292,7 @@ def test_kafka_reads_a_snapshot_we_serve(kafka_jars: None, tmp_path: Path) -> No
     decoded = assert_kafka_reads_what_we_read(data, dump(checkpoint))
     names = [record.name for record in decoded]
     assert names[0] == "SnapshotHeaderRecord" and names[-1] == "SnapshotFooterRecord"
-    assert names[1] == "FeatureLevelRecord" and "PartitionRecord" in names
+    # KIP-853: the quorum's records ride in the header's control batch, before the image's.
+    assert names[1:3] == ["KRaftVersionRecord", "VotersRecord"]
+    assert decode_batches(data)[0].is_control and len(decode_batches(data)[0].records) == 3
+    assert names[3] == "FeatureLevelRecord" and "PartitionRecord" in names
