@@ -1,6 +1,7 @@
 """Stock Kafka clients' view of real brokers, for the tests, the campaign and the benchmarks:
-a producer that keeps sending (what was acknowledged, when, and what failed), a broker's own
-Metadata asked of it alone, and a broker's log dirs by directory id."""
+a producer that keeps sending (what was acknowledged, when, and what failed), a consumer group
+that keeps reading (what it read, when), a broker's own Metadata asked of it alone, and a
+broker's log dirs by directory id."""
 
 from __future__ import annotations
 
@@ -90,6 +91,11 @@ class Producing:
         with self._lock:
             return [error for _, error in self._errors]
 
+    def acknowledged_at(self) -> dict[str, float]:
+        """Each acknowledged key and when."""
+        with self._lock:
+            return dict(self._acks)
+
     def ack_times(self) -> list[float]:
         with self._lock:
             return sorted(self._acks.values())
@@ -117,6 +123,76 @@ class Producing:
             self.producer.flush(timeout=flush_s)
         with contextlib.suppress(Exception):
             self.producer.close(timeout=30)
+
+
+class Consuming:
+    """A kafka-python consumer in a group reading `topic` from the beginning until stopped, each
+    key's first read time kept (a rebalance may read a key twice: the first read counts). A
+    context manager: started on entry, stopped (its offsets committed) on exit."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        *,
+        session_timeout_ms: int = 10_000,
+        client_id: str = "consuming",
+    ) -> None:
+        from kafka import KafkaConsumer
+
+        self.session_timeout_ms = session_timeout_ms
+        self.consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            client_id=client_id,
+            auto_offset_reset="earliest",
+            enable_auto_commit=True,
+            auto_commit_interval_ms=1000,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=session_timeout_ms // 5,
+            request_timeout_ms=max(30_000, session_timeout_ms + 5000),
+        )
+        self._reads: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=client_id, daemon=True)
+        self.errors: list[str] = []
+
+    def __enter__(self) -> Consuming:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                batches = self.consumer.poll(timeout_ms=200)
+            except Exception as error:  # a broker going away mid-poll: the consumer retries
+                self.errors.append(repr(error))
+                time.sleep(0.2)
+                continue
+            now = time.monotonic()
+            with self._lock:
+                for messages in batches.values():
+                    for message in messages:
+                        key = message.key or message.value or b""
+                        self._reads.setdefault(key.decode(), now)
+
+    def read(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._reads)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        with contextlib.suppress(Exception):
+            self.consumer.commit()
+        with contextlib.suppress(Exception):
+            self.consumer.close()
 
 
 def broker_metadata(broker: KafkaBroker, topic: str, timeout_s: float = 5) -> dict[int, Any]:
