@@ -12,9 +12,11 @@ KAFKA_BROKERS ?= 0
 KAFKA_CONTROLLER_PORT ?= 9098
 # The newest Kafka 4.x release: its tools run beside the pinned release's in the suite.
 KAFKA_NEWEST ?= 4.4.0
+# The releases `make test-kafka-matrix` runs the real-broker suite on (stock_kafka.jars.MATRIX_VERSIONS).
+KAFKA_MATRIX ?= 4.0.2 4.1.1 4.2.2 4.3.1 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence clean
+.PHONY: run install install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -62,13 +64,22 @@ test: install-test services lint typecheck
 test-fast: $(PY)
 	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
 
+## test-kafka-matrix: the real-broker suite (tests/kafka) on each Kafka 4.x release of KAFKA_MATRIX
+test-kafka-matrix: install-test services
+	bash scripts/install-kafka.sh $(KAFKA_MATRIX)
+	set -e; for version in $(KAFKA_MATRIX); do \
+		echo "=== the real-broker suite on Kafka $$version"; \
+		KAFKA_VERSION=$$version DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
+			$(VENV)/bin/pytest -p no:cacheprovider tests/kafka $(PYTEST_ARGS); \
+	done
+
 ## campaign: the fault campaign on private PostgreSQL and Redis (bench/results/fault_campaign.json)
 campaign: install-test services
 	DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -119,6 +130,11 @@ bench-real-broker: install-test services
 ## bench-real-cluster-failover: three stock brokers lose the busiest (kill -9, then SIGTERM), here and under Kafka's own controller
 bench-real-cluster-failover: install-test services
 	$(PY) -m bench.real_cluster_failover $(BENCH_ARGS)
+
+## bench-rolling-upgrade: three stock brokers restarted one at a time from Kafka 4.1.1 to 4.4.0, clients running: the longest producer stall and consumer lag
+bench-rolling-upgrade: install-test services
+	bash scripts/install-kafka.sh 4.1.1 4.4.0
+	$(PY) -m bench.rolling_upgrade $(BENCH_ARGS)
 
 ## bench-wire-hostile-frame: what the finding's 11.6 MB CreateAcls costs the listener (refused unread)
 bench-wire-hostile-frame: install-test services

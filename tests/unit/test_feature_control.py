@@ -268,3 +268,34 @@ def test_finalized_levels_stay_within_every_brokers_range_and_replay(requests, s
         cluster_id=CLUSTER, records=image.snapshot_records(), last_offset=image.last_offset
     )
     assert rebuilt.as_comparable() == image.as_comparable()
+
+
+# --- CIDR ACL hosts: from metadata.version 4.4-IV1 (32) ---------------------------------------
+
+
+def test_cidr_acl_hosts_need_4_4_iv1_and_match_the_block() -> None:
+    from controlplane.controller.acls.authorizer import _in_block
+    from controlplane.controller.acls.control import create_acls
+
+    creation = {
+        "resource_type": "TOPIC",
+        "resource_name": "t",
+        "pattern_type": "LITERAL",
+        "principal": "User:alice",
+        "host": "10.1.0.0/16",
+        "operation": "READ",
+        "permission_type": "ALLOW",
+    }
+    ids = iter(str(uuid.uuid4()) for _ in range(3))
+    at_25 = create_acls(cluster(level=25), [creation], new_acl_id=lambda: next(ids))
+    assert at_25.records == [] and at_25.response["results"][0]["error_code"] == int(
+        Errors.UNSUPPORTED_VERSION
+    )
+    at_32 = create_acls(cluster(level=32), [creation], new_acl_id=lambda: next(ids))
+    assert len(at_32.records) == 1 and at_32.response["results"][0]["error_code"] == 0
+    bad = create_acls(
+        cluster(level=33), [{**creation, "host": "10.1.0.0/99"}], new_acl_id=lambda: next(ids)
+    )
+    assert bad.response["results"][0]["error_code"] == int(Errors.INVALID_REQUEST)
+    assert _in_block("10.1.200.3", "10.1.0.0/16") and not _in_block("10.2.0.1", "10.1.0.0/16")
+    assert not _in_block("10.1.0.1", "10.1.0.1") and not _in_block("not-an-ip", "10.0.0.0/8")

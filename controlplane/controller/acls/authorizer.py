@@ -6,8 +6,8 @@ Follows ``org.apache.kafka.metadata.authorizer.StandardAuthorizerData``:
 * the ACLs that apply to a resource are those of its type that are LITERAL with its exact name,
   LITERAL with the name ``"*"``, or PREFIXED with a prefix of its name;
 * if none apply, the answer is the configured default (``allow.everyone.if.no.acl.found``);
-* otherwise any applying DENY for the principal (or ``User:*``) and host (or ``*``) denies, else
-  any such ALLOW allows, else the action is denied.
+* otherwise any applying DENY for the principal (or ``User:*``) and host (or ``*``, or a CIDR
+  block holding it: Kafka 4.4) denies, else any such ALLOW allows, else the action is denied.
 
 An ACL for ALL covers every operation. An ALLOW for READ, WRITE, DELETE or ALTER also allows
 DESCRIBE, and an ALLOW for ALTER_CONFIGS also allows DESCRIBE_CONFIGS; a DENY implies nothing.
@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
+import ipaddress
 from collections.abc import Iterable, Iterator, Mapping
 
 from controlplane.controller.acls.bindings import (
@@ -214,6 +216,18 @@ class AclIndex:
                 self._prefix_lengths.pop(resource_type, None)
 
 
+@functools.lru_cache(maxsize=4096)
+def _in_block(address: str, host: str) -> bool:
+    """Whether the client `address` is in the ACL's `host` when that is a CIDR block (Kafka
+    4.4's StandardAuthorizer; written only from metadata.version 4.4-IV1)."""
+    if "/" not in host:
+        return False
+    try:
+        return ipaddress.ip_address(address) in ipaddress.ip_network(host, strict=False)
+    except ValueError:
+        return False
+
+
 def _decision(
     binding: AclBinding, context: RequestContext, action: Action
 ) -> AuthorizationResult | None:
@@ -223,7 +237,9 @@ def _decision(
     """
     if binding.principal not in (context.principal, WILDCARD_PRINCIPAL):
         return None
-    if binding.host not in (WILDCARD_HOST, context.host):
+    if binding.host not in (WILDCARD_HOST, context.host) and not _in_block(
+        context.host, binding.host
+    ):
         return None
     allow = binding.permission_type is AclPermissionType.ALLOW
     if binding.operation is not AclOperation.ALL and binding.operation is not action.operation:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from controlplane.controller.acls.bindings import (
 )
 from controlplane.controller.errors import Errors
 from controlplane.controller.image import MetadataDelta
+from controlplane.controller.metadata_versions import CIDR_ACLS_METADATA_VERSION
 from controlplane.controller.records import (
     AccessControlEntryRecord,
     Record,
@@ -67,12 +69,33 @@ def create_acls(
         if problem is not None:
             results.append(_error(Errors.INVALID_REQUEST, problem))
             continue
+        refused = _cidr_refusal(binding.host, view.metadata_version)
+        if refused is not None:
+            results.append(_error(*refused))
+            continue
         record = acl_record(binding, new_acl_id())
         if _key(record) not in existing:  # an identical ACL already exists: a no-op
             existing.add(_key(record))
             records.append(record)
         results.append({"error_code": 0, "error_message": None})
     return ControllerResult(records, {"results": results})
+
+
+def _cidr_refusal(host: str, level: int | None) -> tuple[Errors, str] | None:
+    """Kafka's AclControlManager.validateHostPattern: a host with a "/" is a CIDR block, which
+    metadata.version 4.4-IV1 (32) brings and which must parse as one."""
+    if "/" not in host:
+        return None
+    if (level or 0) < CIDR_ACLS_METADATA_VERSION:
+        return (
+            Errors.UNSUPPORTED_VERSION,
+            "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.",
+        )
+    try:
+        ipaddress.ip_network(host, strict=False)
+    except ValueError as error:
+        return Errors.INVALID_REQUEST, f"Invalid CIDR notation '{host}': {error}"
+    return None
 
 
 # An ACL's fields in AccessControlEntryRecord's order: the columns a cp_acl row is read and

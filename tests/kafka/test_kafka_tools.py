@@ -1,0 +1,574 @@
+"""Kafka's own tools, each as an operator runs it, through stock brokers under this control plane
+(and on its controller listener, `--bootstrap-controller`, where the tool offers it), with the
+tools of the pinned release and of the newest (issue 43, point 7; docs/reference/kafka-tools.md
+lists what each does here).
+
+One cluster of three brokers for the module (the release `KAFKA_VERSION` names, the pinned one
+by default); every tool runs as the `admin` user of a broker's SASL client listener, whom the
+brokers forward as User:admin (a super user of the control plane), or with the admin's token on
+the controller listener. A tool another part of the work brings (SCRAM users, client-metrics and
+group configs, reassignments) is `PENDING`: it either works or fails cleanly (an unsupported
+API, never an unknown server error)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stock_kafka import jars
+from stock_kafka.broker import KafkaBroker
+from tests.conftest import Api, listener_client_class, set_config
+from tests.kafka import harness, tools
+from tests.kafka.conftest import need_kafka_jars
+from tests.kafka.harness import ControlPlane, broker_row, broker_under, module_database
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+NODE_IDS = (1, 2, 3)
+CLIENT_USERS = {"admin": "admin-secret"}
+TOOL_VERSIONS = tools.versions(["4.4.0"])
+BROKER_PROPERTIES = {
+    "broker.heartbeat.interval.ms": "500",
+    "offsets.topic.replication.factor": "2",
+    "transaction.state.log.replication.factor": "2",
+    "transaction.state.log.min.isr": "1",
+}
+# What a tool's failure must never say: the control plane never answers so.
+UNKNOWN = ("UnknownServerException", "UNKNOWN_SERVER_ERROR", "unexpected server error")
+
+
+@dataclasses.dataclass
+class Cluster:
+    plane: ControlPlane
+    brokers: list[KafkaBroker]
+    client_config: Path
+    controller_config: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.sasl_bootstrap for b in self.brokers if b.running)
+
+    def via_broker(self) -> list[str]:
+        return ["--bootstrap-server", self.bootstrap, "--command-config", str(self.client_config)]
+
+    def via_controller(self) -> list[str]:
+        return [
+            "--bootstrap-controller",
+            self.plane.controller,
+            "--command-config",
+            str(self.controller_config),
+        ]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_controller_state() -> Iterator[None]:
+    yield
+
+
+@pytest.fixture(autouse=True)
+def _django_db_marker() -> None:
+    """The brokers live through the module (module_db flushes at its end)."""
+
+
+@pytest.fixture(scope="module")
+def module_db(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    with module_database(django_db_blocker, CP_BROKER_SESSION_TIMEOUT_MS=6000):
+        yield
+
+
+@pytest.fixture(scope="module")
+def cluster(module_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    need_kafka_jars()
+    work = tmp_path_factory.mktemp("kafka-tools")
+    principals = {node: f"kafka-broker-{node}" for node in NODE_IDS}
+    with harness.control_plane(list(principals.values())) as plane:
+        brokers = [
+            broker_under(
+                plane,
+                node,
+                principals[node],
+                work / f"broker-{node}",
+                BROKER_PROPERTIES,
+                client_users=CLIENT_USERS,
+            )
+            for node in NODE_IDS
+        ]
+        try:
+            for broker in brokers:
+                broker.start()
+            harness.wait(brokers, lambda: all(unfenced(n) for n in NODE_IDS), 180, "unfenced")
+            api = Api(listener_client_class()())
+            secret = "a-secret-of-thirty-two-characters"
+            set_config(
+                api, plane.tokens["admin"], "BROKER", "", "delegation.token.secret.key", secret
+            )
+            yield Cluster(
+                plane,
+                brokers,
+                tools.sasl_config(work / "client.properties", "admin", "admin-secret"),
+                tools.sasl_config(work / "controller.properties", "admin", plane.tokens["admin"]),
+            )
+        finally:
+            for broker in brokers:
+                broker.stop(timeout=20)
+
+
+@pytest.fixture(params=TOOL_VERSIONS)
+def release(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def unfenced(node_id: int) -> bool:
+    row = broker_row(node_id)
+    return row is not None and not row.fenced
+
+
+def run(script: str, *args: str, release: str, ok: bool = True) -> tools.Ran:
+    ran = tools.run(script, *args, version=release)
+    assert not any(word in ran.output for word in UNKNOWN), ran.output[-3000:]
+    return ran.ok() if ok else ran
+
+
+def topic_for(release: str, what: str) -> str:
+    return f"tools-{what}-{release.replace('.', '-')}"
+
+
+def eventually(check: Any, timeout: float = 60, every: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        last = check()
+        if last or time.monotonic() > deadline:
+            return last
+        time.sleep(every)
+
+
+def create_topic(cluster: Cluster, release: str, name: str, partitions: int = 3) -> None:
+    run(
+        "kafka-topics",
+        *cluster.via_broker(),
+        "--create",
+        "--topic",
+        name,
+        "--partitions",
+        str(partitions),
+        "--replication-factor",
+        "2",
+        "--config",
+        "retention.ms=3600000",
+        release=release,
+    )
+
+
+# --- kafka-topics ------------------------------------------------------------------------------
+
+
+def test_kafka_topics(cluster: Cluster, release: str) -> None:
+    name = topic_for(release, "topics")
+    create_topic(cluster, release, name)
+    listed = run("kafka-topics", *cluster.via_broker(), "--list", release=release).stdout
+    assert name in listed.split()
+    # Kafka 4.4's describe asks for reassignments too (ListPartitionReassignments), which it
+    # tolerates being unsupported: it describes the topic either way.
+    described = run(
+        "kafka-topics", *cluster.via_broker(), "--describe", "--topic", name, release=release
+    ).stdout
+    rows = re.findall(
+        r"Partition: (\d+)\s+Leader: (\d+)\s+Replicas: ([\d,]+)\s+Isr: ([\d,]+)", described
+    )
+    assert len(rows) == 3 and all(int(leader) in NODE_IDS for _, leader, _, _ in rows), described
+    assert "retention.ms=3600000" in described
+    run(
+        "kafka-topics",
+        *cluster.via_broker(),
+        "--alter",
+        "--topic",
+        name,
+        "--partitions",
+        "4",
+        release=release,
+    )
+    widened = run(
+        "kafka-topics", *cluster.via_broker(), "--describe", "--topic", name, release=release
+    ).stdout
+    assert "PartitionCount: 4" in widened, widened
+    run("kafka-topics", *cluster.via_broker(), "--delete", "--topic", name, release=release)
+
+    def gone() -> bool:
+        out = run("kafka-topics", *cluster.via_broker(), "--list", release=release).stdout
+        return name not in out.split()
+
+    assert eventually(gone), "the deleted topic is still listed"
+
+
+# --- kafka-configs -----------------------------------------------------------------------------
+
+
+def configs(cluster: Cluster, release: str, *args: str, door: str = "broker") -> str:
+    where = cluster.via_controller() if door == "controller" else cluster.via_broker()
+    return run("kafka-configs", *where, *args, release=release).stdout
+
+
+def test_kafka_configs_topics_brokers_and_quotas(cluster: Cluster, release: str) -> None:
+    name = topic_for(release, "configs")
+    create_topic(cluster, release, name)
+    topic = ("--entity-type", "topics", "--entity-name", name)
+    configs(cluster, release, *topic, "--alter", "--add-config", "retention.ms=7200000")
+    assert "retention.ms=7200000" in configs(cluster, release, *topic, "--describe")
+    configs(cluster, release, *topic, "--alter", "--delete-config", "retention.ms")
+    assert "retention.ms=7200000" not in configs(cluster, release, *topic, "--describe")
+
+    for door in ("broker", "controller"):
+        broker = ("--entity-type", "brokers", "--entity-name", "1")
+        configs(
+            cluster, release, *broker, "--alter", "--add-config", "log.cleaner.threads=2", door=door
+        )
+        described = configs(cluster, release, *broker, "--describe", door=door)
+        assert "log.cleaner.threads=2" in described, described
+        default = ("--entity-type", "brokers", "--entity-default")
+        configs(
+            cluster,
+            release,
+            *default,
+            "--alter",
+            "--add-config",
+            "log.retention.ms=86400000",
+            door=door,
+        )
+        assert "log.retention.ms=86400000" in configs(
+            cluster, release, *default, "--describe", door=door
+        )
+
+    clients = ("--entity-type", "clients", "--entity-name", f"client-{release}")
+    configs(cluster, release, *clients, "--alter", "--add-config", "producer_byte_rate=1048576")
+    assert "producer_byte_rate=1048576" in configs(cluster, release, *clients, "--describe")
+    users = ("--entity-type", "users", "--entity-name", "alice")
+    configs(cluster, release, *users, "--alter", "--add-config", "consumer_byte_rate=2097152")
+    assert "consumer_byte_rate=2097152" in configs(cluster, release, *users, "--describe")
+
+
+# What other parts of the work bring: each works, or fails as an unsupported API does.
+PENDING = {
+    "SCRAM users (KIP-554)": (
+        "kafka-configs",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "scram-user",
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-256=[iterations=8192,password=scram-secret]",
+    ),
+    "client-metrics configs (KIP-714)": (
+        "kafka-configs",
+        "--entity-type",
+        "client-metrics",
+        "--entity-name",
+        "every-client",
+        "--alter",
+        "--add-config",
+        "metrics=org.apache.kafka.producer.,interval.ms=60000",
+    ),
+    "group configs (KIP-848)": (
+        "kafka-configs",
+        "--entity-type",
+        "groups",
+        "--entity-name",
+        "a-group",
+        "--alter",
+        "--add-config",
+        "consumer.session.timeout.ms=45000",
+    ),
+    "kafka-client-metrics": (
+        "kafka-client-metrics",
+        "--alter",
+        "--name",
+        "every-client",
+        "--metrics",
+        "org.apache.kafka.producer.",
+        "--interval",
+        "60000",
+    ),
+    "kafka-reassign-partitions --list": ("kafka-reassign-partitions", "--list"),
+}
+
+
+@pytest.mark.parametrize("what", sorted(PENDING))
+def test_pending_tools_work_or_fail_cleanly(cluster: Cluster, release: str, what: str) -> None:
+    script, *args = PENDING[what]
+    ran = run(script, *cluster.via_broker(), *args, release=release, ok=False)
+    if ran.returncode != 0:
+        assert re.search(r"not support|UnsupportedVersion|Unsupported", ran.output), ran.output
+
+
+# --- kafka-acls, kafka-leader-election -------------------------------------------------------
+
+
+def test_kafka_acls(cluster: Cluster, release: str) -> None:
+    for door in (cluster.via_broker(), cluster.via_controller()):
+        topic = topic_for(release, f"acl-{len(door)}-{door[0][2:6]}")
+        acl = ("--allow-principal", "User:alice", "--operation", "Read", "--topic", topic)
+        run("kafka-acls", *door, "--add", *acl, release=release)
+        listed = run("kafka-acls", *door, "--list", "--topic", topic, release=release).stdout
+        assert "principal=User:alice" in listed and "operation=READ" in listed, listed
+        run("kafka-acls", *door, "--remove", "--force", *acl, release=release)
+        listed = run("kafka-acls", *door, "--list", "--topic", topic, release=release).stdout
+        assert "User:alice" not in listed, listed
+
+
+def test_kafka_leader_election(cluster: Cluster, release: str) -> None:
+    name = topic_for(release, "election")
+    create_topic(cluster, release, name)
+    eventually(lambda: leaders_of(name), 60)
+    out = run(
+        "kafka-leader-election",
+        *cluster.via_broker(),
+        "--election-type",
+        "PREFERRED",
+        "--topic",
+        name,
+        "--partition",
+        "0",
+        release=release,
+    ).output
+    assert (
+        "Successfully completed leader election" in out or "Valid replica already elected" in out
+    ), out
+
+
+def leaders_of(topic: str) -> dict[int, int]:
+    from replicas.models import Partition
+
+    return dict(
+        Partition.objects.filter(topic__name=topic, leader__gte=0).values_list(
+            "partition_index", "leader"
+        )
+    )
+
+
+# --- kafka-features, kafka-metadata-quorum, kafka-cluster ------------------------------------
+
+
+def test_kafka_features(cluster: Cluster, release: str) -> None:
+    for door in (cluster.via_broker(), cluster.via_controller()):
+        out = run("kafka-features", *door, "describe", release=release).stdout
+        levels = dict(re.findall(r"Feature: (\S+)\s.*FinalizedVersionLevel: (\S+)", out))
+        assert levels["metadata.version"] == "4.0-IV3", out
+        dry = run(
+            "kafka-features",
+            *door,
+            "upgrade",
+            "--feature",
+            "group.version=1",
+            "--dry-run",
+            release=release,
+        ).stdout
+        assert "group.version can be upgraded to 1" in dry, dry
+    refused = run(
+        "kafka-features",
+        *cluster.via_broker(),
+        "downgrade",
+        "--feature",
+        "metadata.version=7",
+        release=release,
+        ok=False,
+    )
+    assert refused.returncode != 0 and "might delete metadata" in refused.output, refused.output
+
+
+def test_kafka_metadata_quorum(cluster: Cluster, release: str) -> None:
+    for door in (cluster.via_broker(), cluster.via_controller()):
+        status = run("kafka-metadata-quorum", *door, "describe", "--status", release=release)
+        fields = dict(re.findall(r"^(\w+):\s+(.*)$", status.stdout, re.M))
+        assert fields["LeaderId"] == "3000", status.stdout
+        observers = {o["id"] for o in json.loads(fields["CurrentObservers"])}
+        assert set(NODE_IDS) <= observers, status.stdout
+        replication = run(
+            "kafka-metadata-quorum", *door, "describe", "--replication", release=release
+        ).stdout
+        assert re.search(r"^3000\s.*Leader", replication, re.M), replication
+
+
+def test_kafka_cluster_id(cluster: Cluster, release: str) -> None:
+    for door in (cluster.via_broker(), cluster.via_controller()):
+        out = run("kafka-cluster", "cluster-id", *door, release=release).stdout
+        assert f"Cluster ID: {cluster.plane.cluster_id}" in out, out
+
+
+# --- kafka-delegation-tokens, kafka-log-dirs, kafka-broker-api-versions ---------------------
+
+
+def test_kafka_delegation_tokens(cluster: Cluster, release: str) -> None:
+    created = run(
+        "kafka-delegation-tokens",
+        *cluster.via_broker(),
+        "--create",
+        "--max-life-time-period",
+        "-1",
+        release=release,
+    ).stdout
+    token_id = re.search(r"^(\S{22})\s", created, re.M)
+    assert token_id, created
+    described = run(
+        "kafka-delegation-tokens", *cluster.via_broker(), "--describe", release=release
+    ).stdout
+    assert token_id[1] in described, described
+
+
+def test_kafka_log_dirs(cluster: Cluster, release: str) -> None:
+    out = run(
+        "kafka-log-dirs",
+        *cluster.via_broker(),
+        "--describe",
+        "--broker-list",
+        "1,2",
+        release=release,
+    ).stdout
+    described = json.loads(next(line for line in out.splitlines() if line.startswith("{")))
+    assert {b["broker"] for b in described["brokers"]} == {1, 2}
+    assert all(b["logDirs"] and not b["logDirs"][0]["error"] for b in described["brokers"])
+
+
+def test_kafka_broker_api_versions(cluster: Cluster, release: str) -> None:
+    out = run("kafka-broker-api-versions", *cluster.via_broker(), release=release).stdout
+    for node in NODE_IDS:
+        assert re.search(rf"\(id: {node} rack: ", out), out[:3000]
+    # The forwarded APIs the controller serves are usable through every broker...
+    assert re.search(r"UpdateFeatures\(57\): 0 to 2 \[usable: 2\]", out), out[:3000]
+    # ...and those it does not serve are not offered (a broker asks its controller first).
+    assert not re.search(r"AlterPartitionReassignments\(45\): 0 to 1 \[usable", out)
+
+
+# --- kafka-consumer-groups, kafka-transactions ------------------------------------------------
+
+
+def test_kafka_consumer_groups(cluster: Cluster, release: str) -> None:
+    from kafka import KafkaConsumer, KafkaProducer
+
+    name, group = topic_for(release, "groups"), f"readers-{release}"
+    create_topic(cluster, release, name)
+    plain = ",".join(b.bootstrap for b in cluster.brokers)
+    producer = KafkaProducer(bootstrap_servers=plain, acks="all")
+    for index in range(20):
+        producer.send(name, f"m-{index}".encode())
+    producer.flush(timeout=60)
+    producer.close()
+    consumer = KafkaConsumer(
+        name,
+        bootstrap_servers=plain,
+        group_id=group,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=15000,
+    )
+    read = sum(1 for _ in zip(range(20), consumer, strict=False))
+    consumer.commit()
+    consumer.close()
+    assert read == 20
+    groups = run("kafka-consumer-groups", *cluster.via_broker(), "--list", release=release)
+    assert group in groups.stdout.split()
+    described = run(
+        "kafka-consumer-groups",
+        *cluster.via_broker(),
+        "--describe",
+        "--group",
+        group,
+        release=release,
+    ).stdout
+    assert name in described and re.search(rf"{group}\s+{name}\s+\d+\s+\d+\s+\d+\s+0\b", described)
+    reset = run(
+        "kafka-consumer-groups",
+        *cluster.via_broker(),
+        "--reset-offsets",
+        "--group",
+        group,
+        "--topic",
+        name,
+        "--to-earliest",
+        "--execute",
+        release=release,
+    ).stdout
+    assert re.search(rf"{group}\s+{name}\s+\d+\s+0\b", reset), reset
+
+
+def test_kafka_transactions(cluster: Cluster, release: str) -> None:
+    from confluent_kafka import Producer
+
+    name, transactional_id = topic_for(release, "txn"), f"tools-txn-{release}"
+    create_topic(cluster, release, name, partitions=1)
+    producer = Producer(
+        {
+            "bootstrap.servers": ",".join(b.bootstrap for b in cluster.brokers),
+            "transactional.id": transactional_id,
+        }
+    )
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    producer.produce(name, b"in-a-transaction")
+    producer.commit_transaction(60)
+    listed = run("kafka-transactions", *cluster.via_broker(), "list", release=release).stdout
+    assert transactional_id in listed, listed
+    described = run(
+        "kafka-transactions",
+        *cluster.via_broker(),
+        "describe",
+        "--transactional-id",
+        transactional_id,
+        release=release,
+    ).stdout
+    assert transactional_id in described and "CompleteCommit" in described, described
+    producers = run(
+        "kafka-transactions",
+        *cluster.via_broker(),
+        "describe-producers",
+        "--topic",
+        name,
+        "--partition",
+        "0",
+        release=release,
+    ).stdout
+    assert re.search(r"^\d+\s+\d+\s+", producers, re.M), producers
+
+
+# --- kafka-dump-log, kafka-storage -----------------------------------------------------------
+
+
+def test_kafka_dump_log(cluster: Cluster, release: str) -> None:
+    segment = next((cluster.brokers[0].data_dir / "__cluster_metadata-0").glob("*.log"))
+    out = run(
+        "kafka-dump-log", "--cluster-metadata-decoder", "--files", str(segment), release=release
+    ).output
+    assert "REGISTER_BROKER_RECORD" in out and "FEATURE_LEVEL_RECORD" in out
+    assert "isvalid: true" in out and "isvalid: false" not in out and "Exception" not in out
+
+
+def test_kafka_storage(cluster: Cluster, release: str) -> None:
+    broker = cluster.brokers[0]
+    info = run("kafka-storage", "info", "--config", str(broker.properties_path), release=release)
+    assert f"cluster.id={cluster.plane.cluster_id}" in info.stdout.replace(" ", ""), info.stdout
+    uuid = run("kafka-storage", "random-uuid", release=release).stdout.strip().splitlines()[-1]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{22}", uuid)
+
+
+# --- kafka-cluster unregister (last: it takes a broker away) ---------------------------------
+
+
+def test_z_kafka_cluster_unregister(cluster: Cluster) -> None:
+    """A stopped broker unregistered with each release's tool: through a broker, then on the
+    controller listener (the broker started again between, registering afresh)."""
+    gone = cluster.brokers[-1]
+    for release, door in zip(
+        TOOL_VERSIONS, (cluster.via_broker, cluster.via_controller), strict=False
+    ):
+        if not gone.running:
+            gone.start()
+        harness.wait(cluster.brokers, lambda: unfenced(gone.node_id), 180, "registered again")
+        gone.stop(timeout=60)
+        run("kafka-cluster", "unregister", *door(), "--id", str(gone.node_id), release=release)
+        assert eventually(lambda: broker_row(gone.node_id) is None, 30)
+    assert jars.pinned_version() in TOOL_VERSIONS
