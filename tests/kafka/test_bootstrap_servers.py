@@ -96,6 +96,9 @@ def test_it_registers_follows_the_log_and_keeps_the_voters(broker: Any, tmp_path
     assert re.search(r"KRaftVersion.*\"kRaftVersion\":1", dumped.replace(" ", "")), dumped[-3000:]
     voters_line = next(line for line in dumped.splitlines() if "KRaftVoters" in line)
     assert f'"port":{port}' in voters_line.replace(" ", "") and "CONTROLLER" in voters_line
+    from controlplane.runtime.replay import metadata_verify
+
+    assert metadata_verify() == []  # the log replayed equals the tables, voters included
 
 
 def describe(*args: str, where: list[str]) -> str:

@@ -209,3 +209,6 @@ def test_a_rolling_upgrade_loses_nothing_and_finalizes_the_new_levels(
     restarted.stop(timeout=60)
     restarted.start()
     harness.wait(brokers, lambda: back(restarted), 180, "the restarted broker back")
+    from controlplane.runtime.replay import metadata_verify
+
+    assert metadata_verify() == []
