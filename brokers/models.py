@@ -22,6 +22,8 @@ class Broker(models.Model):
     offline_log_dirs = models.JSONField(default=list)
     # The feature levels it supports, [name, min, max] each (RegisterBrokerRecord.Features).
     supported_features = models.JSONField(default=list)
+    # KIP-1066: the log dirs its heartbeats say are cordoned (null until they say).
+    cordoned_log_dirs = models.JSONField(null=True, default=None)
 
     class Meta:
         db_table = "cp_broker"

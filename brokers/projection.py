@@ -23,6 +23,7 @@ UPDATE_FIELDS = [
     "software_version",
     "offline_log_dirs",
     "supported_features",
+    "cordoned_log_dirs",
 ]
 
 
@@ -41,6 +42,9 @@ def broker_row(registration: BrokerRegistration) -> Broker:
         software_version=registration.software_version,
         offline_log_dirs=list(registration.offline_log_dirs),
         supported_features=[list(feature) for feature in registration.features],
+        cordoned_log_dirs=None
+        if registration.cordoned_log_dirs is None
+        else list(registration.cordoned_log_dirs),
     )
 
 
@@ -59,6 +63,7 @@ def registration_from_row(row: Broker) -> BrokerRegistration:
         software_version=row.software_version,
         offline_log_dirs=tuple(row.offline_log_dirs),
         features=tuple((str(n), int(lo), int(hi)) for n, lo, hi in row.supported_features),
+        cordoned_log_dirs=None if row.cordoned_log_dirs is None else tuple(row.cordoned_log_dirs),
     )
 
 

@@ -66,6 +66,11 @@ class BrokerHeartbeatSerializer(StrictSerializer):
     offline_log_dirs = serializers.ListField(
         child=UuidStringField(), max_length=1024, required=False, default=list
     )
+    # KIP-1066 (BrokerHeartbeat v2): the dirs the broker's operator cordoned; absent or null
+    # when the broker says nothing of them.
+    cordoned_log_dirs = serializers.ListField(
+        child=UuidStringField(), max_length=1024, required=False, allow_null=True, default=None
+    )
 
 
 class BrokerHeartbeatResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]

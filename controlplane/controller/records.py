@@ -75,6 +75,9 @@ class RegisterBrokerRecord(Record):
     # The feature levels the broker supports, (name, min, max), as its registration listed them
     # (Kafka's RegisterBrokerRecord.Features): what UpdateFeatures checks a new level against.
     features: tuple[tuple[str, int, int], ...] = ()
+    # KIP-1066: its cordoned log dirs (None until its heartbeats name them; a snapshot's
+    # registration carries them).
+    cordoned_log_dirs: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -87,6 +90,9 @@ class BrokerRegistrationChangeRecord(Record):
     # The log dirs the broker's heartbeats report offline (Kafka's OfflineLogDirs, KIP-858),
     # sorted; None leaves them unchanged. Kafka's v2 record keeps the online ones instead.
     offline_log_dirs: tuple[str, ...] | None = None
+    # KIP-1066 (metadata.version 4.3-IV0): the log dirs the broker's heartbeats say are
+    # cordoned (no new replica goes there), sorted; None leaves them unchanged.
+    cordoned_log_dirs: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -388,6 +394,8 @@ def record_from_data(record_type: str, data: Mapping[str, Any]) -> Record:
         fields["features"] = tuple(
             (str(name), int(low), int(high)) for name, low, high in data.get("features", ())
         )
+        cordoned = data.get("cordoned_log_dirs")
+        fields["cordoned_log_dirs"] = None if cordoned is None else tuple(cordoned)
         return RegisterBrokerRecord(**fields)
     if cls is ClientQuotaRecord:
         fields = dict(data)

@@ -92,7 +92,7 @@ def broker_client(wire_listener: RunningListener) -> Any:
 
 def test_a_kafka_broker_registers_heartbeats_and_is_unfenced(broker_client: Any) -> None:
     versions = served(broker_client)
-    assert versions[62] == (0, 4) and versions[63] == (0, 1)
+    assert versions[62] == (0, 4) and versions[63] == (0, 2)
     cluster_id = cluster_get_or_create().cluster_id
     registered = broker_client.request(registration(1, cluster_id))
     assert registered.error_code == ErrorCode.none

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.controller.brokers.cordoned import cordoned_log_dirs_change
 from controlplane.controller.canary.rules import (
     BROKER_POD,
     BROKER_PODS,
@@ -96,6 +97,7 @@ class BrokerHeartbeatRequest:
     want_fence: bool
     want_shut_down: bool
     offline_log_dirs: tuple[str, ...] = ()
+    cordoned_log_dirs: tuple[str, ...] | None = None  # KIP-1066 (BrokerHeartbeat v2)
 
 
 def heartbeat_request(payload: Mapping[str, Any]) -> BrokerHeartbeatRequest:
@@ -107,6 +109,9 @@ def heartbeat_request(payload: Mapping[str, Any]) -> BrokerHeartbeatRequest:
         want_fence=payload.get("want_fence", False),
         want_shut_down=payload.get("want_shut_down", False),
         offline_log_dirs=tuple(payload.get("offline_log_dirs", ())),
+        cordoned_log_dirs=None
+        if payload.get("cordoned_log_dirs") is None
+        else tuple(payload["cordoned_log_dirs"]),
     )
 
 
@@ -410,6 +415,8 @@ def heartbeat_fast_answer(
         return None
     if offline_log_dirs_change(broker, request) is not None:
         return None
+    if cordoned_log_dirs_change(broker, request.cordoned_log_dirs) is not None:
+        return None
     return heartbeat_response(broker, request, target)
 
 
@@ -439,6 +446,9 @@ def process_heartbeat(
     records += changes.records
     if dirs is not None:
         records = _with_offline_log_dirs(broker, records, dirs)
+    cordoned = cordoned_log_dirs_change(broker, request.cordoned_log_dirs, view.metadata_version)
+    if cordoned is not None:
+        records = _with_dirs_change(broker, records, cordoned_log_dirs=cordoned)
     # More moves left (a broker leading more than one commit moves): the controller's fencing
     # rounds go on with them at once (`moves_pending`, a note: no field of Kafka's answer).
     notes = {"moves_pending": True} if more else {}
@@ -491,14 +501,27 @@ def offline_dir_moves(
 def _with_offline_log_dirs(
     broker: BrokerStatus | BrokerRegistration, records: list[Record], dirs: tuple[str, ...]
 ) -> list[Record]:
-    """The heartbeat's records carrying its offline log dirs: on its registration change when
-    it has one (the first record), else on a change record of their own."""
+    return _with_dirs_change(broker, records, offline_log_dirs=dirs)
+
+
+def _with_dirs_change(
+    broker: BrokerStatus | BrokerRegistration,
+    records: list[Record],
+    *,
+    offline_log_dirs: tuple[str, ...] | None = None,
+    cordoned_log_dirs: tuple[str, ...] | None = None,
+) -> list[Record]:
+    """The heartbeat's records carrying its dirs' news: on its registration change when it has
+    one (the first record), else on a change record of their own."""
+    news: dict[str, Any] = {}
+    if offline_log_dirs is not None:
+        news["offline_log_dirs"] = offline_log_dirs
+    if cordoned_log_dirs is not None:
+        news["cordoned_log_dirs"] = cordoned_log_dirs
     if records and isinstance(records[0], BrokerRegistrationChangeRecord):
-        return [dataclasses.replace(records[0], offline_log_dirs=dirs), *records[1:]]
-    change = BrokerRegistrationChangeRecord(
-        broker_id=broker.broker_id, broker_epoch=broker.epoch, offline_log_dirs=dirs
-    )
-    return [change, *records]
+        return [dataclasses.replace(records[0], **news), *records[1:]]
+    change = BrokerRegistrationChangeRecord(broker.broker_id, broker.epoch)
+    return [dataclasses.replace(change, **news), *records]
 
 
 def heartbeat_response(

@@ -41,6 +41,7 @@ class BrokerStatus:
     in_controlled_shutdown: bool
     controlled_shutdown_offset: int = NO_OFFSET
     offline_log_dirs: tuple[str, ...] = ()  # as its heartbeats report them, sorted
+    cordoned_log_dirs: tuple[str, ...] | None = None  # KIP-1066, as its heartbeats say them
 
     @property
     def control_state(self) -> BrokerControlState:
@@ -51,16 +52,28 @@ class BrokerStatus:
         return BrokerControlState.UNFENCED
 
     def encode(self) -> str:
+        cordoned = "-" if self.cordoned_log_dirs is None else ",".join(self.cordoned_log_dirs)
         return (
             f"{self.epoch}:{int(self.fenced)}:{int(self.in_controlled_shutdown)}:"
-            f"{self.controlled_shutdown_offset}:{','.join(self.offline_log_dirs)}"
+            f"{self.controlled_shutdown_offset}:{','.join(self.offline_log_dirs)}:{cordoned}"
         )
 
     @classmethod
     def decode(cls, broker_id: int, value: str) -> BrokerStatus:
         epoch, fenced, shutting_down, cs_offset, *rest = value.split(":")
         dirs = tuple(d for d in rest[0].split(",") if d) if rest else ()
-        return cls(broker_id, int(epoch), fenced == "1", shutting_down == "1", int(cs_offset), dirs)
+        cordoned = None
+        if len(rest) > 1 and rest[1] != "-":
+            cordoned = tuple(d for d in rest[1].split(",") if d)
+        return cls(
+            broker_id,
+            int(epoch),
+            fenced == "1",
+            shutting_down == "1",
+            int(cs_offset),
+            dirs,
+            cordoned,
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -78,6 +91,15 @@ class BrokerRegistration:
     software_version: str | None = None
     offline_log_dirs: tuple[str, ...] = ()  # reported offline by its heartbeats (KIP-858)
     features: tuple[tuple[str, int, int], ...] = ()  # (name, min, max) it supports
+    cordoned_log_dirs: tuple[str, ...] | None = None  # KIP-1066: None until its heartbeats say
+
+    @property
+    def has_uncordoned_dirs(self) -> bool:
+        """Whether a new replica may go to it (Kafka's hasUncordonedDirs): some log dir of it
+        is not cordoned (or it named none cordoned, or has no dirs to name)."""
+        if not self.cordoned_log_dirs or not self.log_dirs:
+            return True
+        return bool(set(self.log_dirs) - set(self.cordoned_log_dirs))
 
     def supported(self, feature: str) -> tuple[int, int] | None:
         """The levels of `feature` it supports; None when it named no features at all (a
@@ -99,6 +121,7 @@ class BrokerRegistration:
             self.in_controlled_shutdown,
             self.controlled_shutdown_offset,
             self.offline_log_dirs,
+            self.cordoned_log_dirs,
         )
 
     def as_comparable(self) -> dict[str, Any]:
@@ -144,6 +167,7 @@ class ClusterImage:
                 software_version=broker.software_version,
                 controlled_shutdown_offset=broker.controlled_shutdown_offset,
                 features=broker.features,
+                cordoned_log_dirs=broker.cordoned_log_dirs,
             )
             if broker.offline_log_dirs:
                 yield BrokerRegistrationChangeRecord(
@@ -194,6 +218,7 @@ class ClusterDelta:
             controlled_shutdown_offset=record.controlled_shutdown_offset,
             software_version=record.software_version,
             features=record.features,
+            cordoned_log_dirs=record.cordoned_log_dirs,
         )
 
     def replay_broker_change(self, record: BrokerRegistrationChangeRecord, offset: int) -> None:
@@ -212,6 +237,8 @@ class ClusterDelta:
             changes.update(in_controlled_shutdown=True, controlled_shutdown_offset=offset)
         if record.offline_log_dirs is not None:
             changes["offline_log_dirs"] = tuple(record.offline_log_dirs)
+        if record.cordoned_log_dirs is not None:
+            changes["cordoned_log_dirs"] = tuple(record.cordoned_log_dirs)
         self.changed_brokers[record.broker_id] = dataclasses.replace(current, **changes)
 
     def replay_unregister_broker(self, record: UnregisterBrokerRecord, offset: int) -> None:

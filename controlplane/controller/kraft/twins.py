@@ -179,6 +179,8 @@ def _register_broker(
     }
     if mv.directory_assignment:
         fields["LogDirs"] = [kafka_uuid(d) for d in record.log_dirs]
+    if mv.register_broker >= 4 and record.cordoned_log_dirs is not None:  # KIP-1066
+        fields["CordonedLogDirs"] = [kafka_uuid(d) for d in record.cordoned_log_dirs]
     return schemas.REGISTER_BROKER.key, mv.register_broker, fields
 
 
@@ -221,6 +223,9 @@ def _registration_change(
         if online:
             fields["LogDirs"] = online
             version = 2
+    if record.cordoned_log_dirs is not None and mv.registration_change >= 3:  # KIP-1066
+        fields["CordonedLogDirs"] = [kafka_uuid(d) for d in record.cordoned_log_dirs]
+        version = 3
     return schemas.BROKER_REGISTRATION_CHANGE.key, min(version, mv.registration_change), fields
 
 

@@ -88,12 +88,13 @@ def validate_topic_name(name: str) -> None:
 
 
 def usable_brokers(view: MetadataDelta) -> list[UsableBroker]:
-    """Brokers new replicas may go to: registered and not shutting down (fenced ones last)."""
+    """Brokers new replicas may go to: registered, not shutting down and with a log dir that is
+    not cordoned (KIP-1066; fenced ones last)."""
     canary = canary_brokers_of(view)
     return [
         UsableBroker(b.broker_id, b.rack, b.fenced, b.broker_id in canary)
         for b in view.all_brokers()
-        if not b.in_controlled_shutdown
+        if not b.in_controlled_shutdown and b.has_uncordoned_dirs
     ]
 
 
@@ -354,11 +355,18 @@ def _checked_assignments(
                     f"The manual partition assignment includes the broker {broker_id} more "
                     "than once.",
                 )
-            if view.broker(broker_id) is None:
+            broker = view.broker(broker_id)
+            if broker is None:
                 raise ApiError(
                     Errors.INVALID_REPLICA_ASSIGNMENT,
                     f"The manual partition assignment includes broker {broker_id}, but no such "
                     "broker is registered.",
+                )
+            if not broker.has_uncordoned_dirs:
+                raise ApiError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {broker_id}, but all its "
+                    "log directories are cordoned.",
                 )
         expected = expected_rf if expected_rf is not None else len(replica_lists[0])
         if len(replicas) != expected:

@@ -45,6 +45,10 @@ def validated(serializer: Any, body: dict[str, Any]) -> dict[str, Any]:
     return dict(checked.validated_data)
 
 
+def _cordoned(values: Any) -> dict[str, list[str]]:
+    return {} if values is None else {"cordoned_log_dirs": [str(value) for value in values]}
+
+
 def answer(request: WireRequest, data: dict[str, Any]) -> Any:
     return from_data(
         load_response_schema(request.api_key, request.api_version),
@@ -100,7 +104,7 @@ def broker_registration(request: WireRequest) -> Any:
     return answer(request, {**data, "broker_epoch": data.get("broker_epoch", -1)})
 
 
-@wire_api("BrokerHeartbeat", BROKER_HEARTBEAT, (0, 1), roles=CONTROLLER_ONLY)
+@wire_api("BrokerHeartbeat", BROKER_HEARTBEAT, (0, 2), roles=CONTROLLER_ONLY)
 def broker_heartbeat(request: WireRequest) -> Any:
     body = request.body
     try:
@@ -113,6 +117,8 @@ def broker_heartbeat(request: WireRequest) -> Any:
                 "want_fence": bool(body.want_fence),
                 "want_shut_down": bool(body.want_shut_down),
                 "offline_log_dirs": [str(d) for d in getattr(body, "offline_log_dirs", ())],
+                # KIP-1066 (v2, from metadata.version 4.3-IV0): only when the broker says them
+                **_cordoned(getattr(body, "cordoned_log_dirs", None)),
             },
         )
         data = services.broker_heartbeat(payload=payload, context=context_of(request))

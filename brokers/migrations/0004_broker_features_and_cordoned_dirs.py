@@ -12,4 +12,9 @@ class Migration(migrations.Migration):
             name="supported_features",
             field=models.JSONField(default=list),
         ),
+        migrations.AddField(
+            model_name="broker",
+            name="cordoned_log_dirs",
+            field=models.JSONField(null=True, default=None),
+        ),
     ]
