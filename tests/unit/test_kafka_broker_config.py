@@ -36,3 +36,31 @@ def test_a_cluster_id_starting_with_a_dash_is_one_argument(tmp_path: Path) -> No
     command = broker(tmp_path, "-U3OEVBNTcwNTJENDM2Qg").format_command()
     assert "--cluster-id=-U3OEVBNTcwNTJENDM2Qg" in command
     assert "-U3OEVBNTcwNTJENDM2Qg" not in command  # never a separate argument
+
+
+def test_a_broker_may_find_the_quorum_by_bootstrap_servers(tmp_path: Path) -> None:
+    """KIP-853, as Kafka 4.x's quick start configures a broker: no voter named."""
+    props = KafkaBroker(
+        node_id=100,
+        cluster_id="MkU3OEVBNTcwNTJENDM2Qg",
+        controller="127.0.0.1:9098",
+        principal="kafka-broker-100",
+        token="t0ken",
+        work_dir=tmp_path,
+        port=19100,
+        bootstrap_servers=True,
+    ).properties()
+    assert props["controller.quorum.bootstrap.servers"] == "127.0.0.1:9098"
+    assert "controller.quorum.voters" not in props
+
+
+def test_the_makefiles_matrix_is_the_launchers() -> None:
+    import re
+
+    from stock_kafka import jars
+
+    makefile = (jars.ROOT / "Makefile").read_text()
+    matrix = re.search(r"^KAFKA_MATRIX \?= (.*)$", makefile, re.MULTILINE)
+    assert matrix is not None
+    assert tuple(matrix[1].split()) == jars.MATRIX_VERSIONS
+    assert jars.pinned_version() in jars.MATRIX_VERSIONS
