@@ -2,13 +2,14 @@
 as Kafka answers an API it does not serve.
 
 On a listener, such an API is simply absent from ApiVersions, so no Kafka client sends it (a
-forwarding broker leaves it out of the ApiVersions it gives its clients too). Inside an
-Envelope a broker may still carry one (a client that ignored the broker's ApiVersions): the
-Envelope then answers the inner request with UNSUPPORTED_VERSION in the inner response, the
-error on every item where Kafka's answer has no whole-request field, so the client hears the
-API is not supported rather than a server error, and its connection stays open. A version kio
-cannot even read is the Envelope's own UNSUPPORTED_VERSION (Kafka's controller answers a
-forwarded request it cannot parse so)."""
+broker that has asked its controller leaves it out of the ApiVersions it gives its clients
+too). Inside an Envelope a broker may still carry one (a broker whose forwarding channel has not
+connected yet offers its own versions of every forwarded API): the Envelope then answers the
+inner request with UNSUPPORTED_VERSION in the inner response, the error on every item where
+Kafka's answer has no whole-request field, so the client hears the API is not supported rather
+than a server error, and its connection stays open. A version kio cannot even read is the
+Envelope's own UNSUPPORTED_VERSION (Kafka's controller answers a forwarded request it cannot
+parse so)."""
 
 from __future__ import annotations
 
