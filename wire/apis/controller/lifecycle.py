@@ -215,7 +215,7 @@ def alter_partition(request: WireRequest) -> Any:
     if data.get("error_code"):
         return answer(request, {"error_code": data["error_code"], "topics": []})
     ids = {name: topic_id for topic_id, name in names.items()}
-    topics = [
+    topics: list[dict[str, Any]] = [
         {
             "topic_id": ids[t["topic_name"]],
             "partitions": [{**p, "leader_recovery_state": 0} for p in t["partitions"]]
