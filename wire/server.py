@@ -28,7 +28,12 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
-from controlplane.login_failures import FAILED_AUTHENTICATION_DELAY_S, FAILED_LOGINS
+from controlplane.login_failures import (
+    CLIENT_DOOR,
+    CONTROLLER_DOOR,
+    FAILED_AUTHENTICATION_DELAY_S,
+    FAILED_LOGINS,
+)
 from controlplane.principals import AuthenticatedPrincipal, principal_forwarded
 from controlplane.rpc import Caller
 from controlplane.runtime.notifier import notifier
@@ -531,8 +536,9 @@ class WireServer:
             }
         loop = asyncio.get_running_loop()
         name = plain_user(bytes(auth_bytes))
+        door = CONTROLLER_DOOR if conn.listener.controller else CLIENT_DOOR
         try:
-            wait_s = FAILED_LOGINS.retry_after_s(host=conn.host, name=name)
+            wait_s = FAILED_LOGINS.retry_after_s(door=door, host=conn.host, name=name)
             if wait_s > 0:
                 raise SaslFailed(
                     f"Too many failed authentications from this address; retry in {wait_s:.0f} s."
@@ -542,9 +548,7 @@ class WireServer:
             )
         except SaslFailed as error:
             metrics.AUTHENTICATIONS.labels(conn.listener.listener_name, "failed").inc()
-            FAILED_LOGINS.failed(
-                host=conn.host, name=name, door=conn.listener.protocol, why=str(error)
-            )
+            FAILED_LOGINS.failed(host=conn.host, name=name, door=door, why=str(error))
             # Kafka's connection.failed.authentication.delay.ms, on the loop: no thread held.
             await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
             return {
