@@ -519,7 +519,6 @@ class ReplicationMachine(RuleBasedStateMachine):
         records = [record_from_data(r.TYPE, json.loads(r.to_json())) for _, r in self.records]
         assert replay_log(CLUSTER, records).as_comparable() == self.image.as_comparable()
 
-
     @invariant()
     def a_stock_brokers_image_is_the_controllers(self) -> None:
         new = [
