@@ -70,7 +70,8 @@ test: install-test services lint typecheck
 
 ## test-fast: the pure core, API and server-rendered UI tests (no services, no browser, no Spark)
 test-fast: install-test-python
-	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
+	DJANGO_ALLOW_ASYNC_UNSAFE=true \
+		$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
 
 ## campaign: the fault campaign on private PostgreSQL and Redis (bench/results/fault_campaign.json)
 campaign: install-test services
