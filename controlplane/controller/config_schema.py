@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.scram_records import SECRET_FIELDS, USER_SCRAM_CREDENTIAL_RECORD
 
 TOPIC = "TOPIC"
 BROKER = "BROKER"
@@ -474,12 +475,15 @@ def is_sensitive(resource_type: str, name: str) -> bool:
 
 def redact_record_data(record_type: str, data: Mapping[str, Any]) -> dict[str, Any]:
     """A record's data fit to show or export: a ConfigRecord of a sensitive key carries
-    "(redacted)" instead of its value (a deletion, value None, stays None).
+    "(redacted)" instead of its value (a deletion, value None, stays None), a
+    UserScramCredentialRecord instead of its salt and keys.
 
     The metadata log keeps the real value (the controller needs it on replay); every reader
     that shows records to people or tools (GET /api/v1/metadata-log, record exports, the UI)
     must pass each record's data through this function.
     """
+    if record_type == USER_SCRAM_CREDENTIAL_RECORD:
+        return {**data, **dict.fromkeys(SECRET_FIELDS, REDACTED)}
     if (
         record_type != "ConfigRecord"
         or data.get("value") is None
