@@ -33,7 +33,7 @@ from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.models import Acl
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.selectors import config_view
-from security.models import ScramCredential
+from security.models import DelegationToken, ScramCredential
 from security.projection import delegation_token_rows
 
 AclRow = tuple[Any, ...]  # an ACL's ACL_FIELDS values, in that order
@@ -217,3 +217,21 @@ def scram_credential_get(*, name: str, mechanism: str) -> ScramCredentialValue |
         return None
     salt, stored, server, iterations = row
     return ScramCredentialValue(unb64(salt), unb64(stored), unb64(server), iterations)
+
+
+def token_scram_password(*, token_id: str, now_ms: int) -> tuple[str, str] | None:
+    """(owner, password) a live delegation token logs in with over SCRAM (Kafka's `tokenauth`
+    extension: the user is the token id, the password its HMAC in base64), or None: no such
+    live token, or delegation tokens are disabled (no secret key)."""
+    row = (
+        DelegationToken.objects.filter(token_id=token_id[:64])
+        .values_list("owner", "expiration_timestamp")
+        .first()
+    )
+    if row is None or row[1] < now_ms:
+        return None
+    try:
+        secret = secret_of(config_view())
+    except ApiError:
+        return None
+    return row[0], base64.b64encode(compute_hmac(secret, token_id[:64])).decode("ascii")
