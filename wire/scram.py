@@ -38,7 +38,12 @@ from controlplane.controller.scram.formatter import (
     server_signature,
 )
 from controlplane.controller.scram_records import MECHANISMS
-from controlplane.login_failures import FAILED_AUTHENTICATION_DELAY_S, FAILED_LOGINS
+from controlplane.login_failures import (
+    CLIENT_DOOR,
+    CONTROLLER_DOOR,
+    FAILED_AUTHENTICATION_DELAY_S,
+    FAILED_LOGINS,
+)
 from controlplane.principals import AuthenticatedPrincipal
 from wire import metrics
 from wire.sasl import SaslFailed
@@ -268,17 +273,21 @@ class ScramConnection(Protocol):
     @property
     def listener(self) -> Any: ...
 
+    @property
+    def door(self) -> Any: ...  # its door's handler pool runs what reads the database
+
 
 def is_scram(mechanism: str) -> bool:
     return mechanism in MECHANISMS
 
 
-async def scram_authenticate(conn: ScramConnection, auth_bytes: bytes, pool: Any) -> dict[str, Any]:
+async def scram_authenticate(conn: ScramConnection, auth_bytes: bytes) -> dict[str, Any]:
     """One SaslAuthenticate of a SCRAM exchange: the SaslAuthenticate response's fields
     (`auth_bytes`: the server's message; error 0 with no principal yet: the exchange goes on).
     A failure is counted, logged by name and address, throttled and answered after Kafka's
     delay, exactly as a failed PLAIN login."""
     loop = asyncio.get_running_loop()
+    pool = conn.door.pool
     exchange = conn.scram
     try:
         if exchange is None:
@@ -288,7 +297,7 @@ async def scram_authenticate(conn: ScramConnection, auth_bytes: bytes, pool: Any
             conn.scram = exchange
             first = parse_client_first(auth_bytes)
             exchange.user = first.user
-            _within_retries(conn.host, first.user)
+            _within_retries(conn, first.user)
             challenge = await loop.run_in_executor(pool, exchange.first, first)
             return {"error_code": 0, "error_message": None, "auth_bytes": challenge}
         if exchange.failed or exchange.complete:
@@ -305,8 +314,12 @@ async def scram_authenticate(conn: ScramConnection, auth_bytes: bytes, pool: Any
     return {"error_code": 0, "error_message": None, "auth_bytes": answer}
 
 
-def _within_retries(host: str, user: str) -> None:
-    wait_s = FAILED_LOGINS.retry_after_s(host=host, name=user)
+def _failed_logins_door(conn: ScramConnection) -> str:
+    return CONTROLLER_DOOR if conn.listener.controller else CLIENT_DOOR
+
+
+def _within_retries(conn: ScramConnection, user: str) -> None:
+    wait_s = FAILED_LOGINS.retry_after_s(door=_failed_logins_door(conn), host=conn.host, name=user)
     if wait_s > 0:
         raise SaslFailed(
             f"Too many failed authentications from this address; retry in {wait_s:.0f} s."
@@ -317,7 +330,7 @@ async def _failed(conn: ScramConnection, user: str, error: SaslFailed) -> dict[s
     from kio.schema.errors import ErrorCode
 
     metrics.AUTHENTICATIONS.labels(conn.listener.listener_name, "failed").inc()
-    FAILED_LOGINS.failed(host=conn.host, name=user, door=conn.listener.protocol, why=str(error))
+    FAILED_LOGINS.failed(host=conn.host, name=user, door=_failed_logins_door(conn), why=str(error))
     await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)  # on the loop: no thread held
     return {
         "error_code": int(ErrorCode.sasl_authentication_failed),

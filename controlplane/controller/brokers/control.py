@@ -348,6 +348,8 @@ def state_decided_by_request(
     decide it; None when the cluster does, by whether the broker leads partitions and the lowest
     offset active brokers have seen (an unfenced broker's shutdown, a controlled shutdown)."""
     current = broker.control_state
+    if current is S.SHUTDOWN_NOW:  # fenced in a controlled shutdown: until it registers again
+        return S.SHUTDOWN_NOW
     if current is S.FENCED:
         if request.want_shut_down:
             return S.SHUTDOWN_NOW
@@ -509,7 +511,7 @@ def heartbeat_response(
         "error_code": 0,
         "error_message": None,
         "is_caught_up": request.current_metadata_offset >= broker.epoch,
-        "is_fenced": target is S.FENCED,
+        "is_fenced": target in (S.FENCED, S.SHUTDOWN_NOW),  # Kafka's BrokerControlState.fenced
         "should_shut_down": target is S.SHUTDOWN_NOW,
     }
 
