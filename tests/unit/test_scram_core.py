@@ -346,3 +346,40 @@ def test_an_unknown_user_gets_a_steady_salt_and_fails_like_a_wrong_password() ->
 @given(USERS)
 def test_sasl_names_round_trip_their_escapes(user: str) -> None:
     assert sasl_name(user.replace("=", "=3D").replace(",", "=2C")) == user
+
+
+@settings(max_examples=300, deadline=None)
+@given(first=st.binary(max_size=120), final=st.binary(max_size=200))
+def test_any_bytes_from_a_client_fail_the_login_cleanly_or_parse(
+    first: bytes, final: bytes
+) -> None:
+    """Whatever a peer sends, the exchange answers SaslFailed (the listener's clean refusal),
+    never another exception: no traceback, no closed connection without an answer."""
+    stored = credential_from_password(SHA256, "p", b"salt", MIN_ITERATIONS)
+    exchange = ScramExchange(SHA256, lambda *_: ScramIdentity(stored, "u"), unknown_user_key=b"k")
+    try:
+        exchange.first(parse_client_first(first))
+    except SaslFailed:
+        return
+    with pytest.raises(SaslFailed):
+        exchange.final(final)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    final=st.one_of(
+        st.binary(max_size=200),
+        st.builds(
+            lambda c, r, p: f"c={c},r={r},p={p}".encode(),
+            st.text(alphabet="biwsA=+/", max_size=8),
+            st.text(alphabet=string.ascii_letters + "-_,=", max_size=60),
+            st.text(alphabet=string.ascii_letters + "+/=", max_size=90),
+        ),
+    )
+)
+def test_any_final_message_after_a_good_first_fails_cleanly(final: bytes) -> None:
+    stored = credential_from_password(SHA512, "p", b"salt", MIN_ITERATIONS)
+    exchange = ScramExchange(SHA512, lambda *_: ScramIdentity(stored, "u"), unknown_user_key=b"k")
+    exchange.first(parse_client_first(b"n,,n=u,r=abc"))
+    with pytest.raises(SaslFailed):
+        exchange.final(final)
