@@ -74,7 +74,9 @@ def test_a_password_set_in_the_console_logs_in_and_is_never_shown(
     assert re.search(r'data-scram-user="alice" data-mechanism="SCRAM-SHA-512"', listing)
     assert '<td class="num" data-testid="scram-iterations">8192</td>' in listing
     pages = [listing, text(admin_client.get("/ui/audit/")), text(admin_client.get("/ui/"))]
-    pages.append(text(admin_client.get("/ui/timeline/")))
+    timeline = text(admin_client.get("/ui/timeline/"))
+    assert "SCRAM credentials: alice SCRAM-SHA-512 set" in timeline
+    pages.append(timeline)
     session = json.dumps(dict(admin_client.session.items()), default=str)
     for secret in (PASSWORD, row.salt, row.stored_key, row.server_key):
         assert all(secret not in page for page in [*pages, session])
