@@ -43,7 +43,7 @@ from kio.serial import entity_reader, entity_writer
 
 from bench.replica_state import bearer_client
 from bench.verify import fail_unless_clean, verify_stack
-from bench.wire_protocol import alternate, start_listener, summary
+from bench.wire_protocol import start_listener, summary
 from controlplane.controller.scram.formatter import (
     client_proof,
     hmac_of,
@@ -111,6 +111,19 @@ class Connection:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def alternate(ways: dict[str, Callable[[int], None]], rounds: int, block: int) -> dict[str, Any]:
+    """Each way `block` times per round, the ways taking turns, so load hits them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in ways}
+    for round_index in range(rounds):
+        for name, run in ways.items():
+            for i in range(block):
+                started = time.perf_counter()
+                run(round_index * block + i)
+                samples[name].append(time.perf_counter() - started)
+        log(f"round {round_index + 1}/{rounds}")
+    return samples
 
 
 def plain_login(port: int, token: str) -> Callable[[int], None]:
