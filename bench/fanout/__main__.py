@@ -23,7 +23,7 @@ def main() -> None:
     parser.add_argument(
         "--one-process",
         action="store_true",
-        help="every follower and every broker's heartbeats in one process (issue 33)",
+        help="every follower and every broker's heartbeats in one process",
     )
     parser.add_argument("--max-records", type=int, default=100_000)
     parser.add_argument("--wait-ms", type=int, default=5000)

@@ -375,7 +375,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-TIMER_LAG_GOAL_MS = 500  # the fencing rounds decide at most this late (issue 33)
+TIMER_LAG_GOAL_MS = 500  # the fencing rounds decide at most this late
 SESSION_TIMEOUT_S = 9.0  # broker.session.timeout.ms
 
 

@@ -94,7 +94,7 @@ class WriteFacts:
     )
     # Brokers holding replicas whose heartbeat named a dir offline: AlterReplicaState reports
     # (or reported) that failure's replicas, before or after the heartbeat (the report waits
-    # for the controller; the heartbeat does not): the same failure, one incident (issue 25).
+    # for the controller; the heartbeat does not): the same failure, one incident.
     failure_told: set[int] = dataclasses.field(default_factory=set)
     moves: list[Move] = dataclasses.field(default_factory=list)
     created_topics: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
