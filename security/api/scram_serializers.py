@@ -14,8 +14,15 @@ from typing import Any
 
 from rest_framework import serializers
 
-from controlplane.api.fields import StrictCharField, StrictIntegerField, StrictSerializer
+from controlplane.api.fields import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+    documented,
+)
 
+# Standard base64 (RFC 4648, padded), as the schema says it: what Base64Field accepts.
+BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 NAME_MAX = 255
 MECHANISM_MAX = 32
 BYTES_B64_MAX = 1368  # 1,024 bytes, base64: far beyond any salt or SHA-512 salted password
@@ -57,8 +64,8 @@ class ScramCredentialUpsertionSerializer(StrictSerializer):
     name = _name()
     mechanism = _mechanism()
     iterations = StrictIntegerField(min_value=INT32_MIN, max_value=INT32_MAX)
-    salt = Base64Field()
-    salted_password = Base64Field()
+    salt = documented(Base64Field(), format="byte", pattern=BASE64_PATTERN)
+    salted_password = documented(Base64Field(), format="byte", pattern=BASE64_PATTERN)
 
 
 class AlterUserScramCredentialsSerializer(StrictSerializer):
