@@ -281,3 +281,36 @@ def test_a_delegation_token_logs_in_over_scram_tokenauth_as_its_owner(
         first = scram.authenticate(scram.first_message(created["token_id"], ",tokenauth=true"))
         final = scram.authenticate(scram.final_message(first.auth_bytes, "bm90IHRoZSBobWFj"))
         assert final.error_code == ErrorCode.sasl_authentication_failed
+
+
+def test_refusals_on_the_wire_are_kafkas_per_user_and_top_level_answers(
+    api: Api, tokens: dict[str, str]
+) -> None:
+    from tests.wire.test_admin_apis import wire_call
+    from wire.apis import load_all
+
+    load_all()
+    upsertions = [
+        {"name": n, "mechanism": 1, "iterations": 8192, "salt": b"s", "salted_password": b"p" * 32}
+        for n in ("mallory", "trudy")
+    ]
+    body = {"deletions": [{"name": "mallory", "mechanism": 2}], "upsertions": upsertions}
+    refused = wire_call(51, 0, body, tokens["alice"])
+    assert [(r.user, int(r.error_code)) for r in refused.results] == [
+        ("mallory", 31),
+        ("trudy", 31),
+    ]
+    described = wire_call(50, 0, {"users": None}, tokens["alice"])
+    assert int(described.error_code) == 31 and described.results == ()
+    answered = wire_call(51, 0, body, tokens["admin"])
+    assert [(r.user, int(r.error_code)) for r in answered.results] == [
+        ("mallory", 92),  # named twice: DUPLICATE_RESOURCE
+        ("trudy", 0),
+    ]
+    unknown = wire_call(
+        51, 0, {"deletions": [{"name": "trudy", "mechanism": 7}], "upsertions": []}, tokens["admin"]
+    )
+    assert [(r.user, int(r.error_code)) for r in unknown.results] == [("trudy", 33)]
+    (trudy,) = wire_call(50, 0, {"users": [{"name": "trudy"}]}, tokens["admin"]).results
+    assert [(int(i.mechanism), int(i.iterations)) for i in trudy.credential_infos] == [(1, 8192)]
+    assert not ScramCredential.objects.filter(name="mallory").exists()
