@@ -75,6 +75,7 @@ from wire.protocol import (
     unsupported_api_versions,
 )
 from wire.sasl import MECHANISMS, SaslFailed
+from wire.scram import ScramExchange, is_scram, scram_authenticate
 from wire.tls_principal import (
     NoMatchingRule,
     Rule,
@@ -109,9 +110,11 @@ class _Connection:
     handshake_done: bool = False
     client_id: str = ""
     client_software_version: str = ""  # from its ApiVersions v3+ (KIP-511), when valid
-    # After a SaslHandshake v0: the next frame is the raw SASL/PLAIN token, answered with a
-    # raw frame (empty on success; the connection closes on failure), as Kafka does.
+    # After a SaslHandshake v0: the next frames are raw SASL tokens, answered with raw frames
+    # (PLAIN's empty on success, SCRAM's challenges; a failure closes), as Kafka does.
     raw_sasl_token_next: bool = False
+    mechanism: str = ""  # the SaslHandshake's; SCRAM's exchange under way (wire.scram):
+    scram: ScramExchange | None = None
 
 
 class _Close(Exception):
@@ -511,7 +514,7 @@ class WireServer:
         response = from_data(response_class, data)
         self._count(name, version, [ErrorCode(data["error_code"]).name.upper()], received)
         encoded = encode_response(key, version, header.correlation_id, encode_body(response))
-        if key == SASL_AUTHENTICATE_KEY and conn.principal is None:
+        if key == SASL_AUTHENTICATE_KEY and data["error_code"] != 0:
             raise _Close("SASL authentication failed", encoded)  # answered, then closed
         return encoded
 
@@ -525,6 +528,7 @@ class WireServer:
                 "mechanisms": mechanisms,
             }
         conn.handshake_done = True
+        conn.mechanism = mechanism
         return {"error_code": 0, "mechanisms": mechanisms}
 
     async def _authenticate(self, conn: _Connection, auth_bytes: bytes) -> dict[str, Any]:
@@ -534,6 +538,8 @@ class WireServer:
                 "error_message": "SaslAuthenticate before SaslHandshake, or after success.",
                 "auth_bytes": b"",
             }
+        if is_scram(conn.mechanism):
+            return await scram_authenticate(conn, bytes(auth_bytes))
         loop = asyncio.get_running_loop()
         name = plain_user(bytes(auth_bytes))
         door = CONTROLLER_DOOR if conn.listener.controller else CLIENT_DOOR
@@ -561,10 +567,10 @@ class WireServer:
         return {"error_code": 0, "error_message": None, "auth_bytes": b""}
 
     async def _raw_sasl_token(self, conn: _Connection, token: bytes) -> bytes:
-        """SaslHandshake v0's token, raw: an empty raw frame answers success; a failure is
-        logged and closes the connection (no error message travels in v0)."""
-        conn.raw_sasl_token_next = False
+        """SaslHandshake v0's tokens, raw: raw frames answer them (PLAIN's success empty, SCRAM's
+        rounds the server's messages); a failure is logged and closes (v0 carries no error)."""
         answer = await self._authenticate(conn, token)
+        conn.raw_sasl_token_next = answer["error_code"] == 0 and conn.principal is None
         if answer["error_code"] != 0:
             raise _Close(f"SASL authentication failed: {answer['error_message']}")
-        return b"\x00\x00\x00\x00"  # a frame of no bytes
+        return len(answer["auth_bytes"]).to_bytes(4, "big") + bytes(answer["auth_bytes"])
