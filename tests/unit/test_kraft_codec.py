@@ -218,14 +218,14 @@ def test_malformed_values_are_refused(data: bytes) -> None:
         frames.decode_metadata_value(data)
 
 
-@settings(max_examples=2000)
+@settings(max_examples=2000, deadline=None)  # a loaded machine: no per-example deadline
 @given(st.binary(max_size=200))
 def test_random_bytes_never_crash_the_record_decoder(data: bytes) -> None:
     with contextlib.suppress(MalformedRecords):
         frames.decode_metadata_value(data)
 
 
-@settings(max_examples=500)
+@settings(max_examples=500, deadline=None)
 @given(st.sampled_from(sorted(schemas.METADATA_RECORDS)), st.binary(max_size=120))
 def test_random_bodies_of_every_record_type_never_crash_the_decoder(
     api_key: int, body: bytes
