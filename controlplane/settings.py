@@ -89,6 +89,8 @@ ROOT_URLCONF = CP_INTERNAL_URLCONF if CP_LISTENER == "internal" else CP_PUBLIC_U
 # its first byte, its body within this many more; slower clients get 408 and are disconnected.
 CP_HTTP_HEADER_TIMEOUT_S = float(os.environ.get("CP_HTTP_HEADER_TIMEOUT_S", "10"))
 CP_HTTP_BODY_TIMEOUT_S = float(os.environ.get("CP_HTTP_BODY_TIMEOUT_S", "30"))
+# The web worker's GIL switch interval (sys.setswitchinterval), in ms (Python's default: 5).
+CP_GIL_SWITCH_INTERVAL_MS = float(os.environ.get("CP_GIL_SWITCH_INTERVAL_MS", "5"))
 WSGI_APPLICATION = "controlplane.wsgi.application"
 X_FRAME_OPTIONS = "DENY"
 

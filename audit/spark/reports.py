@@ -35,6 +35,7 @@ FORWARDABLE_APIS = (
     "CreateAcls",
     "DeleteAcls",
     "UnregisterBroker",
+    "AlterUserScramCredentials",
 )
 
 

@@ -33,6 +33,13 @@ def main() -> None:
         help="heartbeats from the bench as one agent for every broker in turn, or a thread "
         "per broker (bench.fanout.heartbeat_shapes); default: the bench's agent, unmeasured",
     )
+    parser.add_argument(
+        "--web-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the web tier's processes (e.g. CP_GIL_SWITCH_INTERVAL_MS=1)",
+    )
     parser.add_argument("--max-records", type=int, default=100_000)
     parser.add_argument("--wait-ms", type=int, default=5000)
     parser.add_argument("--settle-ms", type=int, default=500)

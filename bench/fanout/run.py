@@ -292,7 +292,10 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     http = stack.start_web(
         workers=args.workers,
         threads=args.threads,
-        extra_env={"CP_MAX_BODY_BYTES": str(MAX_BODY_BYTES)},
+        extra_env={
+            "CP_MAX_BODY_BYTES": str(MAX_BODY_BYTES),
+            **dict(item.split("=", 1) for item in args.web_env),
+        },
     )
     brokers = brokers_unfenced(stack, http.internal, args.brokers)
     admin = bearer_client(http.base, stack.tokens["admin"], timeout_s=600)
