@@ -78,3 +78,22 @@ def test_the_setting_is_a_static_broker_config(tmp_path: Path) -> None:
     secret.write_text("mounted-key\n")
     configs = static_configs(CP_DELEGATION_TOKEN_SECRET_KEY_FILE=str(secret))
     assert configs["delegation.token.secret.key"] == "mounted-key"
+
+
+def test_make_runs_brokers_read_the_same_key_from_its_file(tmp_path: Path) -> None:
+    """`python -m stock_kafka.broker run --delegation-token-secret-key-file`: every broker's
+    delegation.token.secret.key, from the file (never on the command line)."""
+    from stock_kafka.broker import brokers_from, parser
+
+    credentials = tmp_path / "credentials"
+    credentials.write_text("kafka-broker-100 token-100\nkafka-broker-101 token-101\n")
+    key = tmp_path / "key"
+    key.write_text("the-runs-key\n")
+    argv = ["run", "--count", "2", "--controller", "127.0.0.1:9098", "--cluster-id", "c"]
+    argv += ["--credentials", str(credentials), "--work-dir", str(tmp_path / "brokers")]
+    keyed = brokers_from(
+        parser().parse_args([*argv, "--delegation-token-secret-key-file", str(key)])
+    )
+    assert [b.properties()["delegation.token.secret.key"] for b in keyed] == ["the-runs-key"] * 2
+    plain = brokers_from(parser().parse_args(argv))
+    assert all("delegation.token.secret.key" not in b.properties() for b in plain)
