@@ -832,7 +832,9 @@ def test_token_renew_and_expire(
 def test_tokens_disabled_without_a_secret(admin_client: Client) -> None:
     listing = text(admin_client.get("/ui/tokens/"))
     assert "DELEGATION_TOKEN_AUTH_DISABLED" in listing
-    assert 'href="/ui/configs/brokers/default/edit/"' in listing
+    # Where the key is set: each node's setting (and each broker's), never a config.
+    assert "CP_DELEGATION_TOKEN_SECRET_KEY" in listing and "every node" in listing
+    assert 'href="/ui/configs/brokers/default/edit/"' not in listing
     response = admin_client.post("/ui/tokens/new/", {})
     assert response.status_code == 200
     assert kafka_errors(text(response)) == [
