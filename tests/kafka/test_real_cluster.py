@@ -369,6 +369,18 @@ def sasl_admin(broker: KafkaBroker, user: str) -> Any:
     )
 
 
+def signed_hmac(token_id: str) -> str:
+    """The token's HMAC as this process's setting signs it (Kafka's createHmac, base64)."""
+    import base64
+
+    from django.conf import settings
+
+    from controlplane.controller.tokens.control import compute_hmac
+
+    key = settings.CP_STATIC_BROKER_CONFIGS["delegation.token.secret.key"]
+    return base64.b64encode(compute_hmac(key, token_id)).decode()
+
+
 def delegation_token_command(broker: KafkaBroker, user: str, work: Path) -> str:
     """`kafka-delegation-tokens.sh --create` as `user`, through the broker's SASL listener."""
     config = work / f"{user}.properties"
@@ -482,6 +494,8 @@ def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
 
     (token,) = DelegationToken.objects.filter(owner="User:alice")
     assert token.token_id in printed, printed  # its answer came back through the broker
+    # The HMAC the broker passed on is the one this process's setting signs.
+    assert signed_hmac(token.token_id) in printed, printed
 
     # Forwarded by whichever broker the client sent it to (a KRaft broker names a random live
     # broker as the controller in Metadata, and admin clients send their writes there).
