@@ -28,6 +28,22 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
+def env_secret(name: str) -> str | None:
+    """A secret from `NAME`, or from the file `NAME_FILE` names (a secret store's mounted
+    file: a Docker or Kubernetes secret), read once at start, surrounding whitespace stripped;
+    None when neither is set or the value is empty. Both set is a mistake, refused."""
+    path = os.environ.get(f"{name}_FILE", "").strip()
+    if path and os.environ.get(name):
+        raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both.")
+    if not path:
+        return os.environ.get(name, "").strip() or None
+    try:
+        value = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ImproperlyConfigured(f"{name}_FILE={path}: {error}") from None
+    return value or None
+
+
 SECRET_KEY = os.environ.get("CP_SECRET_KEY", "dev-only-insecure-key-change-me")
 DEBUG = env_bool("CP_DEBUG", False)
 ALLOWED_HOSTS = os.environ.get("CP_ALLOWED_HOSTS", "*").split(",")
@@ -89,6 +105,8 @@ ROOT_URLCONF = CP_INTERNAL_URLCONF if CP_LISTENER == "internal" else CP_PUBLIC_U
 # its first byte, its body within this many more; slower clients get 408 and are disconnected.
 CP_HTTP_HEADER_TIMEOUT_S = float(os.environ.get("CP_HTTP_HEADER_TIMEOUT_S", "10"))
 CP_HTTP_BODY_TIMEOUT_S = float(os.environ.get("CP_HTTP_BODY_TIMEOUT_S", "30"))
+# The web worker's GIL switch interval (sys.setswitchinterval), in ms (Python's default: 5).
+CP_GIL_SWITCH_INTERVAL_MS = float(os.environ.get("CP_GIL_SWITCH_INTERVAL_MS", "5"))
 WSGI_APPLICATION = "controlplane.wsgi.application"
 X_FRAME_OPTIONS = "DENY"
 
@@ -176,6 +194,23 @@ CP_CONTROLLER_CONSUMERS = env_int("CP_CONTROLLER_CONSUMERS", 32)
 CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
 CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)
+# A principal named <prefix><id> is bound to broker <id>: it speaks for that broker alone
+# (brokers.identity). Other principals with CLUSTER_ACTION are bound to none (Kafka's model).
+CP_BROKER_PRINCIPAL_PREFIX = os.environ.get("CP_BROKER_PRINCIPAL_PREFIX", "kafka-broker-")
+
+
+def broker_id_range(text: str) -> tuple[int, int]:
+    """`LOW-HIGH`, inclusive, within Kafka's non-negative int32 node ids."""
+    low, _, high = text.strip().partition("-")
+    bounds = int(low), int(high)
+    if not 0 <= bounds[0] <= bounds[1] <= 2**31 - 1:
+        raise ValueError(f"CP_BROKER_ID_RANGE {text!r}: expected LOW-HIGH within 0-2147483647")
+    return bounds
+
+
+# The broker ids a registration may take (Int32.MAX_VALUE left out: Kafka's clients take
+# MAX_VALUE - id for the connection to a group coordinator).
+CP_BROKER_ID_RANGE = broker_id_range(os.environ.get("CP_BROKER_ID_RANGE", "0-2147483646"))
 # The fencing hold-off (controlplane.controller.brokers.fencing.fence_stale_brokers): a full
 # disruption in a cluster of at least this many unfenced brokers, or an ingress lag over the
 # bound within the last session, holds fencing off, for this long at the most.
@@ -203,6 +238,10 @@ CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = env_int(
     "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", 300
 )
 CP_UNCLEAN_LEADER_ELECTION_ENABLE = env_bool("CP_UNCLEAN_LEADER_ELECTION_ENABLE", False)
+# The key that signs delegation tokens (Kafka's static delegation.token.secret.key): a node
+# setting, the same on every node (web, controller, serve_kafka, Celery), never a record of the
+# metadata log. Unset: delegation tokens are disabled.
+CP_DELEGATION_TOKEN_SECRET_KEY = env_secret("CP_DELEGATION_TOKEN_SECRET_KEY")
 CP_STATIC_BROKER_CONFIGS = {
     "num.partitions": str(CP_NUM_PARTITIONS),
     "default.replication.factor": str(CP_DEFAULT_REPLICATION_FACTOR),
@@ -210,6 +249,8 @@ CP_STATIC_BROKER_CONFIGS = {
     "leader.imbalance.check.interval.seconds": str(CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS),
     "unclean.leader.election.enable": str(CP_UNCLEAN_LEADER_ELECTION_ENABLE).lower(),
 }
+if CP_DELEGATION_TOKEN_SECRET_KEY is not None:
+    CP_STATIC_BROKER_CONFIGS["delegation.token.secret.key"] = CP_DELEGATION_TOKEN_SECRET_KEY
 CELERY_BEAT_SCHEDULE = {
     "rebalance-preferred-leaders": {
         "task": "replicas.tasks.rebalance_leaders",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from devtools.stack import PYTHON, Stack, free_port, wait_for
@@ -61,6 +61,8 @@ def brokers_under(
     `principal` (a broker principal of the stack); `options` go to KafkaBroker (heap,
     overrides, log_levels, log_dir_count, client_users)."""
     cluster_id = cluster_id_of(stack)
+    given = options.pop("overrides", None)
+    overrides = {**token_key_properties(stack), **(given if isinstance(given, Mapping) else {})}
     return [
         KafkaBroker(
             node_id=node,
@@ -70,10 +72,19 @@ def brokers_under(
             principal=principal,
             token=stack.tokens[principal],
             work_dir=work / f"{prefix}-{node}",
+            overrides=overrides,
             **options,  # type: ignore[arg-type]
         )
         for node in node_ids
     ]
+
+
+def token_key_properties(stack: Stack) -> dict[str, str]:
+    """The stack's delegation-token key as a broker's static `delegation.token.secret.key`:
+    Kafka wants the same key on every broker and controller (a broker answers
+    DescribeDelegationToken and checks token logins with its own)."""
+    key = stack.token_secret_key
+    return {"delegation.token.secret.key": key} if key else {}
 
 
 @contextlib.contextmanager

@@ -35,6 +35,8 @@ FORWARDABLE_APIS = (
     "CreateAcls",
     "DeleteAcls",
     "UnregisterBroker",
+    "AlterUserScramCredentials",
+    "UpdateFeatures",
 )
 
 

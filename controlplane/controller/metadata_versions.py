@@ -34,6 +34,8 @@ DEFAULT_METADATA_VERSION = 25  # 4.0-IV3: what a stock Kafka 4.0 formats by defa
 # 3.7-IV2 (KIP-858): registrations carry log dirs, partitions a directory per replica, and
 # brokers with several dirs send AssignReplicasToDirs.
 DIRECTORY_ASSIGNMENT_METADATA_VERSION = 17
+# 3.5-IV2 (KIP-554, isScramSupported): UserScramCredentialRecord and its removal.
+SCRAM_METADATA_VERSION = 11
 ELIGIBLE_LEADER_REPLICAS_METADATA_VERSION = 23  # 4.0-IV1: PartitionRecord v2 (KIP-966)
 CORDONED_LOG_DIRS_METADATA_VERSION = 30  # 4.3-IV0: RegisterBrokerRecord v4 (KIP-1066)
 CIDR_ACLS_METADATA_VERSION = 32  # 4.4-IV1: an ACL's host may be a CIDR block
@@ -54,6 +56,11 @@ class MetadataVersion:
     def directory_assignment(self) -> bool:
         """KIP-858: registrations carry log dirs, partitions carry a directory per replica."""
         return self.level >= DIRECTORY_ASSIGNMENT_METADATA_VERSION
+
+    @property
+    def scram(self) -> bool:
+        """KIP-554: UserScramCredentialRecord and its removal may be written."""
+        return self.level >= SCRAM_METADATA_VERSION
 
     @property
     def cidr_acls(self) -> bool:

@@ -12,6 +12,7 @@ import dataclasses
 
 from controlplane.controller.kraft.codec import (
     BOOL,
+    BYTES,
     FLOAT64,
     INT8,
     INT16,
@@ -259,6 +260,23 @@ REGISTER_CONTROLLER = _spec(
     ),
 )
 
+# --- SCRAM credentials (KIP-554) ---------------------------------------------------------------
+USER_SCRAM_CREDENTIAL = _spec(
+    "UserScramCredentialRecord",
+    11,
+    0,
+    Field("Name", STRING),
+    Field("Mechanism", INT8),
+    Field("Salt", BYTES),
+    Field("StoredKey", BYTES),
+    Field("ServerKey", BYTES),
+    Field("Iterations", INT32),
+)
+REMOVE_USER_SCRAM_CREDENTIAL = _spec(
+    "RemoveUserScramCredentialRecord", 22, 0, Field("Name", STRING), Field("Mechanism", INT8)
+)
+SCRAM_RECORDS = (USER_SCRAM_CREDENTIAL, REMOVE_USER_SCRAM_CREDENTIAL)
+
 # --- records of Kafka 4.x this controller reads but does not write (dump tools decode them) ---
 
 # KIP-966: the eligible leader replicas of a topic (or of every topic) cleared.
@@ -291,6 +309,7 @@ METADATA_RECORDS: dict[int, MessageSpec] = {
         REGISTER_CONTROLLER,
         CLEAR_ELR,
         UNREGISTER_CONTROLLER,
+        *SCRAM_RECORDS,
     )
 }
 

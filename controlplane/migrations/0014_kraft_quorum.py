@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('controlplane', '0012_finalized_features'),
+        ('controlplane', '0013_delegation_token_secret_leaves_the_log'),
     ]
 
     operations = [
