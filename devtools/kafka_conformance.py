@@ -49,8 +49,6 @@ NOT_SERVED_BECAUSE = {
     "UnregisterController": "sent for other KRaft controllers",
     "AlterPartitionReassignments": "partition reassignment (KIP-455): pending",
     "ListPartitionReassignments": "partition reassignment (KIP-455): pending",
-    "DescribeUserScramCredentials": "SCRAM users (KIP-554): pending",
-    "AlterUserScramCredentials": "SCRAM users (KIP-554): pending",
 }
 
 

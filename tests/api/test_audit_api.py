@@ -115,6 +115,12 @@ BODIES: dict[str, dict[str, Any]] = {
         ]
     },
     "DescribeUserScramCredentials": {"users": [{"name": "bob"}]},
+    # The level the log starts at: finalized already, so nothing is written.
+    "UpdateFeatures": {
+        "feature_updates": [
+            {"feature": "metadata.version", "max_version_level": 25, "upgrade_type": 1}
+        ]
+    },
 }
 
 
