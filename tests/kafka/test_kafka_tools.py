@@ -335,7 +335,12 @@ def test_kafka_client_metrics_and_client_metrics_configs(cluster: Cluster, relea
         refused.output
     )
     run(*client_metrics, "--delete", "--name", name, release=release)
-    assert eventually(lambda: "interval.ms" not in describe(), 60), describe()
+
+    def still_described() -> bool:
+        ran = run(*client_metrics, "--describe", "--name", name, release=release, ok=False)
+        return "interval.ms" in ran.stdout
+
+    assert eventually(lambda: not still_described(), 60), "still described after --delete"
 
 
 def test_kafka_configs_groups(cluster: Cluster, release: str) -> None:
