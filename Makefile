@@ -14,7 +14,7 @@ KAFKA_CONTROLLER_PORT ?= 9098
 KAFKA_NEWEST ?= 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence clean
+.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence bench-hostile-peers clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -68,7 +68,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence bench-hostile-peers
 
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
@@ -123,6 +123,10 @@ bench-real-cluster-failover: install-test services
 ## bench-wire-hostile-frame: what the finding's 11.6 MB CreateAcls costs the listener (refused unread)
 bench-wire-hostile-frame: install-test services
 	$(PY) -m bench.wire_hostile_frame $(BENCH_ARGS)
+
+## bench-hostile-peers: a broker's Fetch and heartbeat round trips, and fencings, under 1,000 anonymous maximal frames per listener
+bench-hostile-peers: install-test services
+	$(PY) -m bench.hostile_peers $(BENCH_ARGS)
 
 ## bench-raft-fetch: a broker catching up through the Raft Fetch against the REST fetch
 bench-raft-fetch: install-test services

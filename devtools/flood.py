@@ -2,14 +2,15 @@
 send nothing, held for as long as the flood runs (a connection the listener closes is opened
 again), in a process of their own so the flood shares no interpreter with what it attacks.
 
-Each target is a listener, a frame size and a count: `100 MiB - 4 KiB` on a PLAINTEXT client
+Each target is a listener, frame sizes and a count: `100 MiB - 4 KiB` on a PLAINTEXT client
 listener (its ANONYMOUS principal may announce up to `socket.request.max.bytes`), `512 KiB` on a
 SASL listener before authentication (`sasl.server.max.receive.size`), a controller listener
 included. Each target's connections come from a loopback source address of their own
-(127.0.0.2, 127.0.0.3, ...), so the per-address bound (`max.connections.per.ip`) is not what
-saves the listener: the flood holds its whole count on every listener at once. Loopback only.
+(127.0.0.2, 127.0.0.3, ...; the next flood the next ones), so the per-address bound
+(`max.connections.per.ip`) is not what saves the listener: the flood holds its whole count on
+every listener at once. Loopback only.
 
-    with Flood([Target("127.0.0.1", 9092, MAX_FRAME, 1000)]) as flood:
+    with Flood([Target("127.0.0.1", 9092, (MAX_FRAME,), 1000)]) as flood:
         ...
     flood.report()   # per target: held, opened, closed by the listener, refused, longest held
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import errno
+import itertools
 import json
 import os
 import resource
@@ -37,6 +39,13 @@ from typing import Any
 MAX_FRAME = 100 * 1024 * 1024 - 4096  # under socket.request.max.bytes (100 MiB)
 MAX_UNAUTHENTICATED_FRAME = 512 * 1024  # sasl.server.max.receive.size
 REOPEN_AFTER_QUICK_CLOSE_S = 0.5  # a connection closed at once (refused) is retried this late
+# The finding's small frames: 8 B, 16 B, ... 2 KiB. 27 of them, a moment after the largest, fill
+# what one 100 MiB - 4 KiB announcement leaves of a pool charged with announced sizes.
+SMALL_SIZES = tuple(8 << i for i in range(9))
+# Before authentication, up to sasl.server.max.receive.size: most announce all of it, the rest the
+# small sizes, so a pool charged with announced sizes is filled to its last bytes (the finding's
+# connections on the controller port announced "up to 512 KiB").
+UNAUTHENTICATED_SIZES = (MAX_UNAUTHENTICATED_FRAME,) * 30 + SMALL_SIZES
 REPORT_EVERY_S = 1.0
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -45,23 +54,26 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 class Target:
     host: str
     port: int
-    size: int  # the frame size each connection announces
+    sizes: tuple[int, ...]  # the frame sizes its connections announce, in turn
     count: int  # connections held at once
     source: str = ""  # the loopback source address (Flood gives each target its own)
+    delay_s: float = 0.0  # opened this long after the flood starts
 
     def spec(self) -> str:
-        return f"{self.host}:{self.port}:{self.size}:{self.count}:{self.source}"
+        sizes = ",".join(str(size) for size in self.sizes)
+        return f"{self.host}:{self.port}:{sizes}:{self.count}:{self.source}:{self.delay_s}"
 
     @classmethod
     def parse(cls, spec: str) -> Target:
-        host, port, size, count, *source = spec.split(":")
-        return cls(host, int(port), int(size), int(count), source[0] if source else "")
+        host, port, sizes, count, source, delay = [*spec.split(":"), "", "0"][:6]
+        announced = tuple(int(size) for size in sizes.split(","))
+        return cls(host, int(port), announced, int(count), source, float(delay or 0))
 
 
 @dataclasses.dataclass
 class _Stats:
     target: str
-    size: int
+    sizes: list[int]
     count: int
     source: str
     held: int = 0
@@ -80,6 +92,7 @@ class _Slot:
     opened_at: float = 0.0
     connected: bool = False
     retry_at: float = 0.0
+    size: int = 0  # what it announces (the target's size, or a small one)
 
 
 class _Flooder:
@@ -89,10 +102,16 @@ class _Flooder:
         self.selector = selectors.DefaultSelector()
         self.slots: list[_Slot] = []
         self.stats: list[_Stats] = []
+        now = time.monotonic()
         for target in targets:
-            stats = _Stats(f"{target.host}:{target.port}", target.size, target.count, target.source)
+            name = f"{target.host}:{target.port}"
+            stats = _Stats(name, list(target.sizes), target.count, target.source)
             self.stats.append(stats)
-            self.slots += [_Slot(target, stats) for _ in range(target.count)]
+            sizes = target.sizes
+            self.slots += [
+                _Slot(target, stats, retry_at=now + target.delay_s, size=sizes[i % len(sizes)])
+                for i in range(target.count)
+            ]
 
     def open(self, slot: _Slot, now: float) -> None:
         target = slot.target
@@ -126,7 +145,7 @@ class _Flooder:
                 self.close(slot, now)
                 return
             try:
-                sock.send(struct.pack(">i", slot.target.size))  # the size, then nothing
+                sock.send(struct.pack(">i", slot.size))  # the size, then nothing
             except OSError:
                 self.close(slot, now)
                 return
@@ -202,14 +221,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+_SOURCES = itertools.count()
+
+
+def next_source() -> str:
+    """A loopback source address no flood of this process used lately (127.0.0.2 to .250): a
+    listener that never noticed an earlier flood's connections close counts them still."""
+    return f"127.0.0.{2 + next(_SOURCES) % 249}"
+
+
 class Flood:
     """The flood in a child process (`python -m devtools.flood`), for a `with` block: every
     target's connections opened on entry (within `ramp_s`), closed on exit."""
 
-    def __init__(self, targets: Sequence[Target], *, first_source: int = 2) -> None:
+    def __init__(self, targets: Sequence[Target]) -> None:
         self.targets = [
-            t if t.source else dataclasses.replace(t, source=f"127.0.0.{first_source + i}")
-            for i, t in enumerate(targets)
+            t if t.source else dataclasses.replace(t, source=next_source()) for t in targets
         ]
         if any(not t.host.startswith("127.") for t in self.targets):
             raise ValueError("the flood attacks loopback addresses only")
