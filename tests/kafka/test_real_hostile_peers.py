@@ -355,7 +355,7 @@ def test_an_unauthenticated_flood_on_the_controller_listener_fences_no_broker(
     targets = [
         Target(listener.host, listener.controller_port, UNAUTHENTICATED_SIZES, FLOOD_CONNECTIONS)
     ]
-    seconds = FLOOD_S / 2
+    seconds = FLOOD_S
     watch, report, producing, began, ended = flooded(cluster, targets, "flood-controller", seconds)
     print("flood of the controller listener:", report, dataclasses.asdict(watch))
     assert_held_and_harmless(watch, report, producing, began, ended, offset, seconds)
