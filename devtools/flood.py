@@ -73,7 +73,8 @@ class Target:
 @dataclasses.dataclass
 class _Stats:
     target: str
-    sizes: list[int]
+    largest: int  # the largest frame size its connections announce
+    smallest: int
     count: int
     source: str
     held: int = 0
@@ -105,9 +106,9 @@ class _Flooder:
         now = time.monotonic()
         for target in targets:
             name = f"{target.host}:{target.port}"
-            stats = _Stats(name, list(target.sizes), target.count, target.source)
-            self.stats.append(stats)
             sizes = target.sizes
+            stats = _Stats(name, max(sizes), min(sizes), target.count, target.source)
+            self.stats.append(stats)
             self.slots += [
                 _Slot(target, stats, retry_at=now + target.delay_s, size=sizes[i % len(sizes)])
                 for i in range(target.count)
