@@ -2,14 +2,14 @@
 hostile peers work on its listeners.
 
 - The anonymous flood: 1,000 connections on every client listener announce the largest frame
-  each takes (PLAINTEXT, ANONYMOUS: 100 MiB - 4 KiB, and 27 more the finding's 8 B to 2 KiB;
+  each takes (PLAINTEXT, ANONYMOUS: 100 MiB - 4 KiB, and the finding's 27 more of 8 B to 2 KiB;
   SASL_PLAINTEXT before authentication: up to 512 KiB) and send nothing, held (opened again as
   the listener closes them) for ten session timeouts; then the same on the controller listener
-  itself. No broker is ever fenced (its row
-  sampled throughout, no fencing record written), a topic created meanwhile reaches every
-  broker's own Metadata within a few heartbeat intervals, and an idempotent acks=all producer
-  through the brokers is acknowledged throughout. One pool for every listener, charged with the
-  size a frame announces, fenced both brokers of a cluster with 28 such connections.
+  itself. No broker is ever fenced (the rows sampled throughout, no fencing record written), a
+  topic created meanwhile reaches every broker's own Metadata within four heartbeat intervals,
+  an idempotent acks=all producer through the brokers is acknowledged throughout, and the client
+  door's request memory holds nothing of theirs. (One pool for every listener, charged with the
+  sizes frames announce, had every broker fenced within seconds of such a flood.)
 - The forged heartbeat: `kafka-broker-<a>` asking to shut down or fence broker b is refused
   (CLUSTER_AUTHORIZATION_FAILED) and b stays in every ISR. A principal bound to no id (an
   operator's choice, Kafka's model) may ask it: then, at every step of b's controlled shutdown,
