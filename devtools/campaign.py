@@ -18,7 +18,8 @@ Faults, in order: kill -9 the active controller; SIGSTOP it past its lease, then
 not write again); restart Redis; restart PostgreSQL; kill -9 web node A (and start it again);
 kill -9 the Kafka protocol listener (`serve_kafka`) while a stock client (kafka-python) creates
 topics through it, and start it again (the client reconnects; nothing is applied twice); hold 50
-slow connections on both public listeners for 30 s; lose two of the three racks' brokers at once
+slow connections on both public listeners for 30 s; 1,000 anonymous maximal frames on every client
+listener of serve_kafka (devtools/campaign_hostile.py); lose two of the three racks' brokers at once
 (their heartbeats stop): after the session timeout every partition with a surviving ISR member must
 have a live leader, and when the racks come back their brokers rejoin the ISR and the preferred
 leaders return (Celery beat's rebalance); restart every broker with a new incarnation (kill -9 the
@@ -30,7 +31,8 @@ brokers' own Metadata says; restarted, back in every ISR), SIGSTOP of one past i
 SIGCONT (fenced, leadership moved; it rejoins as stock Kafka does, the ISRs whole again), and a
 lost log dir (renamed away under a broker leading partitions: the dir offline, its replicas there
 offline and their leadership moved with no session timeout, the broker unfenced). After each: every
-acknowledged write is in the metadata log exactly once, `verify_metadata` is clean, and the time
+acknowledged write is in the metadata log exactly once, `verify_metadata` is clean, every live real
+broker's own Metadata and kafka-dump-log agree with the controller's tables, and the time
 until writes were acknowledged again is measured (and, for the controller faults, until a new
 controller held the lease; with the real brokers, the longest time without an acknowledged produce
 and the sends that failed). At the end every message the producer was told was written is read back
@@ -59,7 +61,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from devtools import campaign_brokers, campaign_kafka, campaign_report
+from devtools import campaign_brokers, campaign_hostile, campaign_kafka, campaign_report
 from devtools.admin_writers import AdminWriters
 from devtools.campaign_kafka import RealBrokers
 from devtools.history import HistoryClients
@@ -265,6 +267,7 @@ class FaultCampaign:
         verified, problems = campaign_report.verify_metadata(self.stack)
         if problems:
             extra["verify_metadata_problems"] = problems
+        extra["one_image"] = campaign_hostile.one_image(self)  # None without real brokers
         fenced = self.fencings_since(offset)
         producer = None if self.real is None else self.real.producer
         result = FaultResult(
@@ -392,6 +395,9 @@ class FaultCampaign:
             "other_requests": others,
         }
 
+    def anonymous_flood(self) -> dict[str, Any]:
+        return campaign_hostile.anonymous_flood(self)
+
     def lose_two_racks(self) -> dict[str, Any]:
         return campaign_brokers.lose_two_racks(self, brokers=BROKERS, racks=RACKS)
 
@@ -502,6 +508,7 @@ FAULTS: list[tuple[str, str]] = [
     ("kill -9 a web node", "kill_web_node"),
     ("kill -9 the Kafka protocol listener during admin writes", "kill_kafka_listener"),
     ("50 slow connections on the public listener for 30 s", "slow_clients"),
+    ("1,000 anonymous maximal frames on every client listener of serve_kafka", "anonymous_flood"),
     ("lose two of three racks' brokers at once, then bring them back", "lose_two_racks"),
     ("restart every broker with a new incarnation (kill -9 the simulator)", "restart_every_broker"),
 ]

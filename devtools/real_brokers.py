@@ -15,10 +15,18 @@ from stock_kafka.broker import KafkaBroker
 DEFAULT_CONTROLLER_ID = 3000  # the quorum's one voter, as the brokers know it
 
 
-def start_controller_listener(stack: Stack, name: str = "serve_kafka") -> int:
+def start_controller_listener(
+    stack: Stack, name: str = "serve_kafka", *, client_ports: Mapping[str, int] | None = None
+) -> int:
     """`serve_kafka` with one CONTROLLER listener (SASL_PLAINTEXT) on a free port: the port,
-    once it listens."""
+    once it listens. `client_ports`: client listeners beside it in the same process, as a
+    deployment serves them (security protocol -> port: PLAINTEXT, SASL_PLAINTEXT)."""
     port = free_port()
+    clients = [
+        argument
+        for protocol, client_port in (client_ports or {}).items()
+        for argument in ("--listener", f"{protocol}://127.0.0.1:{client_port}")
+    ]
     stack.spawn(
         name,
         [
@@ -27,6 +35,7 @@ def start_controller_listener(stack: Stack, name: str = "serve_kafka") -> int:
             "serve_kafka",
             "--listener",
             f"CONTROLLER://127.0.0.1:{port}",
+            *clients,
             "--listener-security-protocol-map",
             "CONTROLLER:SASL_PLAINTEXT",
         ],

@@ -40,8 +40,7 @@ def token_key_settings(key: str = TOKEN_SECRET_KEY) -> dict[str, Any]:
     key on every broker: give theirs `broker_token_key(key)`."""
     from django.conf import settings
 
-    # Django settings, not environment variables (keywords keep the docs' check of the
-    # variables the code reads from taking the derived setting for one).
+    # Django settings by name (not environment variables).
     return dict(
         CP_DELEGATION_TOKEN_SECRET_KEY=key,
         CP_STATIC_BROKER_CONFIGS=with_token_secret_key(settings.CP_STATIC_BROKER_CONFIGS, key),
