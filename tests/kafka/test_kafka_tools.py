@@ -24,7 +24,6 @@ import pytest
 
 from stock_kafka import jars
 from stock_kafka.broker import KafkaBroker
-from tests.conftest import Api, listener_client_class, set_config
 from tests.kafka import harness, tools
 from tests.kafka.conftest import need_kafka_jars
 from tests.kafka.harness import ControlPlane, broker_row, broker_under, module_database
@@ -89,7 +88,11 @@ def _django_db_marker() -> None:
 
 @pytest.fixture(scope="module")
 def module_db(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
-    with module_database(django_db_blocker, CP_BROKER_SESSION_TIMEOUT_MS=6000):
+    with module_database(
+        django_db_blocker,
+        CP_BROKER_SESSION_TIMEOUT_MS=6000,
+        **harness.token_key_settings(),  # delegation tokens: the same key on every node
+    ):
         yield
 
 
@@ -105,7 +108,7 @@ def cluster(module_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                 node,
                 principals[node],
                 work / f"broker-{node}",
-                BROKER_PROPERTIES,
+                {**BROKER_PROPERTIES, **harness.broker_token_key()},
                 client_users=CLIENT_USERS,
             )
             for node in NODE_IDS
@@ -114,11 +117,6 @@ def cluster(module_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             for broker in brokers:
                 broker.start()
             harness.wait(brokers, lambda: all(unfenced(n) for n in NODE_IDS), 180, "unfenced")
-            api = Api(listener_client_class()())
-            secret = "a-secret-of-thirty-two-characters"
-            set_config(
-                api, plane.tokens["admin"], "BROKER", "", "delegation.token.secret.key", secret
-            )
             yield Cluster(
                 plane,
                 brokers,
@@ -236,7 +234,7 @@ def test_kafka_configs_topics_brokers_and_quotas(cluster: Cluster, release: str)
 
     for door in ("broker", "controller"):
         broker = ("--entity-type", "brokers", "--entity-name", "1")
-        change = "log.cleaner.io.max.bytes.per.second=1048576"
+        change = "log.cleaner.delete.retention.ms=3600000"
         configs(cluster, release, *broker, "--alter", "--add-config", change, door=door)
         described = configs(cluster, release, *broker, "--describe", door=door)
         assert change in described, described
