@@ -93,6 +93,7 @@ def test_the_fast_path_is_taken_for_a_plain_heartbeat() -> None:
         "want_fence": False,
         "want_shut_down": False,
         "offline_log_dirs": [],
+        "cordoned_log_dirs": None,  # KIP-1066: the broker said nothing of them
     }
     plan = BrokerHeartbeatSerializer.__dict__["_fast_plan"]
     assert plan.usable and plan.validate(body) is not None
