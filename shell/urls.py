@@ -25,6 +25,11 @@ public = [
     path("topics/<str:name>", replica_views.TopicDetailView.as_view(), name="topic-detail"),
     path("partitions", replica_views.PartitionListView.as_view(), name="partition-list"),
     path(
+        "partition-reassignments",
+        replica_views.PartitionReassignmentsView.as_view(),
+        name="partition-reassignments",
+    ),
+    path(
         "replica-incidents",
         replica_views.ReplicaIncidentsView.as_view(),
         name="replica-incidents",
