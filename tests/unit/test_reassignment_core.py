@@ -296,3 +296,83 @@ def test_reassignment_records_carry_kafkas_fields(cluster: Cluster) -> None:
     moving = next(r for r in snapshot if r.partition_id == 0)
     assert (moving.adding_replicas, moving.removing_replicas) == ((4,), (1,))
     assert PartitionRecord(0, "x", (1,), (1,), 1).to_data().get("adding_replicas") is None
+
+
+# --- the throttles Kafka's reassignment tool sets and removes --------------------------------
+def test_the_reassignment_tools_throttles_are_accepted_and_removed_as_kafka_does(
+    cluster: Cluster,
+) -> None:
+    def alter(*resources: dict[str, Any]) -> list[int]:
+        response = cluster.run("IncrementalAlterConfigs", {"resources": list(resources)})
+        return [r["error_code"] for r in response["responses"]]
+
+    def ops(rtype: str, name: str, operation: str, **configs: str | None) -> dict[str, Any]:
+        return {
+            "resource_type": rtype,
+            "resource_name": name,
+            "configs": [
+                {"name": k.replace("_", "."), "config_operation": operation, "value": v}
+                for k, v in configs.items()
+            ],
+        }
+
+    # --execute --throttle: the moving replicas per topic, the rate per broker.
+    assert (
+        alter(
+            ops(
+                "TOPIC",
+                "t",
+                "SET",
+                leader_replication_throttled_replicas="0:1,0:2,0:3",
+                follower_replication_throttled_replicas="0:4",
+            ),
+            *(
+                ops(
+                    "BROKER",
+                    str(b),
+                    "SET",
+                    leader_replication_throttled_rate="1000000",
+                    follower_replication_throttled_rate="1000000",
+                )
+                for b in (1, 2, 3, 4)
+            ),
+        )
+        == [0] * 5
+    )
+    assert cluster.image.configs[("BROKER", "4")]["follower.replication.throttled.rate"] == (
+        "1000000"
+    )
+    assert alter(ops("TOPIC", "t", "SET", leader_replication_throttled_replicas="*")) == [0]
+    # Kafka's validator refuses anything else, and a negative rate.
+    assert (
+        alter(
+            ops("TOPIC", "t", "SET", leader_replication_throttled_replicas="1-2"),
+            ops("BROKER", "1", "SET", leader_replication_throttled_rate="-1"),
+        )
+        == [Errors.INVALID_CONFIG] * 2
+    )
+    # --verify once complete: DELETE of all three broker keys (set or not) and both topic keys.
+    assert (
+        alter(
+            *(
+                ops(
+                    "BROKER",
+                    str(b),
+                    "DELETE",
+                    leader_replication_throttled_rate=None,
+                    follower_replication_throttled_rate=None,
+                    replica_alter_log_dirs_io_max_bytes_per_second=None,
+                )
+                for b in (1, 2, 3, 4, 5)
+            ),
+            ops(
+                "TOPIC",
+                "t",
+                "DELETE",
+                leader_replication_throttled_replicas=None,
+                follower_replication_throttled_replicas=None,
+            ),
+        )
+        == [0] * 6
+    )
+    assert ("TOPIC", "t") not in cluster.image.configs or not cluster.image.configs[("TOPIC", "t")]
