@@ -301,7 +301,8 @@ def partition_reassignments(
     ).values_list(
         "topic__name", "partition_index", "replicas", "adding_replicas", "removing_replicas"
     ):
-        if topics is not None and topics[name] is not None and index not in topics[name]:
+        wanted = None if topics is None else topics[name]
+        if wanted is not None and index not in wanted:
             continue
         answer.setdefault(name, []).append(
             {

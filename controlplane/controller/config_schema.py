@@ -175,6 +175,7 @@ def _replication_throttle(name: str, what: str) -> ConfigDef:
         minimum=0,
     )
 
+
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in (
