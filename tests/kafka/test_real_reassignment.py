@@ -378,6 +378,64 @@ def test_a_throttled_move_completes_and_verify_removes_the_throttles(cluster: Cl
     assert list(partitions(TOPIC)[index].replicas) == target
 
 
+def run_plan(cluster: Cluster, goal: str, broker_id: int, **options: Any) -> dict[str, Any]:
+    """A balance plan made, executed (its job in a thread of this process, as embedded) and
+    followed until it ends: its last answer."""
+    status, plan = cluster.api.post(
+        "/api/v1/balance/plans", {"goal": goal, "broker_id": broker_id}, token=cluster.admin
+    )
+    assert status == 200 and plan["moves_total"] > 0, plan
+    status, running = cluster.api.post(
+        f"/api/v1/balance/plans/{plan['plan_id']}/execute", options, token=cluster.admin
+    )
+    assert status == 200 and running["state"] == "EXECUTING", running
+
+    def ended() -> dict[str, Any] | None:
+        _, now = cluster.api.get(f"/api/v1/balance/plans/{plan['plan_id']}", token=cluster.admin)
+        return now if now["state"] not in ("EXECUTING", "CANCELLING") else None
+
+    done = cluster.wait(ended, 300, f"the {goal} plan to end")
+    assert done["state"] == "COMPLETED", done
+    assert done["progress"]["failed_count"] == 0 and done["progress"]["skipped_count"] == 0, done
+    return dict(done)
+
+
+def test_the_balancer_fills_a_fourth_broker(cluster: Cluster) -> None:
+    fourth = cluster.brokers[4]
+    fourth.start()
+    cluster.wait(lambda: unfenced(4), 180, "broker 4 unfenced")
+    done = run_plan(cluster, "fill", 4, batch_size=2, concurrency=4, throttle=50_000_000)
+    from replicas.models import Partition
+
+    held = Partition.objects.filter(replica_ids__contains=",4,").count()
+    assert held == done["skew_after"]["replicas"]["4"] > 0, done
+    # The broker holds them as Kafka does: a log of each partition it was given.
+    given = {
+        f"{p.topic.name}-{p.partition_index}"
+        for p in Partition.objects.filter(replica_ids__contains=",4,").select_related("topic")
+    }
+
+    def on_disk() -> set[str]:
+        return {path.name for d in fourth.data_dirs if d.exists() for path in d.iterdir()}
+
+    cluster.wait(lambda: given <= on_disk(), 60, "broker 4's logs of its partitions")
+
+
+def test_a_drained_broker_is_unregistered_with_kafkas_tool(cluster: Cluster) -> None:
+    from replicas.models import Partition
+
+    run_plan(cluster, "drain", 1, batch_size=5, concurrency=10)
+    assert not Partition.objects.filter(replica_ids__contains=",1,").exists()
+    leaving = cluster.brokers[1]
+    leaving.stop(timeout=60)
+    cluster.wait(lambda: broker_row(1) is None or broker_row(1).fenced, 60, "broker 1 fenced")
+    output = tool(
+        "4.1.1", "ClusterTool", "unregister", "--bootstrap-server", cluster.via, "--id", "1"
+    )
+    assert "Broker 1 is no longer registered." in output, output
+    assert broker_row(1) is None
+
+
 def test_every_acknowledged_message_is_read_back_once(cluster: Cluster) -> None:
     from kafka import KafkaConsumer
 
