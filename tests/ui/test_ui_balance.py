@@ -14,8 +14,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from balancer import services
-from controlplane.authz import acl_cache
 from balancer.models import BalancePlan
+from controlplane.authz import acl_cache
 from tests.api.test_replication_api import Kafka
 
 pytestmark = pytest.mark.django_db
