@@ -155,8 +155,8 @@ def _partition_columns(*, with_topic_name: bool) -> tuple[Column, ...]:
             css="mono",
             testid="offline",
         ),
-        Column("moving", "Moving", _moving, sort=_in_order("reassigning"), testid="moving"),
         Column("canary", "Canary", _canary, testid="canary"),
+        Column("moving", "Moving", _moving, sort=_in_order("reassigning"), testid="moving"),
     )
 
 
