@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from devtools import campaign_brokers, campaign_kafka, campaign_report
+from devtools import campaign_brokers, campaign_kafka, campaign_moves, campaign_report
 from devtools.admin_writers import AdminWriters
 from devtools.campaign_kafka import RealBrokers
 from devtools.history import HistoryClients
@@ -410,6 +410,10 @@ class FaultCampaign:
         assert self.real is not None
         return self.real.lose_a_log_dir()
 
+    def kill_real_broker_mid_move(self) -> dict[str, Any]:
+        assert self.real is not None
+        return campaign_moves.kill_during_moves(self.real, campaign_kafka.TOPIC)
+
     def partitions(self) -> list[dict[str, Any]]:
         status, body = self.web["web-b"].get(f"/api/v1/topics/{TOPIC}", self.stack.tokens["admin"])
         return list(body["partitions"]) if status == 200 else []
@@ -510,6 +514,10 @@ REAL_BROKER_FAULTS: list[tuple[str, str]] = [
     ("kill -9 the real broker leading the most partitions, then restart it", "kill_real_broker"),
     ("SIGSTOP a real broker past its session, then SIGCONT", "pause_real_broker"),
     ("lose a log dir of a real broker leading partitions", "lose_a_real_log_dir"),
+    (
+        "kill -9 a real broker in the middle of partition moves, then restart it",
+        "kill_real_broker_mid_move",
+    ),
 ]
 FAULTS += REAL_BROKER_FAULTS
 

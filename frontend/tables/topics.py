@@ -264,8 +264,7 @@ class PartitionRow:
 
     @property
     def under_replicated(self) -> bool:
-        """As Kafka's brokers count it: a move's new replicas are not missing from the ISR."""
-        return len(self.isr) < len(self.replicas) - len(self.adding)
+        return len(self.isr) < len(self.replicas)
 
     @property
     def preferred_leader(self) -> int:
