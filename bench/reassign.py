@@ -18,7 +18,8 @@ replica to broker 3 through a broker; the figure is the time until every broker'
 shows every partition on its target replicas alone (the tool's run included, and apart).
 
     make bench-reassign        # or: python -m bench.reassign [--parts simulated real]
-Writes bench/results/reassign.json and prints it; progress goes to stderr.
+Writes bench/results/reassign.json (a part not run keeps its last figures there) and prints it;
+progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ def simulated_move(stack: Stack, http: Any, admin: Any, size: int) -> dict[str, 
     wait_until(lambda: isr_whole(stack, topic, size), 600, f"{topic}'s ISRs whole", every=0.5)
     commits_before = len(controller_commits(stack))
     log_before = controller_log(stack)
+    offset_before = last_offset(stack)
+    cpu_before = cpu_seconds(stack.procs["controller"].pid)
     started = time.monotonic()
     moved = admin.post(
         "/api/v1/alter-partition-reassignments",
@@ -150,32 +153,55 @@ def simulated_move(stack: Stack, http: Any, admin: Any, size: int) -> dict[str, 
         f"{size} moves complete",
         every=0.2,
     )
+    cpu_s = cpu_seconds(stack.procs["controller"].pid) - cpu_before
     time.sleep(1)  # the controller's log lines of the last commits
-    commits = controller_commits(stack)[commits_before:]
+    logged = controller_commits(stack)[commits_before:]
     late = [int(m) for m in LATE_ROUND.findall(controller_log(stack)[len(log_before) :])]
-    controller_ms = sum(c["handle_ms"] + c["encode_ms"] + c["transaction_ms"] for c in commits)
-    placed = stack.sql(
-        "SELECT count(*) FROM cp_partition p JOIN cp_topic t ON t.topic_id = p.topic_id"
-        " WHERE t.name = %s AND p.replicas::text = ("
-        " '[' || (p.partition_index %% 3)::text || ', ' || ((p.partition_index + 1) %% 3)::text"
-        " || ', ' || (3 + p.partition_index %% 3)::text || ']')",
-        topic,
-    )
+    # One commit, one timestamp: the window's commits are its records' distinct timestamps.
+    commits, records, changes = stack.sql(
+        "SELECT count(DISTINCT timestamp_ms), count(*), count(*) FILTER"
+        " (WHERE record_type = 'PartitionChangeRecord') FROM cp_metadata_record"
+        ' WHERE "offset" > %s',
+        offset_before,
+    )[0]
+    start_commit = next((c for c in logged if c["records"] == size), None)
     figures = {
         "partitions_moved": size,
         "request_ms": round(request_s * 1000),
         "all_complete_s": round(done_s, 2),
-        "on_their_targets": int(placed[0][0]),
-        "commits": len(commits),
-        "records_committed": sum(c["records"] for c in commits),
-        "controller_ms": controller_ms,
-        "controller_us_per_move": round(controller_ms * 1000 / size, 1),
-        "largest_commit_records": max((c["records"] for c in commits), default=0),
+        "on_their_targets": on_targets_sim(stack, topic),
+        "commits": int(commits),
+        "records_committed": int(records),
+        "partition_changes": int(changes),
+        "controller_cpu_s": round(cpu_s, 2),
+        "controller_cpu_us_per_move": round(cpu_s * 1e6 / size, 1),
+        "start_commit": start_commit,
         "fencing_timer_worst_lag_ms": max(late, default=0),
         "fencing_rounds_250ms_late": len(late),
     }
     log(f"{size} moves: {figures}")
     return figures
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's CPU time (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def last_offset(stack: Stack) -> int:
+    return int(stack.sql("SELECT last_offset FROM cp_cluster WHERE id = 1")[0][0])
+
+
+def on_targets_sim(stack: Stack, topic: str) -> int:
+    """The topic's partitions on the replicas the moves named (`moves_of`), none moving."""
+    rows = stack.sql(
+        "SELECT p.partition_index, p.replicas, p.reassigning FROM cp_partition p"
+        " JOIN cp_topic t ON t.topic_id = p.topic_id WHERE t.name = %s",
+        topic,
+    )
+    targets = {m["partition_index"]: m["replicas"] for m in moves_of(len(rows))}
+    return sum(1 for index, replicas, moving in rows if replicas == targets[index] and not moving)
 
 
 def controller_log(stack: Stack) -> str:
@@ -247,7 +273,7 @@ def on_targets(brokers: list[KafkaBroker], partitions: int) -> bool:
         finally:
             admin.close()
         found = topic["partitions"]
-        if len(found) != partitions or any(sorted(p["replicas"]) != [1, 3] for p in found):
+        if len(found) != partitions or any(sorted(p["replica_nodes"]) != [1, 3] for p in found):
             return False
     return True
 
@@ -341,7 +367,7 @@ def on_start(brokers: list[KafkaBroker], partitions: int) -> bool:
     finally:
         admin.close()
     found = topic["partitions"]
-    return len(found) == partitions and all(len(p["isr"]) == 2 for p in found)
+    return len(found) == partitions and all(len(p["isr_nodes"]) == 2 for p in found)
 
 
 def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
@@ -447,7 +473,11 @@ def main() -> None:
                 raise SystemExit(f"no Kafka jars in {kafka.libs_dir()}")
             result["real"] = real(args, work)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "reassign.json").write_text(json.dumps(result, indent=2) + "\n")
+    out = RESULTS / "reassign.json"
+    if out.exists():  # a part not run this time keeps its last figures
+        kept = json.loads(out.read_text())
+        result = {**{k: v for k, v in kept.items() if k in ("simulated", "real")}, **result}
+    out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
     if "simulated" in result:
         fail_unless_clean(result["simulated"]["moves"]["verify_metadata"], "reassign (simulated)")

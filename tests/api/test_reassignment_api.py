@@ -188,3 +188,32 @@ def test_a_standby_loading_the_tables_finishes_a_move(kafka: Kafka) -> None:
     assert code == Errors.NEW_LEADER_ELECTED
     assert kafka.partition("orders", 0)["replica_nodes"] == [2, 3, 4]
     assert metadata_verify() == []
+
+
+def test_a_broker_forwards_them_in_the_rest_envelope_as_the_client(kafka: Kafka) -> None:
+    """KIP-590 over REST: both RPCs are forwardable, as Kafka's brokers forward them."""
+    from tests.api.test_envelope_api import envelope
+
+    admin = {"type": "User", "name": "admin"}
+    moving = {
+        "topics": [
+            {"name": "orders", "partitions": [{"partition_index": 2, "replicas": [3, 1, 4]}]}
+        ]
+    }
+    status, answer = kafka.api.post(
+        "/internal/v1/envelope",
+        envelope(moving, api_key=45, principal=admin, forwarding_broker_id=2),
+        token=kafka.tokens["broker"],
+    )
+    assert status == 200 and answer["response_status"] == 200, answer
+    assert codes(answer["response_data"]) == [0]
+    assert kafka.partition("orders", 2)["adding_replicas"] == [4]
+    status, listed = kafka.api.post(
+        "/internal/v1/envelope",
+        envelope({"topics": None}, api_key=46, principal={"type": "User", "name": "alice"}),
+        token=kafka.tokens["broker"],
+    )
+    # alice may not DESCRIBE the cluster: Kafka's error, inside the envelope's answer.
+    assert status == 200 and listed["response_status"] == 403
+    assert listed["response_data"]["error_code"] == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert metadata_verify() == []
