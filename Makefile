@@ -1,4 +1,5 @@
-# The README names these targets. `make run` and `make test` are the two commands.
+# `make run` and `make test` are the two commands; every target that runs the project's Python
+# installs what it runs first (install, install-test-python or install-test).
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -14,18 +15,23 @@ KAFKA_CONTROLLER_PORT ?= 9098
 KAFKA_NEWEST ?= 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence clean
+.PHONY: run install install-test-python install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence clean
 
 $(PY):
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
+## install: the project in .venv, and Java 17 when the machine has none
 install: $(PY)
 	$(PY) -m pip install -q -e .
 	bash scripts/install-java.sh
 
-install-test: $(PY)
+## install-test-python: the project with its test extras in .venv (pytest, hypothesis, the linters)
+install-test-python: $(PY)
 	$(PY) -m pip install -q -e '.[test]'
+
+## install-test: install-test-python, then Java, Chromium, kafkajs, Kafka's jars and kcat
+install-test: install-test-python
 	bash scripts/install-java.sh
 	bash scripts/install-chromium.sh
 	bash scripts/install-kafkajs.sh
@@ -33,6 +39,7 @@ install-test: $(PY)
 	bash scripts/install-kafka.sh $(KAFKA_NEWEST)
 	bash scripts/install-kcat.sh
 
+## services: PostgreSQL and Redis for the tests, when nothing answers
 services:
 	bash scripts/ensure-services.sh
 
@@ -41,16 +48,19 @@ run: install
 	PORT=$(PORT) INTERNAL_PORT=$(INTERNAL_PORT) KAFKA_PORT=$(KAFKA_PORT) KAFKA_SASL_PORT=$(KAFKA_SASL_PORT) \
 		KAFKA_BROKERS=$(KAFKA_BROKERS) KAFKA_CONTROLLER_PORT=$(KAFKA_CONTROLLER_PORT) bash scripts/run-embedded.sh
 
-lint:
+## lint: ruff, the formatting check and the import contracts
+lint: install-test-python
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
 
-format:
+## format: ruff's formatter and fixes
+format: install-test-python
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
 
-typecheck:
+## typecheck: mypy
+typecheck: install-test-python
 	$(VENV)/bin/mypy .
 
 ## test: install what the tests need, then lint, type checks and the whole suite
@@ -59,8 +69,9 @@ test: install-test services lint typecheck
 		$(VENV)/bin/pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 ## test-fast: the pure core, API and server-rendered UI tests (no services, no browser, no Spark)
-test-fast: $(PY)
-	$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
+test-fast: install-test-python
+	DJANGO_ALLOW_ASYNC_UNSAFE=true \
+		$(VENV)/bin/pytest -p no:cacheprovider -m "not integration and not browser and not spark" $(PYTEST_ARGS)
 
 ## campaign: the fault campaign on private PostgreSQL and Redis (bench/results/fault_campaign.json)
 campaign: install-test services
@@ -68,8 +79,9 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence bench-scram
 
+## bench-heartbeats: heartbeats on the internal listener and whoami on the public one, on the real stack
 bench-heartbeats: install-test services
 	$(PY) -m bench.heartbeats
 
@@ -95,8 +107,8 @@ bench-commit: install-test services
 bench-shutdown: install-test services
 	$(PY) -m bench.shutdown_scale $(BENCH_ARGS)
 
-## bench-image-memory: the controller's RSS for an image of 100,000 and 1,000,000 partitions
-## (issue 23: 1M under 1 GiB), built by replaying records, per part of the image
+## bench-image-memory: the controller's RSS for an image of 100,000 and 1,000,000 partitions,
+## built by replaying records, per part of the image
 bench-image-memory: install-test
 	$(PY) -m bench.image_memory $(BENCH_ARGS)
 
@@ -105,12 +117,16 @@ bench-canary: install-test services
 	$(PY) -m bench.canary_placement $(BENCH_ARGS)
 
 ## bench-health-fence: what fencing one broker costs the health index at 100k and 1M partitions
-bench-health-fence: $(PY)
+bench-health-fence: install
 	$(PY) -m bench.health_fence $(BENCH_ARGS)
 
 ## bench-wire: the Kafka protocol listener vs REST through kafka-python: Metadata of 1,000 x 10, CreateTopics
 bench-wire: install-test services
 	$(PY) -m bench.wire_protocol $(BENCH_ARGS)
+
+## bench-scram: a SCRAM-SHA-256/512 login on the control plane's Kafka listener against PLAIN
+bench-scram: install-test services
+	$(PY) -m bench.scram_login $(BENCH_ARGS)
 
 ## bench-real-broker: a stock Kafka broker from start to registered, caught up, unfenced; kill -9 to fenced; restart
 bench-real-broker: install-test services
@@ -124,7 +140,7 @@ bench-real-cluster-failover: install-test services
 bench-reassign: install-test services
 	$(PY) -m bench.reassign $(BENCH_ARGS)
 
-## bench-wire-hostile-frame: what the finding's 11.6 MB CreateAcls costs the listener (refused unread)
+## bench-wire-hostile-frame: what an 11.6 MB CreateAcls of 150,000 creations costs the listener (refused unread)
 bench-wire-hostile-frame: install-test services
 	$(PY) -m bench.wire_hostile_frame $(BENCH_ARGS)
 
@@ -144,7 +160,7 @@ bench-audit: install-test services
 bench-mirror: install-test services
 	$(PY) -m bench.mirror $(BENCH_ARGS)
 
-## bench-ui: the console's pages on a 10,000-partition cluster (goal: under 200 ms)
+## bench-ui: the console's pages on a 10,000-partition cluster, whole and as the refresh fetches them
 bench-ui: install-test services
 	$(PY) -m bench.ui_pages $(BENCH_ARGS)
 
@@ -152,5 +168,6 @@ bench-ui: install-test services
 bench-linearizability: install-test
 	$(PY) -m bench.linearizability $(BENCH_ARGS)
 
+## clean: delete the SQLite database, the audit export and reports, benchmark results, caches
 clean:
 	rm -rf var/*.sqlite3* var/audit var/audit-reports bench/results/*.json .mypy_cache .ruff_cache

@@ -38,6 +38,7 @@ from audit.spark import storage as store
 from audit.spark.schema import AUDIT_EVENTS, METADATA_LOG, PARTITION_COLUMN, SCHEMA_VERSION, Dataset
 from controlplane.controller.config_schema import REDACTED, is_sensitive, registry_of
 from controlplane.controller.configs.resources import SUPPORTED_RESOURCE_TYPES
+from controlplane.controller.scram_records import SECRET_FIELDS, USER_SCRAM_CREDENTIAL_RECORD
 from controlplane.runtime.lease import cluster_get_or_create, now_ms
 
 logger = logging.getLogger("controlplane.audit.export")
@@ -353,7 +354,8 @@ def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
 
 def exported_data_sql(sql: _Dialect) -> tuple[str, list[Any]]:
     """The SQL of a record's exported data (`r.data` as text): a ConfigRecord of a sensitive
-    key carries "(redacted)" for its value, as `redact_record_data` writes it."""
+    key carries "(redacted)" for its value, a UserScramCredentialRecord for its salt and keys,
+    as `redact_record_data` writes them."""
     safe_types, safe_keys = _not_sensitive()
     resource_type, key = f"r{sql.get('resource_type')}", f"r{sql.get('name')}"
     checks = [f"{resource_type} IN ({_marks(safe_types)})"]
@@ -362,7 +364,8 @@ def exported_data_sql(sql: _Dialect) -> tuple[str, list[Any]]:
         checks.append(f"({resource_type} = %s AND {key} IN ({_marks(names)}))")
         params += [kind, *names]
     expression = (
-        f"CASE WHEN r.record_type = 'ConfigRecord' AND r{sql.get('value')} IS NOT NULL"
+        f"CASE WHEN r.record_type = '{USER_SCRAM_CREDENTIAL_RECORD}' THEN {sql.scram_redacted}"
+        f" WHEN r.record_type = 'ConfigRecord' AND r{sql.get('value')} IS NOT NULL"
         f" AND NOT ({' OR '.join(checks)}) THEN {sql.redacted} ELSE {sql.text('r.data')} END"
     )
     return expression, params
@@ -406,6 +409,14 @@ class _Dialect:
         if self.postgres:
             return f"jsonb_set(r.data, '{{value}}', '\"{REDACTED}\"')::text"
         return f"json_set(r.data, '$.value', '{REDACTED}')"
+
+    @property
+    def scram_redacted(self) -> str:
+        if self.postgres:
+            hidden = json.dumps(dict.fromkeys(SECRET_FIELDS, REDACTED))
+            return f"(r.data || '{hidden}'::jsonb)::text"
+        pairs = ", ".join(f"'$.{field}', '{REDACTED}'" for field in SECRET_FIELDS)
+        return f"json_set(r.data, {pairs})"
 
     @property
     def quota_entity(self) -> str:

@@ -96,8 +96,8 @@ def audit_report(request: ReportRequest, *, fmt: str = "json") -> Path:
 
 
 # --- bounds: a Spark JVM per build is about half a GiB and a core ----------------------------
-# Four reports asked at once with different parameters started four JVMs (about 2 GB), each 85 s
-# instead of 18.6 s, each holding a listener thread (issue 34). Builds take one of
+# Unbounded, four reports asked at once with different parameters would start four JVMs (about
+# 2 GB), each taking 85 s instead of 18.6 s and holding a listener thread. Builds take one of
 # CP_AUDIT_REPORT_BUILDS slots, file locks beside the reports, so the bound holds across every
 # process of the host; past CP_AUDIT_REPORT_QUEUE askers waiting in this process, an asker is
 # told to come back (429). Built reports are kept for the latest two export commits, at most

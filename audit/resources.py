@@ -177,6 +177,26 @@ def token_owners(
     return [_named(("USER", f"User:{_text(o.get('principal_name'))}"), top) for o in owners]
 
 
+def scram_users(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    """SCRAM users by principal, each with its answer's code (Alter and Describe answer one
+    result per user); a refused request names the body's users. Never a salt or a password."""
+    if _dicts(answer.get("results")):
+        return [
+            _named(("USER", f"User:{_text(r.get('user'))}"), _code(r))
+            for r in _dicts(answer["results"])
+        ]
+    names = [
+        _text(item.get("name"))
+        for kind in ("deletions", "upsertions", "users")
+        for item in _dicts(body.get(kind))
+    ]
+    if not names and "users" in body:
+        return [_named(("USER", "*"), top)]  # a description of every user
+    return [_named(("USER", f"User:{name}"), top) for name in dict.fromkeys(names)]
+
+
 def broker(
     body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
 ) -> Iterable[Resource]:

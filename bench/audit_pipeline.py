@@ -1,4 +1,4 @@
-"""Benchmark: the audit pipeline on Spark (issue 10).
+"""Benchmark: the audit pipeline on Spark.
 
 1. Data made through the controller's commit path, in a PostgreSQL database of its own: topics
    of `--partitions-per-topic` partitions (one TopicRecord and one PartitionRecord per

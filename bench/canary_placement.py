@@ -35,6 +35,7 @@ from bench.replica_state import (
     log,
     run_with_controller,
 )
+from bench.verify import verify_stack
 from controlplane.controller.canary.rules import canary_partitions
 from devtools.stack import Stack, wait_for
 
@@ -176,7 +177,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         controller[setting].append(
             (commit["handle_ms"] + commit["encode_ms"] + commit["transaction_ms"]) / 1000
         )
-    verify = stack.manage("verify_metadata", check=False)
+    verify = verify_stack(stack)
     brokers.stop()
     off_wall, on_wall = statistics.median(wall["off"]), statistics.median(wall["on"])
     off_ctl, on_ctl = statistics.median(controller["off"]), statistics.median(controller["on"])
@@ -225,7 +226,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         "within_goal": on_wall / off_wall <= GOAL and on_ctl / off_ctl <= GOAL,
         "placement_checked": placement_ok,
         "placement_checks": checks,
-        "verify_metadata": verify.stdout.strip().splitlines()[-1:] if verify.stdout else [],
+        "verify_metadata": verify,
     }
 
 

@@ -1,14 +1,14 @@
 """Benchmark: what fencing one broker costs the health index at 100,000 and 1,000,000 partitions.
 
-Issue 25 made a fenced broker's replicas offline replicas (as Kafka's MetadataResponse counts
-them), so a commit that fences or unfences a broker now counts again every partition with a
-replica on it (RF 3 over 100 brokers: 3 % of the cluster), beside the partitions it changed.
+A fenced broker's replicas are offline replicas (as Kafka's MetadataResponse counts them), so a
+commit that fences or unfences a broker counts again every partition with a replica on it (RF 3
+over 100 brokers: 3 % of the cluster), beside the partitions it changed.
 In one process, no Django: the image built as bench.image_memory builds it (100 brokers, topics
 of 10,000 partitions), the index built once, then one delta fencing broker 0 and one unfencing
 it, each `HealthIndex.changes` timed (best of 5). Two deltas each: the fence record alone
 (the bare recount), and the fence with what the controller writes with it, broker 0 out of
 every ISR and its leaderships moved (one PartitionChangeRecord per partition holding it: those
-partitions were counted again before issue 25 too, so this is the real commit's difference).
+partitions are counted again in any case, so this is the real commit's difference).
 
     python -m bench.health_fence [--sizes 100000 1000000]
 

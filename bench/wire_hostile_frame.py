@@ -1,6 +1,6 @@
-"""Benchmark: what a hostile frame costs the Kafka protocol listener (issue 34, point 6).
+"""Benchmark: what a hostile frame costs the Kafka protocol listener.
 
-A real `serve_kafka` (PLAINTEXT, ANONYMOUS) is sent the finding's request: a CreateAcls v3 of
+A real `serve_kafka` (PLAINTEXT, ANONYMOUS) is sent a hostile request: a CreateAcls v3 of
 150,000 creations (about 11.6 MB, far over the 10,000 items a request may hold). The listener
 must refuse it from the list's announced length, before decoding anything: this measures the
 time until it closes the connection and the listener's peak resident memory (VmHWM) before and

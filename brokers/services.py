@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from brokers.identity import require_registrable_id, require_speaks_for
 from brokers.models import Broker
 from brokers.projection import registration_from_row
 from controlplane.controller.brokers import control as core
@@ -21,11 +22,14 @@ from controlplane.services import broker_call
 
 
 def broker_register(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    require_speaks_for(context, payload["broker_id"], "BrokerRegistration")
+    require_registrable_id(payload["broker_id"])
     # The controller counts the registration as the new incarnation's first contact.
     return broker_call(api="BrokerRegistration", payload=payload, context=context)
 
 
 def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    require_speaks_for(context, payload["broker_id"], "BrokerHeartbeat")
     request = core.heartbeat_request(payload)
     status = _current_status(request)
     if status is None:
@@ -81,6 +85,7 @@ def producer_ids_allocate(
     *, broker_id: int, broker_epoch: int, context: RequestContext
 ) -> dict[str, Any]:
     """The next block of producer ids for a broker (AllocateProducerIds)."""
+    require_speaks_for(context, broker_id, "AllocateProducerIds")
     return broker_call(
         api="AllocateProducerIds",
         payload={"broker_id": broker_id, "broker_epoch": broker_epoch},

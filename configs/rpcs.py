@@ -2,10 +2,11 @@
 IncrementalAlterConfigs, DescribeClientQuotas, AlterClientQuotas).
 
 Config authorization is Kafka's, per resource: ALTER_CONFIGS (writes) or DESCRIBE_CONFIGS (reads)
-on the TOPIC for a topic, on the CLUSTER for BROKER and BROKER_LOGGER; a refused resource is
-answered TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED and never reaches the
-controller. Writes go to the controller; reads use the projection and static settings. Client
-quotas need ALTER_CONFIGS / DESCRIBE_CONFIGS on the CLUSTER.
+on the TOPIC for a topic, on the GROUP for a group, on the CLUSTER for BROKER, BROKER_LOGGER and
+CLIENT_METRICS; a refused resource is answered TOPIC_AUTHORIZATION_FAILED /
+GROUP_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED and never reaches the controller.
+Writes go to the controller; reads use the projection and static settings. Client quotas need
+ALTER_CONFIGS / DESCRIBE_CONFIGS on the CLUSTER.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from controlplane.api.responses import (
     obj,
 )
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
+from controlplane.controller.client_configs import GROUP
 from controlplane.controller.config_schema import TOPIC
 from controlplane.controller.configs.resources import (
     SUPPORTED_RESOURCE_TYPES,
@@ -60,6 +62,12 @@ def _authorization_error(
             ResourceType.TOPIC,
             resource_name,
             Errors.TOPIC_AUTHORIZATION_FAILED,
+        )
+    elif resource_type == GROUP:
+        acl_type, acl_name, error = (
+            ResourceType.GROUP,
+            resource_name,
+            Errors.GROUP_AUTHORIZATION_FAILED,
         )
     else:
         acl_type, acl_name, error = (

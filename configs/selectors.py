@@ -17,6 +17,7 @@ from controlplane.controller.config_schema import BROKER_LOGGER
 from controlplane.controller.configs.describe import describe_configs, describe_loggers
 from controlplane.controller.configs.resources import check_resource
 from controlplane.controller.records import QuotaEntity
+from controlplane.models import ConfigEntry
 from controlplane.selectors import StoredConfigs
 from replicas.models import Topic
 
@@ -93,3 +94,15 @@ def client_quota_list(*, entity_keys: Iterable[str]) -> list[tuple[QuotaEntity, 
 
 def _quota_entity(value: Any) -> QuotaEntity:
     return tuple((str(kind), None if name is None else str(name)) for kind, name in value)
+
+
+def config_resource_names(*, resource_type: str, limit: int) -> list[str]:
+    """The names of the resources of `resource_type` with dynamic configs (client metrics
+    subscriptions, groups), in order, each once, at most `limit` of them: one query."""
+    names = (
+        ConfigEntry.objects.filter(resource_type=resource_type)
+        .order_by("resource_name")
+        .values_list("resource_name", flat=True)
+        .distinct()
+    )
+    return list(names[:limit])

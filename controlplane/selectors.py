@@ -4,6 +4,7 @@ ACLs and tokens are read through `security.selectors`, configs and quotas throug
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -11,7 +12,8 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 
 from controlplane.chunked import in_chunks
-from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, ConfigView
+from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, REDACTED, ConfigView
+from controlplane.controller.scram_records import SECRET_FIELDS, USER_SCRAM_CREDENTIAL_RECORD
 from controlplane.models import Cluster, ConfigEntry, ControllerNode, MetadataRecord
 from controlplane.runtime.lease import cluster_read, now_ms
 from controlplane.runtime.snapshot_reads import metadata_snapshot_latest_intact, snapshot_id_of
@@ -57,7 +59,7 @@ def metadata_records_json(
     the log's start (LogStartMoved), and records are never skipped."""
     records: list[str] = []
     size = 0
-    data = '"data"::text' if connection.vendor == "postgresql" else 'CAST("data" AS TEXT)'
+    data = _redacted_data_sql()
     sql = (
         f'SELECT "offset", record_type, controller_epoch, timestamp_ms, {data}'
         ' FROM cp_metadata_record WHERE "offset" > %s AND "offset" <= %s ORDER BY "offset"'
@@ -81,6 +83,19 @@ def metadata_records_json(
                 records.append(record)
             low = high
     return records
+
+
+def _redacted_data_sql() -> str:
+    """A record's stored JSON as text, a UserScramCredentialRecord's salt and keys
+    "(redacted)" (SQL beside the rest of the read: no record is decoded in Python). Brokers
+    that log SCRAM users in read them from Kafka's binary log (the Raft Fetch), not from here."""
+    kind = f"record_type = '{USER_SCRAM_CREDENTIAL_RECORD}'"
+    if connection.vendor == "postgresql":
+        hidden = json.dumps(dict.fromkeys(SECRET_FIELDS, REDACTED))
+        redacted = f"""("data" || '{hidden}'::jsonb)::text"""
+        return f'CASE WHEN {kind} THEN {redacted} ELSE "data"::text END'
+    pairs = ", ".join(f"'$.{field}', '{REDACTED}'" for field in SECRET_FIELDS)
+    return f'CASE WHEN {kind} THEN json_set("data", {pairs}) ELSE CAST("data" AS TEXT) END'
 
 
 def metadata_snapshot_id() -> dict[str, int] | None:

@@ -90,6 +90,8 @@ ROOT_URLCONF = CP_INTERNAL_URLCONF if CP_LISTENER == "internal" else CP_PUBLIC_U
 # its first byte, its body within this many more; slower clients get 408 and are disconnected.
 CP_HTTP_HEADER_TIMEOUT_S = float(os.environ.get("CP_HTTP_HEADER_TIMEOUT_S", "10"))
 CP_HTTP_BODY_TIMEOUT_S = float(os.environ.get("CP_HTTP_BODY_TIMEOUT_S", "30"))
+# The web worker's GIL switch interval (sys.setswitchinterval), in ms (Python's default: 5).
+CP_GIL_SWITCH_INTERVAL_MS = float(os.environ.get("CP_GIL_SWITCH_INTERVAL_MS", "5"))
 WSGI_APPLICATION = "controlplane.wsgi.application"
 X_FRAME_OPTIONS = "DENY"
 
@@ -177,6 +179,23 @@ CP_CONTROLLER_CONSUMERS = env_int("CP_CONTROLLER_CONSUMERS", 32)
 CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
 CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)
+# A principal named <prefix><id> is bound to broker <id>: it speaks for that broker alone
+# (brokers.identity). Other principals with CLUSTER_ACTION are bound to none (Kafka's model).
+CP_BROKER_PRINCIPAL_PREFIX = os.environ.get("CP_BROKER_PRINCIPAL_PREFIX", "kafka-broker-")
+
+
+def broker_id_range(text: str) -> tuple[int, int]:
+    """`LOW-HIGH`, inclusive, within Kafka's non-negative int32 node ids."""
+    low, _, high = text.strip().partition("-")
+    bounds = int(low), int(high)
+    if not 0 <= bounds[0] <= bounds[1] <= 2**31 - 1:
+        raise ValueError(f"CP_BROKER_ID_RANGE {text!r}: expected LOW-HIGH within 0-2147483647")
+    return bounds
+
+
+# The broker ids a registration may take (Int32.MAX_VALUE left out: Kafka's clients take
+# MAX_VALUE - id for the connection to a group coordinator).
+CP_BROKER_ID_RANGE = broker_id_range(os.environ.get("CP_BROKER_ID_RANGE", "0-2147483646"))
 # The fencing hold-off (controlplane.controller.brokers.fencing.fence_stale_brokers): a full
 # disruption in a cluster of at least this many unfenced brokers, or an ingress lag over the
 # bound within the last session, holds fencing off, for this long at the most.

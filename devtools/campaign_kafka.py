@@ -1,4 +1,4 @@
-"""The fault campaign's stock Kafka brokers (devtools/campaign.py, issue 36): three unmodified
+"""The fault campaign's stock Kafka brokers (devtools/campaign.py): three unmodified
 Apache Kafka 4.1.1 brokers (stock_kafka.broker) beside the simulated ones, in the same cluster.
 
 They follow a `serve_kafka` of their own with a CONTROLLER listener (devtools.real_brokers; the

@@ -1,4 +1,4 @@
-"""The fault campaign's history recorder (issue 20): clients whose every admin write, and every
+"""The fault campaign's history recorder: clients whose every admin write, and every
 read of the same keys, becomes an `Operation` for the linearizability checker
 (`devtools.linearizability`).
 

@@ -1,4 +1,5 @@
-"""The slow-client attack of issue 12, and the probe that measures what others see meanwhile.
+"""The slow-client attack (slow and half-open connections), and the probe that measures what
+others see meanwhile.
 
 `SlowClients` holds `count` connections to one address that never finish a request: each sends
 a request line and one header, then another header line every `interval_s` (the probe that froze

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import URLPattern, path
 from django.views.generic import RedirectView
 
 from frontend.views import (
@@ -14,6 +14,7 @@ from frontend.views import (
     configs,
     mirror,
     quotas,
+    scram,
     search,
     timeline,
     tokens,
@@ -28,6 +29,34 @@ app_name = "frontend"
 TOPIC = {"kind": config_target.TOPIC_KIND}
 BROKER = {"kind": config_target.BROKER_KIND}
 DEFAULT = {"kind": config_target.DEFAULT_KIND}
+
+
+def client_config_paths(kind: str, segment: str) -> list[URLPattern]:
+    """A client metrics subscription's or a group's config pages (opened by name from the
+    index), as a topic's."""
+    kwargs = {"kind": kind}
+    return [
+        path(f"ui/configs/{segment}/", configs.config_open_view, kwargs, name=f"{kind}-open"),
+        path(
+            f"ui/configs/{segment}/<str:name>/",
+            configs.config_detail_view,
+            kwargs,
+            name=f"{kind}-config",
+        ),
+        path(
+            f"ui/configs/{segment}/<str:name>/edit/",
+            configs.config_edit_view,
+            kwargs,
+            name=f"{kind}-config-edit",
+        ),
+        path(
+            f"ui/configs/{segment}/<str:name>/apply/",
+            configs.config_apply_view,
+            kwargs,
+            name=f"{kind}-config-apply",
+        ),
+    ]
+
 
 urlpatterns = [
     path("", RedirectView.as_view(url=HOME_URL), name="home"),
@@ -127,6 +156,8 @@ urlpatterns = [
         BROKER,
         name="broker-config-apply",
     ),
+    *client_config_paths(config_target.CLIENT_METRICS_KIND, "client-metrics"),
+    *client_config_paths(config_target.GROUP_KIND, "groups"),
     path("ui/acls/", acls.acl_list_view, name="acl-list"),
     path("ui/acls/new/", acls.acl_create_view, name="acl-create"),
     path("ui/acls/new-client/", acls.acl_create_client_view, name="acl-create-client"),
@@ -143,6 +174,9 @@ urlpatterns = [
     path("ui/tokens/created/", tokens.token_created_view, name="token-created"),
     path("ui/tokens/renew/", tokens.token_renew_view, name="token-renew"),
     path("ui/tokens/expire/", tokens.token_expire_view, name="token-expire"),
+    path("ui/scram-users/", scram.scram_list_view, name="scram-list"),
+    path("ui/scram-users/set/", scram.scram_set_view, name="scram-set"),
+    path("ui/scram-users/delete/", scram.scram_delete_view, name="scram-delete"),
     path("ui/audit/", audit.audit_list_view, name="audit-list"),
     path("ui/audit/exports/", audit.audit_export_list_view, name="audit-export-list"),
     path("ui/audit/exports/start/", audit.audit_export_start_view, name="audit-export-start"),

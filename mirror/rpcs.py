@@ -11,7 +11,7 @@ flow's aliases in the URL and a text body) and never travel in an Envelope.
 - JoinMirrorGroup, SyncMirrorGroup, PutMirrorTaskConfigs, LeaveMirrorGroup (a mirror node's
   group protocol, POST /api/v1/mirror/groups/{source}/{target}/...): CLUSTER_ACTION on CLUSTER,
   as brokers' internal RPCs. Never READ on GROUP, Kafka's consumer permission: a member gets the
-  flow's session key and the leader's URL, and a consumer's principal must not (issue 34).
+  flow's session key and the leader's URL, and a consumer's principal must not.
   PutMirrorTaskConfigs keeps only the task configs the connector derives from the stored
   configuration (else INVALID_CONFIG, 400) and its audit row names the member that computed
   them (a MIRROR_WORKER resource: the follower that posted them to the leader).
@@ -86,8 +86,8 @@ def _group_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterabl
 
 
 def _task_config_resources(body: Body, answer: Body, top: int, notes: Body) -> Iterable[Body]:
-    """The flow's group and the member whose connector computed the task configs (issue 34:
-    a follower's post was audited as the leader's write alone): its worker id as the group
+    """The flow's group and the member whose connector computed the task configs (a
+    follower's post is not the leader's write alone): its worker id as the group
     has it once the controller checked it, else as the leader named it."""
     poster = next(
         (

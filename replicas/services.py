@@ -14,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from brokers.identity import require_speaks_for
 from controlplane.controller.errors import ApiError
 from controlplane.controller.replication.alter_replica_state import validate_alter_replica_state
 from controlplane.runtime.controller import get_runtime
@@ -54,11 +55,13 @@ def partition_reassignments_alter(
 
 
 def partition_alter(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+    require_speaks_for(context, payload["broker_id"], "AlterPartition")
     return broker_call(api="AlterPartition", payload=payload, context=context)
 
 
 def replicas_assign_to_dirs(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
     """A broker's replicas placed in its log dirs (AssignReplicasToDirs, KIP-858)."""
+    require_speaks_for(context, payload["broker_id"], "AssignReplicasToDirs")
     return broker_call(api="AssignReplicasToDirs", payload=payload, context=context)
 
 
@@ -68,6 +71,10 @@ def leaders_rebalance(*, context: RequestContext | None = None) -> dict[str, Any
 
 def replica_state_alter(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
     """Validate an AlterReplicaState now; queue what is valid for the controller."""
+    try:
+        require_speaks_for(context, payload["broker_id"], "AlterReplicaState")
+    except ApiError as error:
+        return {**error.as_fields(), "topics": []}
     view = replica_state_view(
         broker_id=payload["broker_id"], topic_names=[t["name"] for t in payload["topics"]]
     )

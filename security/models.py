@@ -1,5 +1,6 @@
-"""Delegation tokens: the projection of DelegationTokenRecord (ACLs and principals stay in the
-runtime, where authorization and authentication sit below every app)."""
+"""Delegation tokens and SCRAM credentials: the projections of DelegationTokenRecord and
+UserScramCredentialRecord (ACLs and principals stay in the runtime, where authorization and
+authentication sit below every app)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,23 @@ class DelegationToken(models.Model):
     class Meta:
         db_table = "cp_delegation_token"
         ordering = ["issue_timestamp", "token_id"]
+
+
+class ScramCredential(models.Model):
+    """Projection of UserScramCredentialRecord (KIP-554): one user's credential for one
+    mechanism, as the control plane's own Kafka listener checks SCRAM logins against it. The
+    salt and the keys are secrets: no page, answer, export or log line shows them."""
+
+    name = models.CharField(max_length=255)
+    mechanism = models.CharField(max_length=16)
+    salt = models.TextField()
+    stored_key = models.TextField()
+    server_key = models.TextField()
+    iterations = models.IntegerField()
+
+    class Meta:
+        db_table = "cp_scram_credential"
+        ordering = ["name", "mechanism"]
+        constraints = [
+            models.UniqueConstraint(fields=["name", "mechanism"], name="cp_scram_credential_key")
+        ]

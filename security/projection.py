@@ -1,15 +1,19 @@
-"""The delegation token projection (cp_delegation_token) of DelegationTokenRecord; the HMAC is
-never stored."""
+"""The delegation token projection (cp_delegation_token) of DelegationTokenRecord (the HMAC is
+never stored), and the SCRAM credentials' (cp_scram_credential) of UserScramCredentialRecord."""
 
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Iterator
+
+from django.db.models import Q
 
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import DelegationTokenRecord
+from controlplane.controller.scram_records import UserScramCredentialRecord
 from controlplane.runtime.projections import AppliedWrites, Write
-from security.models import DelegationToken
+from security.models import DelegationToken, ScramCredential
 
 TOKEN_FIELDS = [
     "token_id",
@@ -71,3 +75,52 @@ def delegation_token_rows() -> Iterator[DelegationTokenRecord]:
     for row in DelegationToken.objects.values(*TOKEN_FIELDS).iterator(chunk_size=2000):
         row["renewers"] = tuple(row["renewers"])
         yield DelegationTokenRecord(**row)
+
+
+SCRAM_FIELDS = ["name", "mechanism", "salt", "stored_key", "server_key", "iterations"]
+
+
+class ScramProjection:
+    """cp_scram_credential: one row per user and mechanism (what SCRAM logins are checked
+    against on the control plane's own Kafka listener)."""
+
+    name = "scram_credentials"
+    tables: tuple[str, ...] = ("cp_scram_credential",)
+
+    def prepare(
+        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
+    ) -> list[Write]:
+        changed = delta.changed_scram_credentials
+        if not changed:
+            return []
+        removed = [key for key, credential in changed.items() if credential is None]
+        rows = [
+            ScramCredential(**{field: getattr(c, field) for field in SCRAM_FIELDS})
+            for c in changed.values()
+            if c is not None
+        ]
+        return [functools.partial(_write_credentials, rows, removed)]
+
+    def load(self, image: MetadataImage) -> None:
+        for credential in scram_credential_rows():
+            image.scram_credentials[(credential.name, credential.mechanism)] = credential
+
+
+def _write_credentials(rows: list[ScramCredential], removed: list[tuple[str, str]]) -> None:
+    if removed:  # one statement, whatever the number of pairs
+        pairs = [Q(name=name, mechanism=mechanism) for name, mechanism in removed]
+        ScramCredential.objects.filter(functools.reduce(operator.or_, pairs)).delete()
+    if rows:
+        ScramCredential.objects.bulk_create(
+            rows,
+            update_conflicts=True,
+            unique_fields=["name", "mechanism"],
+            update_fields=SCRAM_FIELDS[2:],
+        )
+
+
+def scram_credential_rows() -> Iterator[UserScramCredentialRecord]:
+    """Every credential from the projection, as its record."""
+    rows = ScramCredential.objects.values(*SCRAM_FIELDS).order_by("name", "mechanism")
+    for row in rows.iterator(chunk_size=2000):
+        yield UserScramCredentialRecord(**row)

@@ -1,11 +1,15 @@
-"""ACL and delegation token admin RPCs, as Kafka's AclApis and DelegationTokenManager see them.
+"""ACL, delegation token and SCRAM credential admin RPCs, as Kafka's AclApis,
+DelegationTokenManager and ScramControlManager see them.
 
 ACL writes need ALTER on CLUSTER (never from a broker principal) and go to the controller;
 DescribeAcls needs DESCRIBE on CLUSTER and reads the projection. Token writes go to the
 controller with the requester in the payload; a token for another owner needs CREATE_TOKENS on
 that USER. Kafka refuses CreateDelegationToken from a principal authenticated by a delegation
 token (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED): a forwarding broker says so in the Envelope. HMACs
-are answered by create only and are never logged.
+are answered by create only and are never logged. SCRAM credentials (KIP-554) need ALTER on
+CLUSTER to change (never from a broker principal) and DESCRIBE on CLUSTER to describe, as Kafka's
+ControllerApis and KafkaApis authorize them; the salted password each upsertion carries is
+turned into the controller's keys here and never goes further.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ from controlplane.api.responses import INT, NSTR, STR, arr, kafka, obj
 from controlplane.controller.acls import control as acls
 from controlplane.controller.acls.bindings import AclBindingFilter, AclOperation, ResourceType
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.controller.scram import control as scram
 from controlplane.http_errors import error_body
 from controlplane.rpc import Caller, Reply, any_principal, cluster, public_write, register
 from controlplane.services import controller_call
 from security import selectors
 from security.api import acl_serializers as acl_s
+from security.api import scram_serializers as scram_s
 from security.api import token_serializers as token_s
 
 Body = dict[str, Any]
@@ -279,4 +285,54 @@ register(
             )
         ),
     ),
+)
+
+
+# --- SCRAM credentials (KIP-554) ---------------------------------------------------------------
+
+
+def alter_user_scram_credentials(body: Body, caller: Caller) -> Body:
+    """To the controller, each upsertion's salted password already turned into the keys the
+    controller keeps (`controller_upsertion`): the salted password goes no further than here."""
+    deletions = [{"name": d["name"], "mechanism": d["mechanism"]} for d in body["deletions"]]
+    upsertions = [scram.controller_upsertion(u) for u in body["upsertions"]]
+    if not deletions and not upsertions:
+        return {"throttle_time_ms": 0, "results": []}
+    response = controller_call(
+        api="AlterUserScramCredentials",
+        payload={"deletions": deletions, "upsertions": upsertions},
+        context=caller.context,
+    )
+    if "results" not in response:  # a whole-request error from the controller
+        raise ApiError(Errors(response["error_code"]), response.get("error_message"))
+    return response
+
+
+def describe_user_scram_credentials(body: Body, caller: Caller) -> Body:
+    users = body["users"]
+    names = None if users is None else [str(u["name"]) for u in users]
+    return selectors.scram_credentials_describe(users=names)
+
+
+SCRAM_USER_RESULT = obj(
+    user=STR,
+    error_code=INT,
+    error_message=NSTR,
+    credential_infos=arr(obj(mechanism=STR, iterations=INT)),
+)
+register(
+    "AlterUserScramCredentials",
+    request=scram_s.AlterUserScramCredentialsSerializer,
+    authorize=cluster(AclOperation.ALTER, write=True),
+    handler=alter_user_scram_credentials,
+    resources=named.scram_users,
+    response=obj("results", throttle_time_ms=INT, results=arr(kafka(user=STR))),
+)
+register(
+    "DescribeUserScramCredentials",
+    request=scram_s.DescribeUserScramCredentialsSerializer,
+    authorize=cluster(AclOperation.DESCRIBE),
+    handler=describe_user_scram_credentials,
+    resources=named.scram_users,
+    response=kafka(throttle_time_ms=INT, results=arr(SCRAM_USER_RESULT)),
 )

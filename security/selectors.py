@@ -1,5 +1,7 @@
-"""ACL and delegation token reads: the projections (cp_acl, cp_delegation_token), filtered as
-Kafka's DescribeAcls and DescribeDelegationToken filter them. The API and the UI read these."""
+"""ACL, delegation token and SCRAM credential reads: the projections (cp_acl,
+cp_delegation_token, cp_scram_credential), filtered as Kafka's DescribeAcls,
+DescribeDelegationToken and DescribeUserScramCredentials filter them. The API, the UI and the
+wire listener's SCRAM logins read these."""
 
 from __future__ import annotations
 
@@ -23,11 +25,15 @@ from controlplane.controller.acls.bindings import (
 from controlplane.controller.acls.control import ACL_FIELDS, binding_of
 from controlplane.controller.errors import ApiError
 from controlplane.controller.records import AccessControlEntryRecord
+from controlplane.controller.scram.describe import describe_credentials
+from controlplane.controller.scram.formatter import ScramCredential as ScramCredentialValue
+from controlplane.controller.scram.formatter import unb64
 from controlplane.controller.tokens.control import compute_hmac, secret_of
 from controlplane.controller.tokens.describe import describe_tokens
 from controlplane.models import Acl
 from controlplane.principals import AuthenticatedPrincipal
 from controlplane.selectors import config_view
+from security.models import DelegationToken, ScramCredential
 from security.projection import delegation_token_rows
 
 AclRow = tuple[Any, ...]  # an ACL's ACL_FIELDS values, in that order
@@ -174,3 +180,58 @@ def token_hmac_matches(*, token_id: str, hmac_text: str) -> bool:
     except (ApiError, binascii.Error, ValueError):
         return False
     return hmac.compare_digest(compute_hmac(secret, token_id), wanted)
+
+
+# --- SCRAM credentials (KIP-554) -----------------------------------------------------------------
+
+
+def scram_credentials_describe(*, users: Sequence[str] | None) -> dict[str, Any]:
+    """DescribeUserScramCredentials from the projection: mechanisms and iterations of the users
+    named (None or empty: every user), in one query; never a salt or a key."""
+    rows = ScramCredential.objects.values_list("name", "mechanism", "iterations")
+    if users:
+        rows = rows.filter(name__in=set(users))
+    found: dict[str, list[tuple[str, int]]] = {}
+    for name, mechanism, iterations in rows:
+        found.setdefault(name, []).append((mechanism, iterations))
+    return describe_credentials(list(users) if users else None, found)
+
+
+def scram_users(*, name_contains: str = "") -> QuerySet[ScramCredential, tuple[str, str, int]]:
+    """Every credential as (user, mechanism, iterations), by user then mechanism (the UI's
+    list, paged by the database); lazy."""
+    rows = ScramCredential.objects.all()
+    if name_contains:
+        rows = rows.filter(name__icontains=name_contains)
+    return rows.order_by("name", "mechanism").values_list("name", "mechanism", "iterations")
+
+
+def scram_credential_get(*, name: str, mechanism: str) -> ScramCredentialValue | None:
+    """The credential a SCRAM login of `name` is checked against (the wire listener)."""
+    row = (
+        ScramCredential.objects.filter(name=name, mechanism=mechanism)
+        .values_list("salt", "stored_key", "server_key", "iterations")
+        .first()
+    )
+    if row is None:
+        return None
+    salt, stored, server, iterations = row
+    return ScramCredentialValue(unb64(salt), unb64(stored), unb64(server), iterations)
+
+
+def token_scram_password(*, token_id: str, now_ms: int) -> tuple[str, str] | None:
+    """(owner, password) a live delegation token logs in with over SCRAM (Kafka's `tokenauth`
+    extension: the user is the token id, the password its HMAC in base64), or None: no such
+    live token, or delegation tokens are disabled (no secret key)."""
+    row = (
+        DelegationToken.objects.filter(token_id=token_id[:64])
+        .values_list("owner", "expiration_timestamp")
+        .first()
+    )
+    if row is None or row[1] < now_ms:
+        return None
+    try:
+        secret = secret_of(config_view())
+    except ApiError:
+        return None
+    return row[0], base64.b64encode(compute_hmac(secret, token_id[:64])).decode("ascii")

@@ -11,7 +11,11 @@ from pathlib import Path
 from stock_kafka import jars as kafka
 
 CONTROLLER_LISTENER = "CONTROLLER"
-SASL_CLIENT_LISTENER = "SASL_CLIENT"  # clients log in here (SASL/PLAIN, the broker's own users)
+# Clients log in here: SASL/PLAIN (the broker's own users) and SCRAM-SHA-256/512 (the SCRAM users
+# of the metadata log, KIP-554).
+SASL_CLIENT_LISTENER = "SASL_CLIENT"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+SCRAM_LOGIN = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 DEFAULT_CONTROLLER_ID = 3000  # settings.CP_CONTROLLER_ID's default
 # Kafka's test kit (KafkaClusterTestKit) lowers the cleaner's 128 MiB dedupe buffer to 2 MiB.
 DEDUPE_BUFFER_BYTES = 2 * 1024 * 1024
@@ -101,10 +105,11 @@ def broker_properties(
         "auto.create.topics.enable": "false",
     }
     if sasl_port is not None:
-        props["sasl.enabled.mechanisms"] = "PLAIN"
-        props[f"listener.name.{SASL_CLIENT_LISTENER.lower()}.plain.sasl.jaas.config"] = (
-            jaas_plain_users(client_users or {})
-        )
+        listener = f"listener.name.{SASL_CLIENT_LISTENER.lower()}"
+        props["sasl.enabled.mechanisms"] = ",".join(("PLAIN", *SCRAM_MECHANISMS))
+        props[f"{listener}.plain.sasl.jaas.config"] = jaas_plain_users(client_users or {})
+        for mechanism in SCRAM_MECHANISMS:  # the credentials: the broker's image of the log
+            props[f"{listener}.{mechanism.lower()}.sasl.jaas.config"] = SCRAM_LOGIN
     props.update(overrides or {})
     return props
 

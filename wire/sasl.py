@@ -1,4 +1,4 @@
-"""SASL/PLAIN for the wire listener: who a connection is.
+"""SASL/PLAIN for the wire listener: who a connection is (SCRAM-SHA-256 and -512: wire.scram).
 
 PLAIN's message is `authzid NUL authcid NUL password` (RFC 4616). The user is a principal's
 name and the password its token, the same token its REST calls carry as a bearer: the
@@ -20,7 +20,8 @@ from controlplane.principals import (
 from controlplane.runtime.lease import now_ms
 
 PLAIN = "PLAIN"
-MECHANISMS = (PLAIN,)
+# SCRAM's exchange is wire.scram's (the credentials of SCRAM users, KIP-554).
+MECHANISMS = (PLAIN, "SCRAM-SHA-256", "SCRAM-SHA-512")
 MAX_PLAIN_BYTES = 2048  # three NUL-separated fields of at most 255 bytes each, with room
 
 

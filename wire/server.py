@@ -17,20 +17,23 @@ written.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import functools
 import logging
 import ssl
 import time
 import uuid
-from collections import Counter as Tally
 from typing import Any
 
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
-from controlplane.login_failures import FAILED_AUTHENTICATION_DELAY_S, FAILED_LOGINS
+from controlplane.login_failures import (
+    CLIENT_DOOR,
+    CONTROLLER_DOOR,
+    FAILED_AUTHENTICATION_DELAY_S,
+    FAILED_LOGINS,
+)
 from controlplane.principals import AuthenticatedPrincipal, principal_forwarded
 from controlplane.rpc import Caller
 from controlplane.runtime.notifier import notifier
@@ -43,22 +46,28 @@ from wire.admission import (
 )
 from wire.apis.base import WIRE_APIS, Advertised, LongPoll, WireApi, WireRequest
 from wire.convert import from_data
+from wire.doors import Door, doors_of
+from wire.limits import (
+    Limits,
+    TooLargeBeforeAuthentication,
+    TooManyItems,
+    unauthenticated_frame_size,
+    within_item_bound,
+)
 from wire.listeners import (
     CLIENT,
     SECURITY_PROTOCOLS,
     Listener,
     require_private_plaintext_controllers,
 )
-from wire.memory import RequestMemory
+from wire.memory import MemoryWaitTimedOut, read_charged
 from wire.protocol import (
     API_VERSIONS_KEY,
-    DEFAULT_MAX_FRAME_BYTES,
     InvalidRequest,
     RequestHeader,
     encode_body,
     encode_response,
     frame_size,
-    leading_items,
     peek_header,
     read_body,
     read_header,
@@ -66,6 +75,7 @@ from wire.protocol import (
     unsupported_api_versions,
 )
 from wire.sasl import MECHANISMS, SaslFailed
+from wire.scram import ScramExchange, is_scram, scram_authenticate
 from wire.tls_principal import (
     NoMatchingRule,
     Rule,
@@ -90,47 +100,21 @@ SESSION_APIS: dict[int, tuple[str, int, int]] = {
 __all__ = ["SECURITY_PROTOCOLS", "Limits", "Listener", "WireServer", "ssl_context"]
 
 
-class _TooLargeBeforeAuthentication(InvalidRequest):
-    """A frame over `sasl_max_receive_bytes` from a connection not authenticated yet."""
-
-
-def _unauthenticated_frame_size(prefix: bytes, limit: int) -> int:
-    announced = int.from_bytes(prefix, "big", signed=True)
-    if announced > limit:
-        raise _TooLargeBeforeAuthentication(
-            f"a frame of {announced} bytes is larger than sasl.server.max.receive.size ({limit})"
-        )
-    return frame_size(prefix, limit)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Limits:
-    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES  # Kafka's socket.request.max.bytes
-    # What an unauthenticated SASL connection may send in one frame, before and during its
-    # authentication (Kafka's sasl.server.max.receive.size, CVE-2022-34917): a peer that has
-    # proved nothing announces no 100 MiB frame.
-    sasl_max_receive_bytes: int = 512 * 1024
-    idle_timeout_s: float = 600.0  # Kafka's connections.max.idle.ms
-    authentication_timeout_s: float = 10.0  # a SASL connection's time to authenticate
-    # The bytes of requests read and not yet answered, all connections together (Kafka's
-    # queued.max.request.bytes); one connection holds one request at a time (muted meanwhile).
-    queued_max_request_bytes: int = 100 * 1024 * 1024
-    max_connections_per_ip: int = 1000  # Kafka's max.connections.per.ip
-    max_connections: int = 10000  # Kafka's max.connections
-    threads: int = 8  # the handlers' pool (Django and the controller run there)
-
-
 @dataclasses.dataclass(slots=True)
 class _Connection:
     listener: Listener
     host: str
     principal: AuthenticatedPrincipal | None  # None until SASL succeeds
+    door: Door
+    opened_at: float = dataclasses.field(default_factory=time.monotonic)
     handshake_done: bool = False
     client_id: str = ""
     client_software_version: str = ""  # from its ApiVersions v3+ (KIP-511), when valid
-    # After a SaslHandshake v0: the next frame is the raw SASL/PLAIN token, answered with a
-    # raw frame (empty on success; the connection closes on failure), as Kafka does.
+    # After a SaslHandshake v0: the next frames are raw SASL tokens, answered with raw frames
+    # (PLAIN's empty on success, SCRAM's challenges; a failure closes), as Kafka does.
     raw_sasl_token_next: bool = False
+    mechanism: str = ""  # the SaslHandshake's; SCRAM's exchange under way (wire.scram):
+    scram: ScramExchange | None = None
 
 
 class _Close(Exception):
@@ -176,14 +160,19 @@ class WireServer:
         self._node_ports: dict[tuple[int, int], int] = {}  # (listener index, node id) -> port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._binding: asyncio.Lock | None = None
-        self.pool = concurrent.futures.ThreadPoolExecutor(
-            self.limits.threads, thread_name_prefix="kafka-wire"
+        limits = self.limits
+        self.doors = doors_of(
+            client_memory_bytes=limits.queued_max_request_bytes,
+            controller_memory_bytes=limits.controller_queued_max_request_bytes,
+            client_threads=limits.threads,
+            controller_threads=limits.controller_threads,
+            memory_wait_timeout_s=limits.memory_wait_timeout_s,
+            max_connections=limits.max_connections,
+            max_connections_per_ip=limits.max_connections_per_ip,
         )
-        self.memory = RequestMemory(self.limits.queued_max_request_bytes)
+        self.memory = self.doors[CLIENT].memory  # the client door's: what tests look at
         self.bound: list[Bound] = []
         self._servers: list[asyncio.Server] = []
-        self._per_ip: Tally[str] = Tally()
-        self._open = 0
         self._connections: set[asyncio.Task[Any]] = set()
 
     # --- lifecycle ------------------------------------------------------------------------
@@ -234,7 +223,8 @@ class WireServer:
         await asyncio.gather(*self._connections, return_exceptions=True)
         for server in self._servers:
             await server.wait_closed()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        for door in self.doors.values():
+            door.pool.shutdown(wait=False, cancel_futures=True)
 
     def advertised(self, bound: Bound) -> Advertised:
         host = self.advertised_host or bound.host
@@ -276,7 +266,8 @@ class WireServer:
     ) -> None:
         peer = writer.get_extra_info("peername") or ("", 0)
         host = str(peer[0])
-        refused = self._refusal(host)
+        door = self.doors[listener.role]
+        refused = door.refusal(host)
         if refused is not None:
             metrics.CONNECTIONS_REFUSED.labels(listener.listener_name, refused).inc()
             writer.close()
@@ -286,40 +277,29 @@ class WireServer:
             if principal is not None and self._maps_plaintext_controller(listener):
                 assert self.controller_plaintext_principal is not None
                 principal = await asyncio.get_running_loop().run_in_executor(
-                    self.pool, principal_forwarded, self.controller_plaintext_principal
+                    door.pool, principal_forwarded, self.controller_plaintext_principal
                 )
         except NoMatchingRule as error:
             metrics.CONNECTIONS_REFUSED.labels(listener.listener_name, "principal_mapping").inc()
             logger.warning("closing %s: %s", host, error)
             writer.close()
             return
-        self._open += 1
-        self._per_ip[host] += 1
+        door.opened(host)
         task = asyncio.current_task()
         if task is not None:
             self._connections.add(task)
             task.add_done_callback(self._connections.discard)
         metrics.CONNECTIONS.labels(listener.listener_name).inc()
         bound = next(b for b in self.bound if b.listener is listener)
-        conn = _Connection(listener, host, principal)
+        conn = _Connection(listener, host, principal, door)
         try:
             await self._serve(conn, reader, writer, bound)
         except asyncio.CancelledError:
             pass  # the listener closes (a parked Fetch among others): nothing more to answer
         finally:
             writer.close()
-            self._open -= 1
-            self._per_ip[host] -= 1
-            if self._per_ip[host] <= 0:
-                del self._per_ip[host]
+            door.closed(host)
             metrics.CONNECTIONS.labels(listener.listener_name).dec()
-
-    def _refusal(self, host: str) -> str | None:
-        if self._open >= self.limits.max_connections:
-            return "max_connections"
-        if self._per_ip[host] >= self.limits.max_connections_per_ip:
-            return "max_connections_per_ip"
-        return None
 
     def _refused(self, conn: _Connection, reason: str) -> None:
         metrics.CONNECTIONS_REFUSED.labels(conn.listener.listener_name, reason).inc()
@@ -333,34 +313,47 @@ class WireServer:
     ) -> None:
         """Read a frame, answer it, then read the next: the connection is muted while its one
         request is held (Kafka's SocketServer), so a peer never has more than one frame in this
-        process, and the frame's bytes come from the listener's request memory."""
+        process. An authenticated frame's bytes come from its door's request memory as they
+        arrive; a frame before authentication is bounded by itself and charged to no pool."""
+        memory = conn.door.memory
+        name = conn.listener.listener_name
         try:
             while True:
                 size = await self._next_frame_size(conn, reader)
-                await self.memory.take(size, conn.listener.listener_name)
+                frame: bytes | bytearray
+                if conn.principal is None:
+                    timeout_s = self._timeout(conn)
+                    frame = await asyncio.wait_for(reader.readexactly(size), timeout_s)
+                    charged = 0
+                else:
+                    frame, charged = await read_charged(
+                        reader, size, memory, name, timeout_s=self.limits.frame_timeout_s
+                    )
                 try:
-                    frame = await asyncio.wait_for(reader.readexactly(size), self._timeout(conn))
                     received = time.perf_counter()
-                    response = await self._respond(conn, frame, bound, received)
+                    response = await self._respond(conn, bytes(frame), bound, received)
                     del frame
                     writer.write(response)
                     await writer.drain()
                 finally:
-                    await self.memory.give_back(size)
+                    await memory.give_back(charged)
         except _Close as error:
             logger.info("closing %s (%s): %s", conn.host, conn.client_id, error)
             if error.args and isinstance(error.args[-1], bytes):  # a last answer, then close
                 writer.write(error.args[-1])
                 await writer.drain()
-        except _TooLargeBeforeAuthentication as error:
+        except TooLargeBeforeAuthentication as error:
             self._refused(conn, "sasl_receive_size")
             logger.warning("closing %s before authentication: %s", conn.host, error)
-        except _TooManyItems as error:
+        except TooManyItems as error:
             self._refused(conn, "too_many_items")
             logger.warning("closing %s (%s): %s", conn.host, conn.client_id, error)
         except InvalidRequest as error:
             self._refused(conn, "invalid_frame")
             logger.info("closing %s: %s", conn.host, error)
+        except MemoryWaitTimedOut as error:
+            self._refused(conn, "memory_wait_timeout")
+            logger.warning("closing %s (%s): %s", conn.host, conn.client_id, error)
         except TimeoutError:
             reason = "idle" if conn.principal is not None else "authentication_timeout"
             self._refused(conn, reason)
@@ -368,14 +361,20 @@ class WireServer:
             pass
 
     def _timeout(self, conn: _Connection) -> float:
+        """Idle time between frames; before authentication, what is left of the session's whole
+        time to authenticate (a peer sending ApiVersions every few seconds gets no more)."""
         if conn.principal is None:
-            return self.limits.authentication_timeout_s
+            left = conn.opened_at + self.limits.authentication_timeout_s - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            return left
         return self.limits.idle_timeout_s
 
     async def _next_frame_size(self, conn: _Connection, reader: asyncio.StreamReader) -> int:
-        prefix = await asyncio.wait_for(reader.readexactly(4), self._timeout(conn))
+        timeout_s = self._timeout(conn)
+        prefix = await asyncio.wait_for(reader.readexactly(4), timeout_s)
         if conn.principal is None:
-            return _unauthenticated_frame_size(prefix, self.limits.sasl_max_receive_bytes)
+            return unauthenticated_frame_size(prefix, self.limits.sasl_max_receive_bytes)
         return frame_size(prefix, self.limits.max_frame_bytes)
 
     async def _respond(
@@ -401,7 +400,7 @@ class WireServer:
         if conn.principal is None:  # Kafka: IllegalSaslStateException, then the close
             raise _Close(f"apiKey {api_key} before SASL authentication")
         api = self._api(conn, api_key, api_version)
-        _within_item_bound(api, header, frame)
+        within_item_bound(api, header, frame)
         request = WireRequest(
             api_key=api_key,
             api_version=api_version,
@@ -424,13 +423,12 @@ class WireServer:
         await within_request_rate(conn.principal, conn.host, conn.listener.listener_name)
         loop = asyncio.get_running_loop()
         gate = conn.listener.listener_name if conn.listener.controller else None
-        response = await loop.run_in_executor(self.pool, self._handle, api, request, received, gate)
+        pool = conn.door.pool
+        response = await loop.run_in_executor(pool, self._handle, api, request, received, gate)
         if isinstance(response, LongPoll):
             await notifier.wait_async(response.generation, response.timeout_s)
             request = dataclasses.replace(request, waited=True)
-            response = await loop.run_in_executor(
-                self.pool, self._handle, api, request, received, gate
-            )
+            response = await loop.run_in_executor(pool, self._handle, api, request, received, gate)
         if response is None or isinstance(response, LongPoll):
             raise _Close(f"{api.name} failed")
         return response
@@ -516,7 +514,7 @@ class WireServer:
         response = from_data(response_class, data)
         self._count(name, version, [ErrorCode(data["error_code"]).name.upper()], received)
         encoded = encode_response(key, version, header.correlation_id, encode_body(response))
-        if key == SASL_AUTHENTICATE_KEY and conn.principal is None:
+        if key == SASL_AUTHENTICATE_KEY and data["error_code"] != 0:
             raise _Close("SASL authentication failed", encoded)  # answered, then closed
         return encoded
 
@@ -530,6 +528,7 @@ class WireServer:
                 "mechanisms": mechanisms,
             }
         conn.handshake_done = True
+        conn.mechanism = mechanism
         return {"error_code": 0, "mechanisms": mechanisms}
 
     async def _authenticate(self, conn: _Connection, auth_bytes: bytes) -> dict[str, Any]:
@@ -539,22 +538,23 @@ class WireServer:
                 "error_message": "SaslAuthenticate before SaslHandshake, or after success.",
                 "auth_bytes": b"",
             }
+        if is_scram(conn.mechanism):
+            return await scram_authenticate(conn, bytes(auth_bytes))
         loop = asyncio.get_running_loop()
         name = plain_user(bytes(auth_bytes))
+        door = CONTROLLER_DOOR if conn.listener.controller else CLIENT_DOOR
         try:
-            wait_s = FAILED_LOGINS.retry_after_s(host=conn.host, name=name)
+            wait_s = FAILED_LOGINS.retry_after_s(door=door, host=conn.host, name=name)
             if wait_s > 0:
                 raise SaslFailed(
                     f"Too many failed authentications from this address; retry in {wait_s:.0f} s."
                 )
             principal = await loop.run_in_executor(
-                self.pool, authenticate_plain_on_pool, auth_bytes
+                conn.door.pool, authenticate_plain_on_pool, auth_bytes
             )
         except SaslFailed as error:
             metrics.AUTHENTICATIONS.labels(conn.listener.listener_name, "failed").inc()
-            FAILED_LOGINS.failed(
-                host=conn.host, name=name, door=conn.listener.protocol, why=str(error)
-            )
+            FAILED_LOGINS.failed(host=conn.host, name=name, door=door, why=str(error))
             # Kafka's connection.failed.authentication.delay.ms, on the loop: no thread held.
             await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
             return {
@@ -567,28 +567,10 @@ class WireServer:
         return {"error_code": 0, "error_message": None, "auth_bytes": b""}
 
     async def _raw_sasl_token(self, conn: _Connection, token: bytes) -> bytes:
-        """SaslHandshake v0's token, raw: an empty raw frame answers success; a failure is
-        logged and closes the connection (no error message travels in v0)."""
-        conn.raw_sasl_token_next = False
+        """SaslHandshake v0's tokens, raw: raw frames answer them (PLAIN's success empty, SCRAM's
+        rounds the server's messages); a failure is logged and closes (v0 carries no error)."""
         answer = await self._authenticate(conn, token)
+        conn.raw_sasl_token_next = answer["error_code"] == 0 and conn.principal is None
         if answer["error_code"] != 0:
             raise _Close(f"SASL authentication failed: {answer['error_message']}")
-        return b"\x00\x00\x00\x00"  # a frame of no bytes
-
-
-class _TooManyItems(InvalidRequest):
-    """A request whose leading list is longer than its API allows: refused unread."""
-
-
-def _within_item_bound(api: WireApi, header: RequestHeader, frame: bytes) -> None:
-    """A request over its API's item bound closes the connection, as a frame over
-    socket.request.max.bytes does, before anything of its list is decoded: decoding is what
-    costs memory (tens of bytes on the wire become a Python object each)."""
-    if api.max_items is None:
-        return
-    items = leading_items(header, frame)
-    if items > api.max_items:
-        raise _TooManyItems(
-            f"{api.name} v{header.api_version} with {items} items: at most {api.max_items} "
-            "per request"
-        )
+        return len(answer["auth_bytes"]).to_bytes(4, "big") + bytes(answer["auth_bytes"])

@@ -1,4 +1,4 @@
-"""One audit row per applied write (issue 15): rows that earlier copies of a request id added for
+"""One audit row per applied write: rows that earlier copies of a request id added for
 the same write are folded into the first, then a unique index keeps it that way."""
 
 from django.db import migrations, models

@@ -1,4 +1,4 @@
-"""The Parquet export (issue 10): export runs, and the commit order of audit rows.
+"""The Parquet export: export runs, and the commit order of audit rows.
 
 On PostgreSQL every audit row records the transaction that wrote it (`txid`, a column default
 the model does not know, so every insert gets it): audit rows come from many writers whose ids

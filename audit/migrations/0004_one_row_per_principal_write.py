@@ -1,4 +1,4 @@
-"""One audit row per applied write of a principal (issue 20): request ids belong to their
+"""One audit row per applied write of a principal: request ids belong to their
 principal, so the unique index that folds copies of one write is on (principal, request id)."""
 
 from django.db import migrations, models

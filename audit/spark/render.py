@@ -208,8 +208,8 @@ PALETTE = ("#2f6fb0", "#d9822b", "#3a9a5b", "#c23b3b", "#7c5cb8", "#8a6d3b", "#4
 
 
 # A series named for an outcome or a state is coloured by what it means, whatever its order:
-# success green, failure red, partial orange, in progress blue (issue 25: FAILED was blue and
-# SUCCESS orange, by order of first appearance).
+# success green, failure red, partial orange, in progress blue (never by order of first
+# appearance, which could paint FAILED blue and SUCCESS orange).
 MEANING = {
     "SUCCESS": "#3a9a5b",
     "SUCCEEDED": "#3a9a5b",

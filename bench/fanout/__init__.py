@@ -1,4 +1,4 @@
-"""Benchmark: one AlterReplicaState fanned out to 60 long-polling brokers (issue 22).
+"""Benchmark: one AlterReplicaState fanned out to 60 long-polling brokers.
 
 gunicorn + PostgreSQL + Redis + one `run_controller`, 60 brokers registered and kept alive with
 heartbeats every 2 s. Broker 7 leads 10,000 partitions (one topic), broker 11 leads 100,000 (10

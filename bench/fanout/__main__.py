@@ -6,6 +6,7 @@ import argparse
 
 from bench import fanout
 from bench.fanout.common import ACCEPT, FAILING_BROKERS
+from bench.fanout.heartbeat_shapes import SHAPES
 from bench.fanout.run import measure
 from bench.replica_state import run_with_controller
 
@@ -23,7 +24,21 @@ def main() -> None:
     parser.add_argument(
         "--one-process",
         action="store_true",
-        help="every follower and every broker's heartbeats in one process (issue 33)",
+        help="every follower and every broker's heartbeats in one process",
+    )
+    parser.add_argument(
+        "--heartbeats",
+        choices=SHAPES,
+        default=None,
+        help="heartbeats from the bench as one agent for every broker in turn, or a thread "
+        "per broker (bench.fanout.heartbeat_shapes); default: the bench's agent, unmeasured",
+    )
+    parser.add_argument(
+        "--web-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of the web tier's processes (e.g. CP_GIL_SWITCH_INTERVAL_MS=1)",
     )
     parser.add_argument("--max-records", type=int, default=100_000)
     parser.add_argument("--wait-ms", type=int, default=5000)

@@ -160,7 +160,7 @@ class FollowerGroup:
 
 
 class Heartbeats:
-    """The one-process mode (`--one-process`, issue 33): this process sends every broker's
+    """The one-process mode (`--one-process`): this process sends every broker's
     heartbeat every 2 s besides following, as one agent process per host does. From a thread of
     its own with its own connection, so that heartbeats never queue behind the followers' work
     in the event loop (a heartbeat is due every 2 s whatever the fetches bring); the longest gap

@@ -25,6 +25,7 @@ from bench.fanout.common import (
     TOPIC_PARTITIONS,
 )
 from bench.fanout.followers import FollowerFleet
+from bench.fanout.heartbeat_shapes import HeartbeatShape
 from bench.fanout.probes import fencing_held_off, start_probes, timer_worst_lag_ms
 from bench.replica_state import (
     assigned,
@@ -291,7 +292,10 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     http = stack.start_web(
         workers=args.workers,
         threads=args.threads,
-        extra_env={"CP_MAX_BODY_BYTES": str(MAX_BODY_BYTES)},
+        extra_env={
+            "CP_MAX_BODY_BYTES": str(MAX_BODY_BYTES),
+            **dict(item.split("=", 1) for item in args.web_env),
+        },
     )
     brokers = brokers_unfenced(stack, http.internal, args.brokers)
     admin = bearer_client(http.base, stack.tokens["admin"], timeout_s=600)
@@ -322,6 +326,13 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     )
     if args.one_process:
         brokers.stop()
+    shape: HeartbeatShape | None = None
+    if not args.one_process and args.heartbeats:
+        brokers.stop()  # the chosen shape heartbeats instead of the bench's agent
+        shape = HeartbeatShape(
+            args.heartbeats, http.internal, stack.tokens["broker"], dict(brokers.epochs)
+        ).start()
+    fencings_before = fencing_records(stack)
     sizes = []
     probes = start_probes(http, stack, brokers)
     try:
@@ -342,6 +353,9 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     finally:
         follower_errors = fleet.stop()
         answered: dict[str, Any] = {probe.name: probe.stop() for probe in probes}
+        if shape is not None:
+            answered["heartbeat_shape"] = shape.stop()
+    answered["brokers_fenced_during_run"] = fencing_records(stack) - fencings_before
     fenced = int(stack.sql("SELECT count(*) FROM cp_broker WHERE fenced")[0][0])
     answered["followers_process_heartbeats"] = fleet.heartbeats
     answered["fencing_held_off"] = fencing_held_off(stack)
@@ -359,6 +373,20 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         }
     held_off = answered["fencing_held_off"]
     result["goals"]["fencing_never_held_off"] = {"figure": held_off, "met": held_off == 0}
+    during = answered["brokers_fenced_during_run"]
+    result["goals"]["no_broker_fenced_during_run"] = {"figure": during, "met": during == 0}
+    shaped = answered.get("heartbeat_shape")
+    if shaped is not None:
+        result["goals"]["heartbeat_p99_ms"] = {
+            "figure": shaped["latency_p99_ms"],
+            "goal": HEARTBEAT_P99_GOAL_MS,
+            "met": (shaped["latency_p99_ms"] or 0) < HEARTBEAT_P99_GOAL_MS,
+        }
+        result["goals"]["longest_heartbeat_gap_s"] = {
+            "figure": shaped["longest_gap_s"],
+            "goal": f"below the session timeout ({SESSION_TIMEOUT_S} s)",
+            "met": (shaped["longest_gap_s"] or 0) < SESSION_TIMEOUT_S,
+        }
     beats = answered.get("followers_process_heartbeats")
     if beats is not None:  # the one-process mode: its heartbeats kept every session alive
         result["goals"]["followers_process_heartbeats_on_time"] = {
@@ -375,7 +403,20 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     return result
 
 
-TIMER_LAG_GOAL_MS = 500  # the fencing rounds decide at most this late (issue 33)
+TIMER_LAG_GOAL_MS = 500  # the fencing rounds decide at most this late
+HEARTBEAT_P99_GOAL_MS = 100  # a heartbeat answered within it while every broker long-polls
+
+
+def fencing_records(stack: Stack) -> int:
+    """Fencings the log holds (BrokerRegistrationChangeRecord with fenced = 1)."""
+    return int(
+        stack.sql(
+            "SELECT count(*) FROM cp_metadata_record WHERE record_type = "
+            "'BrokerRegistrationChangeRecord' AND (data->>'fenced')::int = 1"
+        )[0][0]
+    )
+
+
 SESSION_TIMEOUT_S = 9.0  # broker.session.timeout.ms
 
 
@@ -394,7 +435,9 @@ def report(
             "brokers": args.brokers,
             "followers": args.brokers,
             "followers_processes": 1 if args.one_process else args.processes,
-            "heartbeats_from": "the followers' process" if args.one_process else "the bench",
+            "heartbeats_from": "the followers' process"
+            if args.one_process
+            else f"the bench: {args.heartbeats or 'agent'}",
             "encoding": args.encoding,
             "request_headers": ACCEPT[args.encoding],
             "wait_ms": args.wait_ms,

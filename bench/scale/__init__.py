@@ -1,4 +1,4 @@
-"""Benchmark: a cluster of 10,000, 100,000 and 1,000,000 partitions (issue 23, "Show it").
+"""Benchmark: a cluster of 10,000, 100,000 and 1,000,000 partitions .
 
 PostgreSQL + Redis, an active and a standby `run_controller` (lease 6 s), one web node, a Celery
 worker (the snapshots are its tasks), 100 brokers registered and heartbeating every 2 s. Per

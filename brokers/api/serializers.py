@@ -29,7 +29,9 @@ class SupportedFeatureSerializer(StrictSerializer):
 
 
 class BrokerRegistrationSerializer(StrictSerializer):
-    broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+    # Int32.MAX_VALUE is reserved (Kafka's clients name their group coordinator's connection
+    # with it); CP_BROKER_ID_RANGE may narrow the range further.
+    broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX - 1)
     cluster_id = StrictCharField(max_length=64)
     incarnation_id = UuidStringField()
     listeners = serializers.ListField(child=ListenerSerializer(), allow_empty=False, max_length=64)

@@ -1,4 +1,4 @@
-"""ClientQuota moves here from controlplane (issue 9's rooms): its table stays as it is."""
+"""ClientQuota moves here from controlplane (its own room): its table stays as it is."""
 
 from django.db import migrations, models
 

@@ -39,6 +39,10 @@ ADMIN_APIS: dict[str, ApiKey] = {
         ApiKey("ListPartitionReassignments", 46, "list-partition-reassignments", True),
         ApiKey("DescribeClientQuotas", 48, "describe-client-quotas", False),
         ApiKey("AlterClientQuotas", 49, "alter-client-quotas", True),
+        # SCRAM users (KIP-554): brokers forward the alteration; they answer the description
+        # from their own image (the client door and REST answer it here too).
+        ApiKey("DescribeUserScramCredentials", 50, "describe-user-scram-credentials", False),
+        ApiKey("AlterUserScramCredentials", 51, "alter-user-scram-credentials", True),
         ApiKey("DescribeCluster", 60, "describe-cluster", False),
         ApiKey("UnregisterBroker", 64, "unregister-broker", True),
     )

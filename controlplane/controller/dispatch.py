@@ -20,6 +20,7 @@ from controlplane.controller.mirror import handlers as mirror
 from controlplane.controller.quotas import handlers as quotas
 from controlplane.controller.replication import handlers as replication
 from controlplane.controller.result import ControllerResult
+from controlplane.controller.scram import handlers as scram
 from controlplane.controller.tokens import handlers as tokens
 
 logger = logging.getLogger("controlplane.controller")
@@ -43,6 +44,7 @@ HANDLERS: Mapping[str, Handler] = _joined(
     quotas.HANDLERS,
     tokens.HANDLERS,
     mirror.HANDLERS,
+    scram.HANDLERS,
 )
 # APIs whose retries are naturally idempotent (their outcome follows from state alone).
 STATE_IDEMPOTENT_APIS: frozenset[str] = (

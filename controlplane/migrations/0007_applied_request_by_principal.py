@@ -1,4 +1,4 @@
-"""Request ids belong to their principal (issue 20): the applied-request table is keyed by
+"""Request ids belong to their principal: the applied-request table is keyed by
 (request id, principal) instead of the request id alone.
 
 Django cannot move a table to a composite primary key in place, so the new table is created

@@ -65,7 +65,7 @@ def metadata_verify() -> list[str]:
     PostgreSQL), as the standby loads its image: on a live cluster the controller commits
     while the log replays (at 100,000 partitions, for seconds), and tables read after the log
     would hold commits the replayed log does not, reported as the log and the tables
-    disagreeing when each commit wrote both (issue 33)."""
+    disagreeing when each commit wrote both."""
     with consistent_read():
         replayed, problems = image_from_log()
         cluster = cluster_read()

@@ -5,7 +5,7 @@ controlplane.server.worker.ControlPlaneWorker` runs, in each worker process, uvi
 protocol (httptools) on an event loop, one server per listener (public, internal), each with a
 thread pool of its own (`--threads` threads) in which Django answers. Why not gunicorn's gthread
 worker: it gives every half-sent request a thread and no header deadline, so 20 slow
-connections froze the server and the brokers' heartbeats with it (issue 12). Here a connection
+connections can freeze the server and the brokers' heartbeats with it. Here a connection
 costs a thread only while Django answers it:
 
 - a request's headers must arrive within `CP_HTTP_HEADER_TIMEOUT_S` of its first byte (or of the

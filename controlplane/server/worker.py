@@ -22,6 +22,7 @@ import contextlib
 import math
 import os
 import signal
+import sys
 from typing import Any
 
 from gunicorn.workers import base
@@ -129,6 +130,12 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def init_process(self) -> None:
+        from django.conf import settings
+
+        # How long a thread holds the GIL before it must let another run (Python's default:
+        # 5 ms). The listener's threads answer heartbeats beside metadata fetches that encode
+        # and copy megabytes; a shorter turn keeps a heartbeat from waiting behind them.
+        sys.setswitchinterval(settings.CP_GIL_SWITCH_INTERVAL_MS / 1000)
         self.loop = new_event_loop()
         asyncio.set_event_loop(self.loop)
         super().init_process()

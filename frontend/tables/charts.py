@@ -15,7 +15,7 @@ from frontend.tables.common import format_ms
 MINUTE_MS = 60_000
 # Colour-blind-safe (Okabe-Ito), each at least 3:1 against white as a graphic.
 # Every series at 3:1 or more against both the light card (#fff) and the dark one (#182029),
-# as WCAG asks of graphics: the same colours serve both schemes (issue 25).
+# as WCAG asks of graphics: the same colours serve both schemes.
 COLORS = {
     "leaders": "#0072b2",
     "replicas": "#7a7a7a",

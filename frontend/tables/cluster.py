@@ -156,7 +156,7 @@ def broker_rows(
     return flag_overloaded(rows)
 
 
-OVERLOAD_FACTOR = 2  # a broker holding twice the others' median is flagged (issue 25)
+OVERLOAD_FACTOR = 2  # a broker holding twice the others' median is flagged
 
 
 def flag_overloaded(rows: list[BrokerRow]) -> list[BrokerRow]:

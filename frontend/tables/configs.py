@@ -235,6 +235,25 @@ TOPIC_CONFIG_COLUMNS = (
 )
 
 
+CLIENT_CONFIG_HEADINGS = {"client-metrics": "Subscription", "group": "Group"}
+
+
+def client_config_table(kind: str, names: Sequence[str]) -> Table:
+    """Client metrics subscriptions (KIP-714) or groups (KIP-848) with configs, by name."""
+    column = Column(
+        kind,
+        CLIENT_CONFIG_HEADINGS[kind],
+        lambda name: link(reverse(f"frontend:{kind}-config", args=[name]), name),
+        css="mono",
+    )
+    return Table(
+        (column,),
+        names,
+        testid=f"{kind}-config-table",
+        row_attributes=lambda name: {"data-config-resource": f"{kind}-{name}"},
+    )
+
+
 def topic_config_table(names: Sequence[str]) -> Table:
     return Table(
         TOPIC_CONFIG_COLUMNS,

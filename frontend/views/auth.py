@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from controlplane.authentication import SESSION_KEY
 from controlplane.authz import client_host
-from controlplane.login_failures import FAILED_LOGINS
+from controlplane.login_failures import FAILED_LOGINS, UI_DOOR
 from controlplane.principals import session_login
 from frontend.forms.auth import PRINCIPAL_PREFIX, LoginForm
 from frontend.views.base import HOME_URL
@@ -38,9 +38,9 @@ def login_view(request: HttpRequest) -> HttpResponse:
     host = client_host(request)
     name = str(request.POST.get("name", "")).strip().removeprefix(PRINCIPAL_PREFIX)
     if request.method == "POST":
-        wait_s = FAILED_LOGINS.retry_after_s(host=host, name=name)
+        wait_s = FAILED_LOGINS.retry_after_s(door=UI_DOOR, host=host, name=name)
         if wait_s > 0:  # refused before the token is looked at
-            FAILED_LOGINS.failed(host=host, name=name, door="the UI", why="throttled")
+            FAILED_LOGINS.failed(host=host, name=name, door=UI_DOOR, why="throttled")
             response = render(
                 request,
                 "frontend/login.html",
@@ -65,7 +65,7 @@ def login_view(request: HttpRequest) -> HttpResponse:
         rotate_token(request)
         return HttpResponseRedirect(next_url or HOME_URL)
     if request.method == "POST":
-        FAILED_LOGINS.failed(host=host, name=name, door="the UI", why="invalid name or token")
+        FAILED_LOGINS.failed(host=host, name=name, door=UI_DOOR, why="invalid name or token")
     return render(
         request,
         "frontend/login.html",

@@ -13,10 +13,12 @@ from django.db.models import Count, Q, QuerySet
 
 from controlplane.controller.config_schema import REDACTED, TOPIC, TOPIC_CONFIGS
 from controlplane.controller.configs.describe import (
+    CLIENT_METRICS_CONFIG,
     DEFAULT_CONFIG,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
+    GROUP_CONFIG,
     STATIC_BROKER_CONFIG,
 )
 from controlplane.controller.errors import ApiError
@@ -33,6 +35,8 @@ SOURCE_LABELS = {
     DYNAMIC_DEFAULT_BROKER_CONFIG: "cluster default",
     DYNAMIC_BROKER_CONFIG: "broker",
     DYNAMIC_TOPIC_CONFIG: "topic",
+    CLIENT_METRICS_CONFIG: "subscription",
+    GROUP_CONFIG: "group",
 }
 DANGER, WARN, INFO = "danger", "warn", "info"
 UNLIMITED = -1  # retention.ms / retention.bytes: keep everything

@@ -1,16 +1,18 @@
-"""The config pages (KIP-590's admin APIs): a topic's, a broker's and the cluster default's
-configs as DescribeConfigs answers them, their edit form, the diff, and IncrementalAlterConfigs
-through the API. What a page is about: frontend.views.config_target; the diff and what a change
-does: frontend.views.config_diff."""
+"""The config pages (KIP-590's admin APIs): a topic's, a broker's, the cluster default's, a client
+metrics subscription's (KIP-714) and a group's (KIP-848) configs as DescribeConfigs answers them,
+their edit form, the diff, and IncrementalAlterConfigs through the API. What a page is about:
+frontend.views.config_target; the diff and what a change does: frontend.views.config_diff."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_http_methods, require_POST
 
 from brokers.selectors import broker_id_list
+from configs.selectors import config_resource_names
 from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, ResourceType
 from controlplane.selectors import StoredConfigs
 from frontend.forms.configs import ConfigApplyForm, ConfigEditForm, encode_changes
@@ -19,6 +21,7 @@ from frontend.tables.configs import (
     ConfigChange,
     ConfigRow,
     broker_config_table,
+    client_config_table,
     config_table,
     topic_config_table,
 )
@@ -35,6 +38,8 @@ from frontend.views.base import (
 )
 from frontend.views.config_diff import config_consequences, effective_diff
 from frontend.views.config_target import (
+    CLIENT_METRICS_KIND,
+    GROUP_KIND,
     ConfigTarget,
     config_fingerprint,
     config_target,
@@ -47,9 +52,11 @@ from frontend.writes import answer_problems, malformed, refusal_status, rpc_call
 from replicas.selectors import topic_name_list
 
 CONFIG_REQUIREMENT = (
-    "Viewing configs needs DESCRIBE_CONFIGS on the TOPIC (a topic's) or on the CLUSTER "
-    "(a broker's and the cluster default)."
+    "Viewing configs needs DESCRIBE_CONFIGS on the TOPIC (a topic's), on the GROUP (a group's) "
+    "or on the CLUSTER (a broker's, the cluster default and client metrics subscriptions)."
 )
+# The subscriptions and groups with configs the index lists (the rest open by name).
+CLIENT_RESOURCES_SHOWN = 200
 
 
 def config_read_refusal(request: HttpRequest, target: ConfigTarget) -> HttpResponse | None:
@@ -86,6 +93,7 @@ def config_index_view(request: HttpRequest) -> HttpResponse:
         request, AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME
     )
     brokers = broker_id_list() if cluster_readable else []
+    subscriptions = client_resource_names(request, CLIENT_METRICS_KIND) if cluster_readable else []
     return render_admin(
         request,
         title="Configs",
@@ -95,10 +103,37 @@ def config_index_view(request: HttpRequest) -> HttpResponse:
             "cluster_readable": cluster_readable,
             "broker_configs": broker_config_table(brokers),
             "topics": topic_config_table(list(page.object_list)),
+            "subscriptions": client_config_table(CLIENT_METRICS_KIND, subscriptions),
+            "groups": client_config_table(GROUP_KIND, client_resource_names(request, GROUP_KIND)),
+            "shown": CLIENT_RESOURCES_SHOWN,
             "page_obj": page,
             "query": query,
         },
     )
+
+
+def client_resource_names(request: HttpRequest, kind: str) -> list[str]:
+    """The subscriptions or groups with configs the principal may describe (the first ones)."""
+    target = config_target(kind, "")
+    names = config_resource_names(
+        resource_type=target.resource_type, limit=CLIENT_RESOURCES_SHOWN * 5
+    )
+    visible = [
+        n
+        for n in names
+        if may(request, AclOperation.DESCRIBE_CONFIGS, *config_target(kind, n).acl_resource)
+    ]
+    return visible[:CLIENT_RESOURCES_SHOWN]
+
+
+@principal_required
+def config_open_view(request: HttpRequest, kind: str) -> HttpResponse:
+    """The configs of the subscription or group named in the index's form (it need not have
+    any yet: editing one creates it, as kafka-configs does)."""
+    name = request.GET.get("name", "").strip()[:255]
+    if not name:
+        return HttpResponseRedirect(reverse("frontend:config-index"))
+    return HttpResponseRedirect(config_target(kind, name).url())
 
 
 @principal_required

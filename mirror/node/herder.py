@@ -8,8 +8,8 @@ and persists task configs: its own connectors', and those followers post to its 
 signed with the flow's session key. Every leader write carries its generation; a stale one is
 refused and the worker follows the group's answer instead.
 
-A posted task config is never trusted (issue 34: the session key once reached a consumer's
-principal, who pointed both clusters at its own URL): the leader refuses (400) any config that is
+A posted task config is never trusted (a principal holding the session key could otherwise
+point both clusters at its own URL): the leader refuses (400) any config that is
 not what the connector derives from the stored configuration, persists the rest in the poster's
 name, and every worker runs a task with the connector config it derives itself, taking only the
 task's own keys (its index, its topic-partitions) from what was persisted.
@@ -286,7 +286,7 @@ class FlowWorker:
 
     def _persist(self, connector: str, configs: list[dict[str, str]], poster: str) -> Answer:
         """Persist task configs through the control plane, in the name of `poster` (the member
-        whose connector computed them); the control plane checks them again (issue 34)."""
+        whose connector computed them); the control plane checks them again."""
         with self._lock:
             generation = self.group.get("generation", 0)
             workers = {m["member_id"]: m["worker_id"] for m in self.group.get("members", [])}

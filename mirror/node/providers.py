@@ -11,7 +11,7 @@ The stored text declares the providers (only a super user may), but what a node 
 own host is bounded by the node's operator too (`NodePolicy`, from `run_mirror_node`'s options):
 which provider kinds it instantiates (Kafka's `org.apache.kafka.automatic.config.providers`),
 which environment variables and which paths it reads (KIP-993's `allowed.paths`). A reference
-must pass both the text's parameters and the node's bound (issue 34).
+must pass both the text's parameters and the node's bound.
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _kinds(text: str) -> frozenset[str]:
 
 
 # Why a reference stays literal when what it names is not there (a file, a key, a variable):
-# which is missing is not said, as a status trace may reach whoever can read it (issue 34).
+# which is missing is not said, as a status trace may reach whoever can read it.
 UNRESOLVABLE = "unresolvable on this node"
 
 

@@ -4,7 +4,7 @@
 Headers `X-Connect-Authorization` (the HMAC, base64) and `X-Connect-Request-Signature-Algorithm`
 (HmacSHA256, Connect's default `inter.worker.signature.algorithm`). Beside them the follower
 names itself in `X-Mirror-Member-Id` (its member id in the flow's group), for the audit trail:
-the leader persists the task configs in the poster's name (issue 34).
+the leader persists the task configs in the poster's name.
 """
 
 from __future__ import annotations

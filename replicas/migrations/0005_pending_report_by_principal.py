@@ -1,5 +1,5 @@
 """A waiting AlterReplicaState is unique per (principal, request id), not per request id
-(issue 20: request ids belong to their principal)."""
+(request ids belong to their principal)."""
 
 from django.db import migrations, models
 

@@ -21,6 +21,8 @@ from rest_framework.response import Response
 
 from audit.api.mixins import AuditedRpcView
 from audit.resources import envelope as envelope_resources
+from brokers.identity import bound_broker_id
+from brokers.models import Broker
 from controlplane.api import responses
 from controlplane.api.context import principal_of
 from controlplane.api.fields import (
@@ -113,8 +115,10 @@ def principal_decode(value: Any) -> AuthenticatedPrincipal:
     return principal_forwarded(name, token_authenticated=token_authenticated)
 
 
-def authorize_sender(sender: AuthenticatedPrincipal, host: str) -> None:
-    """Only brokers (CLUSTER_ACTION on the cluster) send an Envelope: a refusal is counted.
+def authorize_sender(sender: AuthenticatedPrincipal, host: str) -> int | None:
+    """Only brokers (CLUSTER_ACTION on the cluster) send an Envelope, and a principal bound to
+    a broker id only while that broker is registered and unfenced (brokers.identity): a
+    refusal is counted. Answers the bound broker's id (None for a principal bound to none).
     Shared by the REST Envelope and the wire listener's."""
     if not is_authorized(
         sender,
@@ -129,6 +133,19 @@ def authorize_sender(sender: AuthenticatedPrincipal, host: str) -> None:
             f"{sender.principal} is not authorized for CLUSTER_ACTION on the cluster: "
             "only brokers may send an Envelope.",
         )
+    bound = bound_broker_id(sender.principal)
+    if bound is None:
+        return None
+    fenced = Broker.objects.filter(pk=bound).values_list("fenced", flat=True).first()
+    if fenced is None or fenced:
+        FORWARDING.authorization_failed.inc()
+        state = "not registered" if fenced is None else "fenced"
+        raise ApiError(
+            Errors.CLUSTER_AUTHORIZATION_FAILED,
+            f"{sender.principal} forwards for broker {bound}, which is {state}: only a "
+            "registered, unfenced broker may send an Envelope.",
+        )
+    return bound
 
 
 def inner_api_name(api_key: int) -> str:
@@ -200,7 +217,7 @@ class EnvelopeView(AuditedRpcView):
     def _forward(self, request: Request) -> Response:
         sender = principal_of(request)
         host = client_host(request)
-        authorize_sender(sender, host)
+        bound = authorize_sender(sender, host)
         body = EnvelopeSerializer.validated(request.data)
         header = body["request_header"]
         self.inner_api = inner_api_name(header["request_api_key"])
@@ -216,7 +233,7 @@ class EnvelopeView(AuditedRpcView):
             client_host=body["client_host_address"],
             client_id=header["client_id"] or "",
             request_id=getattr(request._request, "request_id", ""),
-            broker_id=body["forwarding_broker_id"],
+            broker_id=body["forwarding_broker_id"] if bound is None else bound,
         )
         answer = execute(REGISTRY[api.name], body["request_data"], caller)
         code = answer.data.get("error_code")

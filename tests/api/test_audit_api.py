@@ -106,6 +106,18 @@ BODIES: dict[str, dict[str, Any]] = {
     "CreateDelegationToken": {"renewers": [], "max_lifetime_ms": -1},
     "DescribeDelegationToken": {"owners": None},
     "UnregisterBroker": {"broker_id": 7},
+    "AlterUserScramCredentials": {
+        "upsertions": [
+            {
+                "name": "bob",
+                "mechanism": "SCRAM-SHA-256",
+                "iterations": 4096,
+                "salt": "c2FsdA==",
+                "salted_password": "c2FsdGVkLXBhc3N3b3Jk",
+            }
+        ]
+    },
+    "DescribeUserScramCredentials": {"users": [{"name": "bob"}]},
 }
 
 

@@ -126,7 +126,7 @@ def test_fenced_broker_asking_to_shut_down_is_answered_by_the_web_node(api, toke
         "error_code": 0,
         "error_message": None,
         "is_caught_up": False,
-        "is_fenced": False,
+        "is_fenced": True,  # Kafka's SHUTDOWN_NOW is fenced
         "should_shut_down": True,
     }
     assert len(queries) == 0 and log_end() == end

@@ -248,7 +248,7 @@ def test_per_resource_errors(api, tokens, topic):
         "BROKER_ID_NOT_REGISTERED",
         "INVALID_CONFIG",
         "INVALID_CONFIG",
-        "INVALID_REQUEST",
+        "INVALID_CONFIG",  # Unknown group config name: a
         "INVALID_REQUEST",  # duplicate keys
         "NONE",
     ]

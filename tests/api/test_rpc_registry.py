@@ -23,7 +23,7 @@ from mirror import rpcs as mirror_rpcs
 from shell.api.rpc_views import RpcView, rpc_urlpatterns
 
 # CONTRACT.md: the forwardable APIs (Kafka apiKey).
-FORWARDABLE = {19, 20, 33, 37, 38, 39, 40, 43, 44, 45, 46, 49, 30, 31, 64}
+FORWARDABLE = {19, 20, 33, 37, 38, 39, 40, 43, 44, 45, 46, 49, 30, 31, 51, 64}
 MIRRORS_OWN = {
     "AlterMirrorConfig",
     "AlterMirrorTargetState",

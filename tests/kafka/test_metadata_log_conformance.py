@@ -57,6 +57,11 @@ from controlplane.controller.records import (
     TopicRecord,
     UnregisterBrokerRecord,
 )
+from controlplane.controller.scram.formatter import b64
+from controlplane.controller.scram_records import (
+    RemoveUserScramCredentialRecord,
+    UserScramCredentialRecord,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -103,6 +108,10 @@ def every_record_type() -> list[Record]:
             acl, "TOPIC", "orders", "PREFIXED", "User:alice", "*", "READ", "ALLOW"
         ),
         RemoveAccessControlEntryRecord(acl),
+        UserScramCredentialRecord(
+            "alice", "SCRAM-SHA-512", b64(b"salt"), b64(b"s" * 64), b64(b"k" * 64), 8192
+        ),
+        RemoveUserScramCredentialRecord("alice", "SCRAM-SHA-512"),
         MirrorMakerConfigRecord("clusters = a, b"),
         RemoveTopicRecord(topic),
         UnregisterBrokerRecord(1, 2),
@@ -169,6 +178,8 @@ def _json_value(field_type: Any, version: int, value: Any) -> Any:
         return kafka_json(field_type.fields, version, value)
     if isinstance(value, uuid.UUID):
         return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
     return value
 
 

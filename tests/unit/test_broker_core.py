@@ -54,8 +54,8 @@ def broker(state: BrokerControlState, *, epoch: int = 10, cs_offset: int = -1):
         rack=None,
         pod="broker",
         log_dirs=(),
-        fenced=state is S.FENCED,
-        in_controlled_shutdown=state is S.CONTROLLED_SHUTDOWN,
+        fenced=state in (S.FENCED, S.SHUTDOWN_NOW),
+        in_controlled_shutdown=state in (S.CONTROLLED_SHUTDOWN, S.SHUTDOWN_NOW),
         controlled_shutdown_offset=cs_offset,
     )
 
@@ -86,6 +86,11 @@ def delta() -> MetadataDelta:
         (S.CONTROLLED_SHUTDOWN, beat(shut_down=True), True, 10**9, S.CONTROLLED_SHUTDOWN),
         (S.CONTROLLED_SHUTDOWN, beat(shut_down=True), False, 49, S.CONTROLLED_SHUTDOWN),
         (S.CONTROLLED_SHUTDOWN, beat(shut_down=True), False, 50, S.SHUTDOWN_NOW),
+        # Fenced in a controlled shutdown: asked to shut down until it registers again, whatever
+        # its heartbeats say (Kafka's records clear the flag only with a new registration).
+        (S.SHUTDOWN_NOW, beat(), False, 10**9, S.SHUTDOWN_NOW),
+        (S.SHUTDOWN_NOW, beat(fence=True), False, 10**9, S.SHUTDOWN_NOW),
+        (S.SHUTDOWN_NOW, beat(shut_down=True), False, 10**9, S.SHUTDOWN_NOW),
     ],
 )
 def test_next_broker_state(state, request_, leaderships, lowest_active, expected):
@@ -288,14 +293,25 @@ def test_records_round_trip_through_json_and_replay_equals_state():
     assert replay_log(CLUSTER, decoded).as_comparable() == image.as_comparable()
 
 
-def test_fence_record_ends_a_controlled_shutdown():
+def test_a_fenced_controlled_shutdown_lasts_until_the_broker_registers_again():
+    """Kafka's rule: a fence record keeps the controlled-shutdown flag (only a new
+    registration clears it), so the broker's own image and this one agree; its heartbeats,
+    whatever they ask, are answered "shut down" and change nothing."""
     d = registered_delta(1)
     run_event(d, "BrokerHeartbeat", _beat(0, 0, 10), env())
     d.replay(BrokerRegistrationChangeRecord(0, 0, in_controlled_shutdown=1))
     assert d.broker(0).control_state is S.CONTROLLED_SHUTDOWN
     d.replay(BrokerRegistrationChangeRecord(0, 0, fenced=FencingChange.FENCE))
+    assert d.broker(0).fenced and d.broker(0).in_controlled_shutdown
+    assert d.broker(0).control_state is S.SHUTDOWN_NOW
+    offset = d.last_offset
+    for beat_ in (_beat(0, 0, 10**6), _beat(0, 0, 10**6, fence=True)):
+        answer = run_event(d, "BrokerHeartbeat", beat_, env())
+        assert answer["should_shut_down"] is True and answer["is_fenced"] is True
+    assert d.last_offset == offset  # no record: a heartbeat cannot take the flag back
+    run_event(d, "BrokerRegistration", _payload(registration(0)), env())
+    assert not d.broker(0).in_controlled_shutdown
     assert d.broker(0).control_state is S.FENCED
-    assert d.broker(0).controlled_shutdown_offset == -1
 
 
 def test_replaying_a_change_for_an_unregistered_broker_is_refused():

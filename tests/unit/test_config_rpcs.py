@@ -134,7 +134,7 @@ def test_per_resource_errors_and_partial_success(cluster: Cluster) -> None:
         resource("TOPIC", "", retention_ms="1"),
         resource("BROKER", "7", min_insync_replicas="2"),
         resource("BROKER", "one", min_insync_replicas="2"),
-        resource("GROUP", "g"),
+        resource("GROUP", ""),  # Kafka: "Default group resources are not allowed."
         resource("BROKER", "1", min_insync_replicas="2"),
         resource("BROKER", "", num_partitions="3"),
         resource("BROKER_LOGGER", "1"),

@@ -110,7 +110,7 @@ class ControllerMachine(RuleBasedStateMachine):
         if after.control_state == state_before:
             assert self.image.last_offset == offset_before  # no change, no record
         if response["should_shut_down"]:
-            assert after.fenced and response["is_fenced"] is False
+            assert after.fenced and response["is_fenced"] is True  # Kafka's SHUTDOWN_NOW
         else:
             assert response["is_fenced"] is after.fenced
 

@@ -1,6 +1,8 @@
-"""README.md and docs/**/*.md name only what exists (issue 37).
+"""The docs (README.md, docker/README.md, docs/**/*.md) stand alone, speak of the product, and
+name only what exists.
 
-Only code is read, never prose: inline code spans, fenced code blocks and links. In them:
+What a page names is read from its code alone (inline code spans, fenced code blocks) and its
+links. In them:
 
 - `make TARGET ...`: every target is a rule of the Makefile;
 - `manage.py COMMAND` (`python manage.py ...` or not): a management command, the project's own
@@ -23,8 +25,19 @@ Only code is read, never prose: inline code spans, fenced code blocks and links.
   (`text/plain`) and a bare `name/` (a dataset's or a package's directory named in passing) are
   not checked.
 
+Nothing leaves the checkout: a link is a page or file of the checkout, or an address of the
+running control plane (`http://127.0.0.1:8000/...`); no path climbs out of it (`../elsewhere`) or
+names a place of one machine (`/home/...`, `~/...`); a web address is no link.
+
+They speak of the product, not of how it was made: no issue numbers, no "before" figures, no words
+about how the work went (`WORK_HISTORY`), on the pages and in the Makefile's comments.
+
+Every environment variable the code reads (`os.environ`, `os.getenv`, the settings' `env_*`
+helpers, and any `CP_*` name, the project's own prefix) is in docs/operators/configuration.md, and
+each variable that page lists is read by the code, the Makefile or the scripts.
+
 Besides: README.md stays a front door (at most README_MAX_LINES lines) and links docs/README.md,
-which links every page of docs/.
+which links every page of docs/ and docker/README.md.
 
 Every check returns its problems: the tests run them on the real pages (none) and on pages made
 wrong on purpose (each problem found), so none passes vacuously. No database, no service.
@@ -45,10 +58,13 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+THIS_FILE = Path(__file__).resolve().relative_to(REPO_ROOT).as_posix()  # its examples read nothing
 README = REPO_ROOT / "README.md"
 DOCS = REPO_ROOT / "docs"
 DOCS_INDEX = DOCS / "README.md"
-README_MAX_LINES = 250  # issue 37: a front door read in five minutes
+DOCKER_README = REPO_ROOT / "docker" / "README.md"
+CONFIGURATION = DOCS / "operators" / "configuration.md"
+README_MAX_LINES = 250  # a front door, read in five minutes
 
 # Made by running the project, not part of the checkout: never checked.
 RUNTIME_DIRS = frozenset({"var", ".venv", "node_modules"})
@@ -68,6 +84,31 @@ FILE_EXTENSION = re.compile(r"\.[A-Za-z0-9]{1,8}$")
 FILE_AND_NAME = re.compile(r"^([\w./-]+\.[A-Za-z0-9]+):[\w.]+$")  # path.py:function or :line
 NOT_A_PATH = re.compile(r"://|[\s{}$@|?#%\\\[\]^'\"=]")
 PLACEHOLDER = re.compile(r"<[^<>/]*>")
+
+# Leaving the checkout: a web address, a path climbing out of it, a place of one machine.
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "0.0.0.0", "[::1]"})
+WEB_ADDRESS = re.compile(r"\bhttps?://([^/\s)>\]`'\"]+)", re.IGNORECASE)
+CLIMBING_PATH = re.compile(r"(?<![\w.-])(?:\./)?(?:\.\./)+[^\s)`'\"\]]*")
+MACHINE_PLACES = ("home", "root", "Users", "work", "mnt", "srv", "media")
+MACHINE_PATH = re.compile(r"(?<![\w.:/-])(?:~|/(?:" + "|".join(MACHINE_PLACES) + r"))/[^\s)`'\"]*")
+
+# How the work went, which the docs never tell: each pattern with what it is.
+WORK_HISTORY = {
+    "an issue number": r"\bissues?\s+#?\d+",
+    "a task's point": r"\bpoint\s+\d+\b",
+    "a finding": r"\bthe finding\b|\bfinding's\b",
+    "a pass of the work": r"\b(?:first|second|third|next) pass\b",
+    "a goal not met": r"\bnot met\b",
+    "the machine the work ran on": r"\bshared (?:\d+-core )?machine\b|\b\d+-core machine\b",
+    "a figure before a change": r"\(before\b|\bbefore:\s*\d|\bbefore and after\b|\bused to\b"
+    r"|\ban earlier (?:run|rule)\b|\bthe old (?:server|rule)\b",
+    "the team's reference texts": r"(?-i:\b(?:DESIGN|CONTRACT|KRAFT)\.md\b)|\bthe contract\b"
+    r"|\bthe seed's\b",
+}
+WORK_HISTORY_PATTERN = re.compile(
+    "|".join(f"(?P<p{n}>{pattern})" for n, pattern in enumerate(WORK_HISTORY.values())),
+    re.IGNORECASE,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,7 +318,7 @@ def path_problem(token: str) -> str | None:
     if relative.startswith("../"):
         resolved = (REPO_ROOT / relative).resolve()
         if not resolved.is_relative_to(REPO_ROOT):
-            return None  # outside the checkout (a sibling repository): not ours to check
+            return f"`{token}` leaves the checkout"
         relative = resolved.relative_to(REPO_ROOT).as_posix()
     first = relative.split("/", 1)[0]
     if first in RUNTIME_DIRS:
@@ -358,7 +399,9 @@ def code_problems(code: Code) -> Iterator[str]:
 
 
 def link_problems(page: Page, target: str) -> Iterator[str]:
-    if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+    if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto: (web addresses below)
+        if not WEB_ADDRESS.match(target):
+            yield f"link `{target}` leaves the checkout"
         return
     location, _, anchor = target.partition("#")
     if not location:
@@ -366,12 +409,45 @@ def link_problems(page: Page, target: str) -> Iterator[str]:
             yield f"link `{target}`: no heading #{anchor} on this page"
         return
     destination = (page.path.parent / location).resolve()
+    if not destination.is_relative_to(REPO_ROOT):
+        yield f"link `{target}` leaves the checkout"
+        return
     if not destination.exists():
         yield f"link `{target}`: {location} does not exist"
         return
     markdown = destination.suffix == ".md" and destination.is_file()
     if anchor and markdown and anchor not in headings(destination.read_text()):
         yield f"link `{target}`: no heading #{anchor} in {destination.name}"
+
+
+def leaving_problems(page: Page, prose: str) -> Iterator[tuple[int, str]]:
+    """(line, problem) for what leaves the checkout outside code: web addresses that are no
+    running control plane's, paths climbing out of it, a machine's places (in code too)."""
+    for address in WEB_ADDRESS.finditer(prose):
+        host = address.group(1).rsplit("@", 1)[-1]
+        host = host if host.startswith("[") else host.split(":", 1)[0]
+        if host.lower() not in LOCAL_HOSTS:
+            yield _at(prose, address.start()), f"`{address.group(0)}` leaves the checkout"
+    words = LINK.sub(lambda link: " " * len(link.group(0)), prose)  # links: link_problems
+    for climbing in CLIMBING_PATH.finditer(words):
+        path = climbing.group(0).rstrip(".,;:")
+        bases = (page.path.parent, REPO_ROOT)  # read relative to the page, or to the checkout
+        if any(not (base / path).resolve().is_relative_to(REPO_ROOT) for base in bases):
+            yield _at(words, climbing.start()), f"`{path}` leaves the checkout"
+    for place in MACHINE_PATH.finditer(page.text):
+        yield _at(page.text, place.start()), f"`{place.group(0)}` is a place of one machine"
+
+
+def history_problems(text: str) -> Iterator[tuple[int, str]]:
+    """(line, problem) for every word of how the work went (`WORK_HISTORY`)."""
+    kinds = list(WORK_HISTORY)
+    for match in WORK_HISTORY_PATTERN.finditer(text):
+        kind = kinds[int(next(k for k, v in match.groupdict().items() if v)[1:])]
+        yield _at(text, match.start()), f"`{match.group(0)}`: {kind}, not the product"
+
+
+def _at(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
 
 
 def page_problems(page: Page) -> list[str]:
@@ -384,6 +460,8 @@ def page_problems(page: Page) -> list[str]:
         problems.extend(
             f"{page.name}:{line}: {problem}" for problem in link_problems(page, link.group(1))
         )
+    for line, problem in [*leaving_problems(page, prose), *history_problems(page.text)]:
+        problems.append(f"{page.name}:{line}: {problem}")
     return sorted(dict.fromkeys(problems), key=lambda p: (p.split(":")[0], _line(p)))
 
 
@@ -393,7 +471,7 @@ def _line(problem: str) -> int:
 
 
 def doc_pages() -> list[Page]:
-    paths = [README, *sorted(DOCS.rglob("*.md"))]
+    paths = [README, DOCKER_README, *sorted(DOCS.rglob("*.md"))]
     return [Page(path, path.read_text()) for path in paths]
 
 
@@ -427,11 +505,178 @@ def test_every_docs_page_is_in_the_index() -> None:
     }
     orphans = [
         str(path.relative_to(REPO_ROOT))
-        for path in sorted(DOCS.rglob("*.md"))
+        for path in [*sorted(DOCS.rglob("*.md")), DOCKER_README]
         if path != DOCS_INDEX and path.resolve() not in linked
     ]
     assert not orphans, "docs/README.md links no page: " + ", ".join(orphans)
     assert "docs/README.md" in README.read_text(), "README.md links the index of docs/"
+
+
+def makefile_comment_problems(makefile: str) -> list[str]:
+    """The Makefile's comments (its `## ` help lines among them) speak of the product too."""
+    comments = "\n".join(
+        line if line.lstrip().startswith("#") else "" for line in makefile.splitlines()
+    )
+    return [f"Makefile:{line}: {problem}" for line, problem in history_problems(comments)]
+
+
+def test_the_makefiles_comments_speak_of_the_product() -> None:
+    problems = makefile_comment_problems((REPO_ROOT / "Makefile").read_text())
+    assert not problems, "\n  ".join(["the Makefile's comments tell how the work went:", *problems])
+
+
+def test_a_makefile_comment_about_the_work_is_named() -> None:
+    makefile = (
+        "## bench-x: a benchmark (issue 23: 1M under 1 GiB)\nbench-x: install\n\techo issue 9\n"
+    )
+    assert makefile_comment_problems(makefile) == [
+        "Makefile:1: `issue 23`: an issue number, not the product"
+    ]
+
+
+# --- Every environment variable the code reads is configured in one place ------------------------
+
+# Read from the environment: os.environ.get / os.getenv / os.environ[...] (not assigned) /
+# `in os.environ` / the settings' env_int and env_bool; and any `CP_*` name in a string, the
+# project's own prefix (an option's fallback, a program's environment a test or stack sets).
+ENV_READ = re.compile(
+    r"""(?:os\.environ\.get|os\.getenv)\(\s*["']([A-Z][A-Z0-9_]*)["']"""
+    r"""|os\.environ\[\s*["']([A-Z][A-Z0-9_]*)["']\s*\](?!\s*=[^=])"""
+    r"""|["']([A-Z][A-Z0-9_]*)["']\s+(?:not\s+)?in\s+os\.environ\b"""
+    r"""|\benv_[a-z]+\(\s*["']([A-Z][A-Z0-9_]*)["']"""
+    r"""|["'$]\{?(CP_[A-Z0-9_]+)\b"""
+)
+# What every process has, and what a program sets for its own children: no setting.
+NOT_SETTINGS = frozenset({"PATH", "TMPDIR", "PYSPARK_GATEWAY_PORT"})
+# Where a variable may be read besides the Python code: make's variables, the scripts, compose.
+SHELL_SOURCES = ("Makefile", "scripts/**/*.sh", "docker/compose.yaml", "docker/Dockerfile")
+SHELL_VARIABLE = re.compile(
+    r"\$\{?([A-Z][A-Z0-9_]*)|^([A-Z][A-Z0-9_]*)\s*\??=|\b([A-Z][A-Z0-9_]*)="
+)
+CONFIGURED = re.compile(r"^\|\s*`([A-Z][A-Z0-9_]*)`\s*\|", re.MULTILINE)
+
+
+def env_reads(sources: dict[str, str]) -> dict[str, str]:
+    """Every variable the Python `sources` (path: text) read, with the first path reading it."""
+    read: dict[str, str] = {}
+    for path, text in sorted(sources.items()):
+        for match in ENV_READ.finditer(text):
+            name = next(group for group in match.groups() if group)
+            if name not in NOT_SETTINGS:
+                read.setdefault(name, path)
+    return read
+
+
+def python_sources() -> dict[str, str]:
+    return {
+        path: (REPO_ROOT / path).read_text(errors="replace")
+        for path in checkout_paths()
+        if path.endswith(".py") and "node_modules/" not in path and path != THIS_FILE
+    }
+
+
+def shell_variables() -> set[str]:
+    names: set[str] = set()
+    for pattern in SHELL_SOURCES:
+        for source in REPO_ROOT.glob(pattern):
+            for match in SHELL_VARIABLE.finditer(source.read_text(), re.MULTILINE):
+                names.update(group for group in match.groups() if group)
+    return names
+
+
+def configured(configuration: str) -> set[str]:
+    """The variables a configuration page lists: the first column of its tables."""
+    return set(CONFIGURED.findall(configuration))
+
+
+def configuration_problems(
+    read: dict[str, str], listed: set[str], read_elsewhere: set[str]
+) -> list[str]:
+    unlisted = [
+        f"{name} (read by {path}) is not in docs/operators/configuration.md"
+        for name, path in sorted(read.items())
+        if name not in listed
+    ]
+    unread = [
+        f"{name} is in docs/operators/configuration.md, but nothing reads it"
+        for name in sorted(listed - set(read) - read_elsewhere)
+    ]
+    return unlisted + unread
+
+
+def test_configuration_lists_every_variable_the_code_reads_and_no_other() -> None:
+    read = env_reads(python_sources())
+    assert {"DATABASE_URL", "CP_KAFKA_LIBS", "CP_CAMPAIGN_PG_BIN", "KAFKA_VERSION"} <= set(read)
+    problems = configuration_problems(
+        read, configured(CONFIGURATION.read_text()), shell_variables()
+    )
+    assert not problems, "\n  ".join(["configuration.md and the code disagree:", *problems])
+
+
+def test_a_variable_read_and_not_listed_or_listed_and_not_read_is_named() -> None:
+    code = {
+        "app/settings.py": 'X = os.environ.get("CP_NEW", "1")\nY = env_int("CP_OLD", 2)\n'
+        'os.environ["CP_SET"] = "1"\nif "PATH" in os.environ: pass\n',
+        "app/command.py": 'parser.add_argument("--token", help="default: $CP_TOKEN")\n',
+    }
+    configuration = "| variable | default |\n| --- | --- |\n| `CP_OLD` | `2` |\n| `CP_GONE` | |\n"
+
+    read = env_reads(code)
+
+    assert read == {
+        "CP_NEW": "app/settings.py",
+        "CP_OLD": "app/settings.py",
+        "CP_SET": "app/settings.py",
+        "CP_TOKEN": "app/command.py",
+    }
+    assert configuration_problems(read, configured(configuration), {"CP_SET"}) == [
+        "CP_NEW (read by app/settings.py) is not in docs/operators/configuration.md",
+        "CP_SET (read by app/settings.py) is not in docs/operators/configuration.md",
+        "CP_TOKEN (read by app/command.py) is not in docs/operators/configuration.md",
+        "CP_GONE is in docs/operators/configuration.md, but nothing reads it",
+    ]
+
+
+# --- The error codes are Kafka's, each answered one listed --------------------------------------
+
+ERRORS_PAGE = DOCS / "reference" / "errors.md"
+ERROR_ROW = re.compile(r"^\|\s*(-?\d+)\s*\|\s*`([A-Z_]+)`\s*\|", re.MULTILINE)
+ERROR_USE = re.compile(r"\bErrors\.([A-Z][A-Z_]+)\b")
+
+
+def error_code_problems(page: str, codes: dict[str, int], used: set[str]) -> list[str]:
+    listed = {name: int(number) for number, name in ERROR_ROW.findall(page)}
+    wrong = [
+        f"{name} is {codes[name]}, not {number}" if name in codes else f"{name} is no error code"
+        for name, number in sorted(listed.items())
+        if codes.get(name) != number
+    ]
+    return wrong + [f"{name} is answered but not listed" for name in sorted(used - set(listed))]
+
+
+def test_the_error_codes_page_lists_every_code_answered() -> None:
+    from controlplane.controller.errors import Errors
+
+    used = {
+        name
+        for path, text in python_sources().items()
+        if not path.startswith("tests/") and not path.endswith("controller/errors.py")
+        for name in ERROR_USE.findall(text)
+    }
+    codes = {member.name: int(member) for member in Errors}
+    assert {"NOT_CONTROLLER", "UNKNOWN_EVENT_TYPE"} <= used
+    problems = error_code_problems(ERRORS_PAGE.read_text(), codes, used & set(codes))
+    assert not problems, "docs/reference/errors.md: " + "; ".join(problems)
+
+
+def test_an_error_code_wrong_or_missing_is_named() -> None:
+    page = "| 41 | `NOT_CONTROLLER` | x |\n| 43 | `INVALID_REQUEST` | x |\n| 5 | `NO_SUCH` | x |\n"
+    codes = {"NOT_CONTROLLER": 41, "INVALID_REQUEST": 42, "STALE_BROKER_EPOCH": 77}
+    assert error_code_problems(page, codes, {"NOT_CONTROLLER", "STALE_BROKER_EPOCH"}) == [
+        "INVALID_REQUEST is 42, not 43",
+        "NO_SUCH is no error code",
+        "STALE_BROKER_EPOCH is answered but not listed",
+    ]
 
 
 # --- On pages made wrong on purpose --------------------------------------------------------
@@ -455,13 +700,14 @@ spark-submit audit/spark/job.py denied-requests --data hdfs://namenode:8020/audi
 `controlplane/runtime/channel.py`, `docs/`, `bench/scale/`, `docs/screenshots`,
 `frontend/writes.py:rpc_call`, `wire/apis/<family>.py`, `tests/unit/test_mirror_*.py`,
 `partitions/states.py`, `bench/results/scale.json`, `var/audit`, `text/plain`,
-`metadata_log/`, `/api/v1/cluster`, `hdfs://namenode:8020/audit`, `../shared/DESIGN.md`,
+`metadata_log/`, `/api/v1/cluster`, `hdfs://namenode:8020/audit`, `/opt/kafka/config/`,
 `GET /internal/v1/metadata?after_offset=`, `pytest -m campaign -s tests/campaign`,
 `make bench-*`, `python -m bench.NAME`, `manage.py COMMAND`, `DIR/__cluster_metadata-0/0.log`.
 
 [the index](README.md), [this page](#run-it),
 [the schema](audit-export-schema.md#the-audit-exports-schema),
-![overview](screenshots/overview.png), [Kafka](https://kafka.apache.org/).
+![overview](screenshots/overview.png), [the console](http://127.0.0.1:8000/ui/),
+<http://localhost:8000/api/docs/>, [the compose file](../docker/compose.yaml).
 """
 
 WRONG = {
@@ -486,6 +732,22 @@ WRONG = {
     "a name in a file": ("`frontend/writes.py:rpc_cal`", "rpc_cal is not in frontend/writes.py"),
     "a link": ("[x](operators/nowhere.md)", "operators/nowhere.md does not exist"),
     "an anchor": ("[x](#nowhere)", "no heading #nowhere"),
+    "a link out of the checkout": ("[x](../../elsewhere/notes.md)", "leaves the checkout"),
+    "a web link": ("[Kafka](https://kafka.apache.org/)", "leaves the checkout"),
+    "a web address": ("See https://kafka.apache.org/documentation.", "leaves the checkout"),
+    "a link of another scheme": ("[mail](mailto:someone@example.org)", "leaves the checkout"),
+    "a path out of the checkout": ("`../elsewhere/notes.md`", "leaves the checkout"),
+    "a path out of the checkout in prose": ("See ../elsewhere/notes.md.", "leaves the checkout"),
+    "a place of one machine": ("`/home/me/notes.md`", "a place of one machine"),
+    "a place of one machine in prose": ("Read ~/notes.md first.", "a place of one machine"),
+    "an issue number": ("## Hardening (issue 12)", "an issue number"),
+    "issue numbers": ("Scale (issues 22 and 23).", "an issue number"),
+    "a finding": ("What the finding's frame costs.", "a finding"),
+    "a pass of the work": ("The console's second pass checks it.", "a pass of the work"),
+    "a goal not met": ("Every broker in 4.4 s (goal 3 s: not met).", "a goal not met"),
+    "the machine of the work": ("Measured on the shared 2-core machine.", "the machine the work"),
+    "a figure before": ("411 MiB (before: 859 MiB).", "a figure before a change"),
+    "a reference text": ("As CONTRACT.md says.", "the team's reference texts"),
 }
 
 

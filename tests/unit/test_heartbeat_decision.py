@@ -43,9 +43,9 @@ def status(state: BrokerControlState, *, epoch: int = 10, dirs: tuple[str, ...] 
     return BrokerStatus(
         broker_id=BROKER,
         epoch=epoch,
-        fenced=state is S.FENCED,
-        in_controlled_shutdown=state is S.CONTROLLED_SHUTDOWN,
-        controlled_shutdown_offset=20 if state is S.CONTROLLED_SHUTDOWN else -1,
+        fenced=state in (S.FENCED, S.SHUTDOWN_NOW),
+        in_controlled_shutdown=state in (S.CONTROLLED_SHUTDOWN, S.SHUTDOWN_NOW),
+        controlled_shutdown_offset=-1 if state in (S.FENCED, S.UNFENCED) else 20,
         offline_log_dirs=dirs,
     )
 
@@ -82,6 +82,8 @@ def test_heartbeat_request_reads_a_body_and_defaults_what_a_broker_leaves_out():
         (S.UNFENCED, beat(shut_down=True), None),  # leaderships decide: controlled or now
         (S.CONTROLLED_SHUTDOWN, beat(shut_down=True), None),  # leaderships and offsets decide
         (S.CONTROLLED_SHUTDOWN, beat(), None),
+        (S.SHUTDOWN_NOW, beat(), S.SHUTDOWN_NOW),  # until it registers again
+        (S.SHUTDOWN_NOW, beat(fence=True), S.SHUTDOWN_NOW),
     ],
 )
 def test_state_decided_by_request_leaves_the_cluster_dependent_cases_open(state, request_, decided):
@@ -97,7 +99,12 @@ def test_state_decided_by_request_leaves_the_cluster_dependent_cases_open(state,
         (
             S.FENCED,
             beat(shut_down=True),
-            {"is_caught_up": True, "is_fenced": False, "should_shut_down": True},
+            {"is_caught_up": True, "is_fenced": True, "should_shut_down": True},
+        ),
+        (
+            S.SHUTDOWN_NOW,
+            beat(),
+            {"is_caught_up": True, "is_fenced": True, "should_shut_down": True},
         ),
     ],
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import uuid
 from typing import Any
 
 from hypothesis import given, settings
@@ -111,7 +112,11 @@ class ReplicationSnapshots(SnapshotChecks, replication_properties.ReplicationMac
     def logged(self) -> list[Record]:
         return [record for _, record in self.records]
 
-    @rule(broker_id=replication_properties.BROKER_IDS, dirs=st.sets(st.sampled_from(["/a", "/b"])))
+    # Log dir ids, as Kafka's heartbeats name them (KIP-858: Uuids).
+    @rule(
+        broker_id=replication_properties.BROKER_IDS,
+        dirs=st.sets(st.sampled_from([str(uuid.UUID(int=0xA)), str(uuid.UUID(int=0xB))])),
+    )
     def log_dirs_go_offline_or_back(  # the machine's own heartbeats bring them back
         self, broker_id: int, dirs: set[str]
     ) -> None:

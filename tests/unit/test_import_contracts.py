@@ -196,3 +196,28 @@ def test_a_forbidden_module_behind_an_allowed_one_is_forbidden(
         ("app.models", ("program.main", "core.rules", "app.models")),
         ("django", ("program.main", "core.rules", "app.models", "django")),
     ]
+
+
+# --- devtools is the project's own tooling: no product room stands on it ----------------------
+
+NO_DEVTOOLS = "No product room imports devtools"
+
+
+def test_product_rooms_are_every_root_package_but_devtools() -> None:
+    """A new room is a product room until it is named devtools: the contract covers it."""
+    sources = set(contract_options(NO_DEVTOOLS)["source_modules"])
+    assert sources == set(ROOT_PACKAGES) - {"devtools"}
+
+
+@pytest.mark.parametrize(
+    "importer", ["wire.server", "stock_kafka.broker", "controlplane.runtime.controller"]
+)
+def test_no_product_room_imports_devtools_and_breaks_when_one_does(
+    graph: grimp.ImportGraph, importer: str
+) -> None:
+    contract = build(ForbiddenContract, contract_options(NO_DEVTOOLS))
+    assert contract.check(copy.deepcopy(graph), verbose=False).kept
+
+    grown = copy.deepcopy(graph)
+    grown.add_import(importer=importer, imported="devtools.stack")
+    assert not contract.check(grown, verbose=False).kept

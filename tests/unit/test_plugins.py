@@ -56,6 +56,7 @@ def test_every_app_plugs_in_from_ready() -> None:
         "topics",
         "health",
         "delegation_tokens",
+        "scram_credentials",
         "client_quotas",
         "mirror",
         "timeline",

@@ -153,6 +153,13 @@ class Cluster:
     def unfence(self, *broker_ids: int) -> None:
         for broker_id in broker_ids:
             assert self.heartbeat(broker_id)["is_fenced"] is False
+        self.next_round()
+
+    def next_round(self) -> dict[str, Any]:
+        """The controller's round that follows an unfencing (the runtime runs it at once):
+        leaderless partitions a live replica can lead are elected there, not in the
+        heartbeat's own commit."""
+        return self.run("FenceStaleBrokers", {"continue_moves": True})
 
     def fence(self, *broker_ids: int) -> None:
         for broker_id in broker_ids:

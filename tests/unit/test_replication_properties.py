@@ -7,9 +7,11 @@ without duplicates; the leader is neither an offline replica nor a fenced (or sh
 unregistered) broker; leader and partition epochs never decrease, the partition epoch grows with
 every change and the leader epoch with every leader change; the broker indexes agree with the
 partitions; every assigned replica directory list is as long as the replicas; a move's adding
-and removing replicas are among its replicas, never both, and leave it a target (KIP-455); and
+and removing replicas are among its replicas, never both, and leave it a target (KIP-455);
 replaying the whole log from offset 0 rebuilds the image exactly (what `verify_metadata` checks
-against the state tables).
+against the state tables); and a stock broker loading the log in Kafka's own format (replayed by
+Kafka's rules, devtools.kafka_view) sees the same brokers (epochs, fencing, controlled shutdown)
+and partitions, their moves included, as the controller's image.
 
 Moves (KIP-455) start, replace one another, complete when the leader takes the new replicas
 into the ISR, are cancelled, and survive a controller failover (the standby's image is the log
@@ -36,7 +38,9 @@ from controlplane.controller.image import (
     TopicPartition,
     replay_log,
 )
+from controlplane.controller.kraft import KafkaLogEncoder, LogEntry, decode_records
 from controlplane.controller.records import NO_LEADER, Record, record_from_data
+from devtools.kafka_view import KafkaView, view_of_image
 
 CLUSTER = "replication-properties"
 BROKER_IDS = st.integers(min_value=0, max_value=4)
@@ -58,6 +62,10 @@ class ReplicationMachine(RuleBasedStateMachine):
         self.now = 1_000_000
         self.topic_serial = 0
         self.seen: dict[TopicPartition, PartitionRegistration] = {}
+        # A stock broker following the log in Kafka's format, one step behind at most.
+        self.kafka_encoder = KafkaLogEncoder()
+        self.broker_view = KafkaView()
+        self.broker_loaded = 0
 
     # --- plumbing ----------------------------------------------------------------------------
     def run(self, api: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -669,8 +677,39 @@ class ReplicationMachine(RuleBasedStateMachine):
         records = [record_from_data(r.TYPE, json.loads(r.to_json())) for _, r in self.records]
         assert replay_log(CLUSTER, records).as_comparable() == self.image.as_comparable()
 
+    @invariant()
+    def a_stock_brokers_image_is_the_controllers(self) -> None:
+        new = [
+            LogEntry(offset, 1, offset, record)
+            for offset, record in self.records[self.broker_loaded :]
+        ]
+        for batch in self.kafka_encoder.batches(new):
+            self.broker_view.replay_all(record for _, record in decode_records(batch.data))
+        self.broker_loaded = len(self.records)
+        assert self.broker_view.differences(view_of_image(self.image)) == []
+
 
 ReplicationMachine.TestCase.settings = settings(
     max_examples=200, stateful_step_count=40, deadline=None
 )
 TestReplicationProperties = ReplicationMachine.TestCase
+
+
+def test_a_controlled_shutdown_fenced_by_its_session_reads_the_same_on_a_stock_broker() -> None:
+    """A finding's path, directed: a broker asked to shut down (a forged heartbeat could), then
+    its session lapses and it heartbeats on. Kafka's records keep the controlled-shutdown flag
+    until a new registration, and so must this image: the REST API and the console showed the
+    broker healthy while every stock broker kept it out of the ISRs."""
+    machine = ReplicationMachine()
+    machine.cluster_starts(3, False, False)
+    leader = sorted({p.leader for p in machine.image.partitions.values()} - {NO_LEADER})[0]
+    machine.heartbeat(leader, 0, False, True)  # controlled shutdown
+    machine.time_passes(3 * DEFAULT_SESSION_TIMEOUT_MS, leader)  # its session lapses
+    machine.heartbeat(leader, 0, False, False)  # it heartbeats on, wanting nothing
+    broker = machine.image.broker(leader)
+    assert broker is not None and broker.fenced and broker.in_controlled_shutdown
+    machine.a_stock_brokers_image_is_the_controllers()
+    machine.register(leader, True, None, True)  # a new incarnation: the flag is gone
+    broker = machine.image.broker(leader)
+    assert broker is not None and not broker.in_controlled_shutdown and not broker.fenced
+    machine.a_stock_brokers_image_is_the_controllers()

@@ -240,7 +240,7 @@ def test_describe_configs_errors_are_rest_errors(
         (4, "x", "BROKER", tokens["admin"]),  # not a broker id
         (2, topic, "TOPIC", tokens["alice"]),  # not authorized
         (4, "1", "BROKER", tokens["alice"]),  # not authorized on the cluster
-        (32, "g", "GROUP", tokens["admin"]),  # a type the controller does not own
+        (32, "", "GROUP", tokens["admin"]),  # a group has a name
     ]
     for code, name, rtype, token in cases:
         (result,) = wire_call(32, 4, describe_body(code, name), token).results
@@ -250,7 +250,7 @@ def test_describe_configs_errors_are_rest_errors(
             expected["error_message"],
             (),
         ), (rtype, name)
-    assert int(result.error_code) == 42  # INVALID_REQUEST for GROUP
+    assert int(result.error_code) == 42  # INVALID_REQUEST for the unnamed GROUP
     (unknown,) = wire_call(32, 4, describe_body(99, "x"), tokens["admin"]).results
     assert unknown.error_code is ErrorCode.invalid_request and unknown.resource_type == 0
 

@@ -61,3 +61,24 @@ def test_ui_login_failures_are_logged_and_then_throttled_with_429(
     assert int(throttled["Retry-After"]) >= 1
     assert b"Too many failed logins" in throttled.content
     assert SESSION_KEY not in client.session
+
+
+def test_failed_logins_cannot_lock_a_broker_out_of_its_controller(
+    wire_listener: RunningListener,
+) -> None:
+    """A finding: eleven failed logins naming a broker's principal from its address kept the
+    real broker from its controller listener for 60 s. Failures are counted per door, and the
+    controller listeners only delay them (Kafka's rule): the broker still logs in there."""
+    token = principal_create(name="kafka-broker-101", broker=True)
+    for port in (wire_listener.sasl_port, wire_listener.controller_port):
+        for _ in range(MAX_FAILURES + 1):
+            with RawClient(wire_listener.host, port) as client:
+                failed = authenticate(client, "kafka-broker-101", "guess")
+                assert failed == ErrorCode.sasl_authentication_failed
+    with RawClient(wire_listener.host, wire_listener.controller_port) as client:
+        assert authenticate(client, "kafka-broker-101", token) == ErrorCode.none
+    # The client listeners still lock the pair out, and only there.
+    with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
+        assert (
+            authenticate(client, "kafka-broker-101", token) == ErrorCode.sasl_authentication_failed
+        )

@@ -38,7 +38,7 @@ from controlplane.controller.partitions.changes import PartitionChanges
 from controlplane.controller.partitions.leadership import (
     ReplicaOffline,
     config_view,
-    elect_leaderless,
+    has_leaderless_replica,
     remove_from_isrs,
 )
 from controlplane.controller.records import (
@@ -267,13 +267,6 @@ def leaving_brokers(view: MetadataDelta) -> list[int]:
     return sorted(b.broker_id for b in view.all_brokers() if b.fenced or b.in_controlled_shutdown)
 
 
-def _led_again(
-    view: MetadataDelta, broker_id: int, configs: ConfigView | None, changes: PartitionChanges
-) -> list[Record]:
-    elect_leaderless(changes, configs=configs or config_view(view), unfenced=[broker_id])
-    return list(changes.records)
-
-
 def partition_moves(
     view: MetadataDelta,
     broker: BrokerStatus | BrokerRegistration,
@@ -286,13 +279,20 @@ def partition_moves(
     -InControlledShutdown): leaving brokers leave every ISR, an unfenced one may lead again.
     With `limit`, a leaving broker's moves stop at that many partitions; the answer's second
     part says more may be left (the controller's fencing rounds go on with them). The records
-    are those of `changes` when given (the moves follow its earlier changes)."""
+    are those of `changes` when given (the moves follow its earlier changes).
+
+    An unfenced broker's elections are not in its heartbeat's commit: the answer says they are
+    pending, and the controller's next round (at once) elects every leaderless partition a
+    live replica can lead, for every broker unfenced meanwhile, in bounded commits. Kafka
+    elects in the unfencing operation itself; here a storm of brokers coming back after a
+    mass fencing is elected for in one bounded round, not one large commit per heartbeat (each
+    of which held the controller while other brokers' sessions lapsed)."""
     changes = changes or PartitionChanges(view)
     current = broker.control_state
     if current == target or (current is S.FENCED and target is not S.UNFENCED):
         return list(changes.records), False
     if target is S.UNFENCED:
-        return _led_again(view, broker.broker_id, configs, changes), False
+        return list(changes.records), has_leaderless_replica(view, broker.broker_id)
     if target is S.SHUTDOWN_NOW and current is S.CONTROLLED_SHUTDOWN:
         # it left every ISR when its controlled shutdown began
         return list(changes.records), False
@@ -348,6 +348,8 @@ def state_decided_by_request(
     decide it; None when the cluster does, by whether the broker leads partitions and the lowest
     offset active brokers have seen (an unfenced broker's shutdown, a controlled shutdown)."""
     current = broker.control_state
+    if current is S.SHUTDOWN_NOW:  # fenced in a controlled shutdown: until it registers again
+        return S.SHUTDOWN_NOW
     if current is S.FENCED:
         if request.want_shut_down:
             return S.SHUTDOWN_NOW
@@ -509,7 +511,7 @@ def heartbeat_response(
         "error_code": 0,
         "error_message": None,
         "is_caught_up": request.current_metadata_offset >= broker.epoch,
-        "is_fenced": target is S.FENCED,
+        "is_fenced": target in (S.FENCED, S.SHUTDOWN_NOW),  # Kafka's BrokerControlState.fenced
         "should_shut_down": target is S.SHUTDOWN_NOW,
     }
 

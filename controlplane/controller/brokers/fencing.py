@@ -26,6 +26,8 @@ from controlplane.controller.env import (
     BrokerSession,
 )
 from controlplane.controller.image import MetadataDelta
+from controlplane.controller.partitions.changes import PartitionChanges
+from controlplane.controller.partitions.leadership import config_view, elect_leaderless
 from controlplane.controller.records import Record
 from controlplane.controller.result import ControllerResult
 
@@ -142,13 +144,20 @@ def _moves(
     continue_moves: bool,
 ) -> tuple[list[Record], bool]:
     """The partition moves of a fencing round: off the brokers fenced now, and with
-    `continue_moves` off every broker already fenced or shutting down too."""
+    `continue_moves` off every broker already fenced or shutting down too, then the elections
+    of leaderless partitions a live replica can lead (brokers unfenced since the last round),
+    all within `max_moves` partitions."""
     leaving = sorted({*stale, *leaving_brokers(view)}) if continue_moves else stale
-    if not leaving:
-        return [], False
-    if max_moves is None:
-        return moved_off(view, leaving, configs), False
-    return moved_off_bounded(view, leaving, configs, max_moves)
+    changes = PartitionChanges(view)
+    more = False
+    if leaving:
+        if max_moves is None:
+            moved_off(view, leaving, configs, changes=changes)
+        else:
+            more = moved_off_bounded(view, leaving, configs, max_moves, changes)[1]
+    if continue_moves and not more:
+        more = elect_leaderless(changes, configs=configs or config_view(view), limit=max_moves)
+    return list(changes.records), more
 
 
 def stale_brokers(

@@ -1,12 +1,14 @@
 """Dynamic configs on the controller: AlterConfigs and IncrementalAlterConfigs.
 
-As Kafka's ConfigurationControlManager: each resource (TOPIC, BROKER, BROKER_LOGGER) is checked
-and changed on its own (per-resource errors, partial success is normal), and a resource's changes
-are all or nothing. AlterConfigs replaces every dynamic config of a resource with the given set;
-IncrementalAlterConfigs applies SET, DELETE, APPEND and SUBTRACT key by key (APPEND and SUBTRACT
-only on LIST keys, starting from the key's default when it has no dynamic value). Every change is
-a ConfigRecord (value None deletes it); an unchanged value writes nothing; `validate_only` writes
-nothing. Values of sensitive keys are never put into a response, an error message or a log line.
+As Kafka's ConfigurationControlManager: each resource (TOPIC, BROKER, BROKER_LOGGER,
+CLIENT_METRICS, GROUP) is checked and changed on its own (per-resource errors, partial success
+is normal), and a resource's changes are all or nothing. AlterConfigs replaces every dynamic
+config of a resource with the given set; IncrementalAlterConfigs applies SET, DELETE, APPEND and
+SUBTRACT key by key (APPEND and SUBTRACT only on LIST keys, starting from the key's default when
+it has no dynamic value). Every change is a ConfigRecord (value None deletes it); an unchanged
+value writes nothing; `validate_only` writes nothing. A CLIENT_METRICS or GROUP resource's
+resulting set is checked whole, as Kafka's controller checks it (`client_configs.validate`).
+Values of sensitive keys are never put into a response, an error message or a log line.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.controller import client_configs
+from controlplane.controller.client_configs import CLIENT_METRICS, GROUP
 from controlplane.controller.config_schema import (
     BROKER_LOGGER,
     CLUSTER_DEFAULT,
@@ -44,7 +48,9 @@ def _definition(resource_type: str, name: str) -> ConfigDef:
     assert registry is not None
     definition = registry.get(name)
     if definition is None:
-        kind = "topic" if resource_type == TOPIC else "broker"
+        if resource_type == CLIENT_METRICS:  # Kafka: an InvalidRequestException here
+            raise ApiError(Errors.INVALID_REQUEST, f"Unknown client metrics configuration: {name}")
+        kind = {TOPIC: "topic", GROUP: "group"}.get(resource_type, "broker")
         raise ApiError(Errors.INVALID_CONFIG, f"Unknown {kind} config name: {name}")
     if definition.read_only:
         raise ApiError(
@@ -96,7 +102,12 @@ def _records(
     resource_name: str,
     wanted: Mapping[str, str | None],
 ) -> list[Record]:
-    """ConfigRecords for the keys whose value changes; an unchanged key writes nothing."""
+    """ConfigRecords for the keys whose value changes; an unchanged key writes nothing. The
+    resource's resulting set is checked whole first (client metrics and groups)."""
+    resulting = {**view.configs_of(resource_type, resource_name), **wanted}
+    client_configs.validate(
+        resource_type, {name: value for name, value in resulting.items() if value is not None}
+    )
     records: list[Record] = []
     for name, value in sorted(wanted.items()):
         if view.config(resource_type, resource_name, name) != value:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from controlplane.controller.client_configs import CLIENT_METRICS, GROUP
 from controlplane.controller.config_schema import (
     BROKER,
     BROKER_CONFIGS,
@@ -17,6 +18,7 @@ from controlplane.controller.config_schema import (
     TOPIC_CONFIGS,
     ConfigDef,
     ConfigType,
+    registry_of,
 )
 from controlplane.controller.configs.resources import ROOT_LOGGER, ROOT_LOGGER_LEVEL
 
@@ -27,6 +29,10 @@ DYNAMIC_BROKER_CONFIG = "DYNAMIC_BROKER_CONFIG"
 DYNAMIC_DEFAULT_BROKER_CONFIG = "DYNAMIC_DEFAULT_BROKER_CONFIG"
 STATIC_BROKER_CONFIG = "STATIC_BROKER_CONFIG"
 DYNAMIC_BROKER_LOGGER_CONFIG = "DYNAMIC_BROKER_LOGGER_CONFIG"
+CLIENT_METRICS_CONFIG = "CLIENT_METRICS_CONFIG"
+GROUP_CONFIG = "GROUP_CONFIG"
+# The source of a value set on a client metrics subscription or a group (Kafka 4.x's ConfigHelper).
+CLIENT_SOURCES = {CLIENT_METRICS: CLIENT_METRICS_CONFIG, GROUP: GROUP_CONFIG}
 
 
 def _entry(
@@ -92,13 +98,15 @@ def describe_configs(
 ) -> list[dict[str, Any]]:
     """The configs of one existing resource as Kafka's DescribeConfigs answers them.
 
-    `dynamic(type, name, key)` reads a stored dynamic config; `keys` None means every key.
+    `dynamic(type, name, key)` reads a stored dynamic config; `keys` None or empty means every
+    key (Kafka's ConfigHelper reads an empty list as null).
     A TOPIC key is its topic value, else its broker synonym's cluster default, static or default
     value; a BROKER id's key its own, else the cluster default, static or default value; the
-    cluster default resource (BROKER "") answers only its dynamic entries, as Kafka does.
+    cluster default resource (BROKER "") answers only its dynamic entries, as Kafka does. A
+    CLIENT_METRICS subscription or a GROUP answers every key: its own value, else the default.
     """
     flags = {"include_synonyms": include_synonyms, "include_documentation": include_documentation}
-    wanted = None if keys is None else set(keys)
+    wanted = set(keys) if keys else None
     entries = []
     if resource_type == TOPIC:
         for name, definition in sorted(TOPIC_CONFIGS.items()):
@@ -125,6 +133,16 @@ def describe_configs(
                 continue
             entries.append(_entry(definition, synonyms, read_only=definition.read_only, **flags))
         return entries
+    if resource_type in CLIENT_SOURCES:
+        registry = registry_of(resource_type) or {}
+        for name, definition in sorted(registry.items()):
+            if wanted is not None and name not in wanted:
+                continue
+            value = dynamic(resource_type, resource_name, name)
+            synonyms = [(name, value, CLIENT_SOURCES[resource_type])] if value is not None else []
+            synonyms.append((name, definition.default, DEFAULT_CONFIG))
+            entries.append(_entry(definition, synonyms, read_only=False, **flags))
+        return entries
     raise ValueError(f"describe_configs: {resource_type} is described by describe_loggers")
 
 
@@ -139,7 +157,7 @@ def describe_loggers(
     all_levels = {ROOT_LOGGER: ROOT_LOGGER_LEVEL, **levels}
     entries = []
     for name, level in sorted(all_levels.items()):
-        if keys is not None and name not in keys:
+        if keys and name not in keys:
             continue
         source = DYNAMIC_BROKER_LOGGER_CONFIG if name in levels else DEFAULT_CONFIG
         entries.append(

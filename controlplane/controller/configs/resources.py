@@ -1,7 +1,8 @@
 """Config resources: which types the controller serves, how they are named, and that one exists.
 
 Kafka's ConfigResource: a TOPIC by name, a BROKER by id (the empty name is every broker's
-default) and a BROKER_LOGGER by broker id.
+default), a BROKER_LOGGER by broker id, a CLIENT_METRICS subscription and a GROUP by name (any
+non-empty name: neither needs to exist, as in Kafka).
 """
 
 from __future__ import annotations
@@ -10,13 +11,19 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from controlplane.controller.client_configs import CLIENT_METRICS, GROUP
 from controlplane.controller.config_schema import BROKER, BROKER_LOGGER, CLUSTER_DEFAULT, TOPIC
 from controlplane.controller.errors import ApiError, Errors
 
-# Kafka's ConfigResource.Type names; the control plane serves TOPIC, BROKER and BROKER_LOGGER and
-# answers INVALID_REQUEST for the others (as Kafka's controller does for types it does not own).
+# Kafka's ConfigResource.Type names; the control plane serves all but UNKNOWN, which it answers
+# INVALID_REQUEST (as Kafka's controller does a type it does not own).
 KAFKA_RESOURCE_TYPES = ("UNKNOWN", "TOPIC", "BROKER", "BROKER_LOGGER", "CLIENT_METRICS", "GROUP")
-SUPPORTED_RESOURCE_TYPES = frozenset({TOPIC, BROKER, BROKER_LOGGER})
+SUPPORTED_RESOURCE_TYPES = frozenset({TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP})
+# The named resources of clients' configs, and what Kafka answers an empty name of each.
+NAMED_RESOURCE_TYPES = {
+    CLIENT_METRICS: "Subscription name can't be empty",
+    GROUP: "Default group resources are not allowed.",
+}
 
 # Log4j levels a BROKER_LOGGER entry may take (Kafka's LogLevelConfig.VALID_LOG_LEVELS).
 LOG_LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL")
@@ -47,6 +54,10 @@ def check_resource(view: ResourceLookup, resource_type: str, resource_name: str)
     ConfigurationControlManager.checkConfigResource and ControllerConfigurationValidator)."""
     if resource_type not in SUPPORTED_RESOURCE_TYPES:
         raise ApiError(Errors.INVALID_REQUEST, f"Unexpected resource type {resource_type}.")
+    if resource_type in NAMED_RESOURCE_TYPES:
+        if not resource_name:
+            raise ApiError(Errors.INVALID_REQUEST, NAMED_RESOURCE_TYPES[resource_type])
+        return
     if resource_type == TOPIC:
         if not resource_name:
             raise ApiError(Errors.INVALID_REQUEST, "Default topic resources are not allowed.")

@@ -44,7 +44,11 @@ class BrokerStatus:
 
     @property
     def control_state(self) -> BrokerControlState:
+        """Kafka's rule: only a new registration ends a controlled shutdown, so a broker fenced
+        in one stays asked to shut down (SHUTDOWN_NOW) until it registers again."""
         if self.fenced:
+            if self.in_controlled_shutdown:
+                return BrokerControlState.SHUTDOWN_NOW
             return BrokerControlState.FENCED
         if self.in_controlled_shutdown:
             return BrokerControlState.CONTROLLED_SHUTDOWN
@@ -190,10 +194,9 @@ class ClusterDelta:
         current = self._require_broker(record.broker_id, record.broker_epoch, record.TYPE)
         changes: dict[str, Any] = {}
         if record.fenced == FencingChange.FENCE:
-            # A fenced broker is no longer shutting down in a controlled way: it is off.
-            changes.update(
-                fenced=True, in_controlled_shutdown=False, controlled_shutdown_offset=NO_OFFSET
-            )
+            # The controlled-shutdown flag stays: in Kafka's records only a new registration
+            # clears it (BrokerRegistration.cloneWith), and a broker's image must read the same.
+            changes["fenced"] = True
         elif record.fenced == FencingChange.UNFENCE:
             changes["fenced"] = False
         if record.in_controlled_shutdown == ControlledShutdownChange.IN_CONTROLLED_SHUTDOWN:

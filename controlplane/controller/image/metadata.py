@@ -1,6 +1,6 @@
 """The whole image and the whole delta: each made of one part per domain, as Kafka's MetadataImage
 and MetadataDelta are (ClusterImage, TopicsImage, ConfigurationsImage, ClientQuotasImage,
-AclsImage, DelegationTokenImage), and MirrorMaker 2's (MirrorImage).
+AclsImage, DelegationTokenImage, ScramImage), and MirrorMaker 2's (MirrorImage).
 
 `MetadataDelta.replay` is the one place records are applied: it hands each record to the part
 that owns its type (one dict lookup), so a new record type is added to its domain's part alone.
@@ -31,6 +31,7 @@ from controlplane.controller.image.delegation_tokens import (
 )
 from controlplane.controller.image.features import FeaturesDelta, FeaturesImage
 from controlplane.controller.image.mirror import MirrorDelta, MirrorImage
+from controlplane.controller.image.scram import ScramDelta, ScramImage, ScramKey
 from controlplane.controller.image.topics import (
     PartitionRegistration,
     TopicInfo,
@@ -48,6 +49,7 @@ from controlplane.controller.records import (
     RemoveTopicRecord,
     TopicRecord,
 )
+from controlplane.controller.scram_records import UserScramCredentialRecord
 
 Replayer = Callable[[Any, int], None]  # applies one record at its offset
 
@@ -86,6 +88,7 @@ class MetadataImage:
         default_factory=DelegationTokenImage
     )
     mirror_image: MirrorImage = dataclasses.field(default_factory=MirrorImage)
+    scram_image: ScramImage = dataclasses.field(default_factory=ScramImage)
     # Indexes built over the image by name (not part of the state: never compared, replayed
     # or projected as such); each is advanced by every delta applied.
     derived: dict[str, DerivedIndex] = dataclasses.field(default_factory=dict)
@@ -134,6 +137,10 @@ class MetadataImage:
     def delegation_tokens(self) -> dict[str, DelegationTokenRecord]:
         return self.delegation_tokens_image.delegation_tokens
 
+    @property
+    def scram_credentials(self) -> dict[ScramKey, UserScramCredentialRecord]:
+        return self.scram_image.credentials
+
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self.cluster_image.broker(broker_id)
 
@@ -168,6 +175,7 @@ class MetadataImage:
         self.client_quotas_image.apply(delta.client_quotas_delta)
         self.delegation_tokens_image.apply(delta.delegation_tokens_delta)
         self.mirror_image.apply(delta.mirror_delta)
+        self.scram_image.apply(delta.scram_delta)
         self.last_offset = delta.last_offset
         for index in self.derived.values():
             index.advance(delta)
@@ -186,6 +194,7 @@ class MetadataImage:
             self.acls_image,
             self.delegation_tokens_image,
             self.mirror_image,
+            self.scram_image,
         )
 
     def snapshot_records(self) -> Iterator[Record]:
@@ -208,6 +217,7 @@ class MetadataImage:
             **self.client_quotas_image.as_comparable(),
             **self.delegation_tokens_image.as_comparable(),
             **self.mirror_image.as_comparable(),
+            **self.scram_image.as_comparable(),
         }
 
 
@@ -229,6 +239,7 @@ class MetadataDelta:
         self.acls_delta = AclsDelta(base.acls_image)
         self.delegation_tokens_delta = DelegationTokenDelta(base.delegation_tokens_image)
         self.mirror_delta = MirrorDelta(base.mirror_image)
+        self.scram_delta = ScramDelta(base.scram_image)
         self._replayers = self._replayers_by_type()
 
     def _replayers_by_type(self) -> dict[type[Record], Replayer]:
@@ -245,6 +256,7 @@ class MetadataDelta:
             self.acls_delta,
             self.delegation_tokens_delta,
             self.mirror_delta,
+            self.scram_delta,
         ):
             for record_type, replayer in part.replayers().items():
                 if record_type in replayers:
@@ -312,6 +324,10 @@ class MetadataDelta:
     @property
     def changed_delegation_tokens(self) -> dict[str, DelegationTokenRecord | None]:
         return self.delegation_tokens_delta.changed_delegation_tokens
+
+    @property
+    def changed_scram_credentials(self) -> dict[ScramKey, UserScramCredentialRecord | None]:
+        return self.scram_delta.changed_scram_credentials
 
     @property
     def leader_elections(self) -> int:
@@ -400,6 +416,12 @@ class MetadataDelta:
 
     def all_delegation_tokens(self) -> Iterator[DelegationTokenRecord]:
         return self.delegation_tokens_delta.all_delegation_tokens()
+
+    def scram_credential(self, name: str, mechanism: str) -> UserScramCredentialRecord | None:
+        return self.scram_delta.scram_credential(name, mechanism)
+
+    def all_scram_credentials(self) -> Iterator[UserScramCredentialRecord]:
+        return self.scram_delta.all_scram_credentials()
 
 
 def replay_log(cluster_id: str, records: list[Record]) -> MetadataImage:

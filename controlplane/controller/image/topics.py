@@ -4,7 +4,7 @@
 Replays TopicRecord, PartitionRecord and PartitionChangeRecord; RemoveTopicRecord is replayed
 through `MetadataDelta`, since a topic's configs go with it.
 
-Compact, for a million partitions in a controller of well under 1 GiB (issue 23): partitions
+Compact, for a million partitions in a controller of well under 1 GiB: partitions
 share their replica, ISR and offline tuples (a cluster has few distinct assignments, and an ISR
 is most often its replicas), every key of a topic's partitions shares the topic's id string,
 and the indexes by broker hold one entry per partition, not seven (`PartitionGroup`).

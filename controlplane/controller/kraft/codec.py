@@ -148,7 +148,7 @@ def write_varlong(out: bytearray, value: int) -> None:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Primitive:
-    """A fixed-size type, a compact string or a uuid."""
+    """A fixed-size type, a compact string, compact bytes or a uuid."""
 
     name: str
 
@@ -158,6 +158,8 @@ class Primitive:
     def write(self, out: bytearray, value: Any, version: int, nullable: bool) -> None:
         if self.name == "string":
             _write_string(out, value, nullable)
+        elif self.name == "bytes":
+            _write_bytes(out, value)
         elif self.name == "uuid":
             if not isinstance(value, uuid.UUID):
                 raise ValueError(f"a uuid field needs a uuid.UUID, not {value!r}")
@@ -174,6 +176,8 @@ class Primitive:
     def read(self, reader: Reader, version: int, nullable: bool) -> Any:
         if self.name == "string":
             return _read_string(reader, nullable)
+        if self.name == "bytes":
+            return _read_bytes(reader)
         if self.name == "uuid":
             return uuid.UUID(bytes=reader.take(16))
         if self.name == "bool":
@@ -194,6 +198,7 @@ _PRIMITIVE_DEFAULTS: dict[str, Any] = {
     "float64": 0.0,
     "bool": False,
     "string": "",
+    "bytes": b"",
     "uuid": uuid.UUID(int=0),
 }
 
@@ -205,6 +210,7 @@ INT64 = Primitive("int64")
 FLOAT64 = Primitive("float64")
 BOOL = Primitive("bool")
 STRING = Primitive("string")
+BYTES = Primitive("bytes")  # compact bytes (never null in the records this project writes)
 UUID = Primitive("uuid")
 
 
@@ -374,3 +380,17 @@ def _read_string(reader: Reader, nullable: bool) -> str | None:
         return reader.take(length).decode()
     except UnicodeDecodeError as error:
         raise MalformedRecords(f"a string is not UTF-8: {error}") from None
+
+
+def _write_bytes(out: bytearray, value: bytes) -> None:
+    if not isinstance(value, bytes | bytearray):
+        raise ValueError(f"a bytes field needs bytes, not {type(value).__name__}")
+    write_uvarint(out, len(value) + 1)
+    out += value
+
+
+def _read_bytes(reader: Reader) -> bytes:
+    length = reader.uvarint() - 1
+    if length < 0:
+        raise MalformedRecords("a non-nullable bytes field is null")
+    return reader.take(length)

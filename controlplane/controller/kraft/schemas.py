@@ -12,6 +12,7 @@ import dataclasses
 
 from controlplane.controller.kraft.codec import (
     BOOL,
+    BYTES,
     FLOAT64,
     INT8,
     INT16,
@@ -256,6 +257,23 @@ REGISTER_CONTROLLER = _spec(
     ),
 )
 
+# --- SCRAM credentials (KIP-554) ---------------------------------------------------------------
+USER_SCRAM_CREDENTIAL = _spec(
+    "UserScramCredentialRecord",
+    11,
+    0,
+    Field("Name", STRING),
+    Field("Mechanism", INT8),
+    Field("Salt", BYTES),
+    Field("StoredKey", BYTES),
+    Field("ServerKey", BYTES),
+    Field("Iterations", INT32),
+)
+REMOVE_USER_SCRAM_CREDENTIAL = _spec(
+    "RemoveUserScramCredentialRecord", 22, 0, Field("Name", STRING), Field("Mechanism", INT8)
+)
+SCRAM_RECORDS = (USER_SCRAM_CREDENTIAL, REMOVE_USER_SCRAM_CREDENTIAL)
+
 METADATA_RECORDS: dict[int, MessageSpec] = {
     spec.key: spec
     for spec in (
@@ -279,6 +297,7 @@ METADATA_RECORDS: dict[int, MessageSpec] = {
         ABORT_TRANSACTION,
         REMOVE_DELEGATION_TOKEN,
         REGISTER_CONTROLLER,
+        *SCRAM_RECORDS,
     )
 }
 

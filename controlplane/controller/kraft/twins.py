@@ -70,6 +70,11 @@ from controlplane.controller.records import (
     UnregisterBrokerRecord,
     default_log_dir,
 )
+from controlplane.controller.scram_records import (
+    MECHANISM_TYPES,
+    RemoveUserScramCredentialRecord,
+    UserScramCredentialRecord,
+)
 
 # Kafka's DirectoryId: reserved ids a replica's directory may hold instead of a real one.
 MIGRATING_DIRECTORY = uuid.UUID(records.MIGRATING_DIRECTORY)  # placed before 3.7-IV2
@@ -352,6 +357,39 @@ def _remove_acl(record: RemoveAccessControlEntryRecord, _mv: Any, _dirs: Any) ->
     return schemas.REMOVE_ACCESS_CONTROL_ENTRY.key, 0, {"Id": kafka_uuid(record.id)}
 
 
+# --- SCRAM credentials (KIP-554): the salt and the keys as the bytes brokers log users in with --
+
+
+def _user_scram_credential(
+    record: UserScramCredentialRecord, mv: MetadataVersion, _dirs: Any
+) -> Twin | None:
+    if not mv.scram:
+        return None
+    fields = {
+        "Name": record.name,
+        "Mechanism": MECHANISM_TYPES[record.mechanism],
+        "Salt": base64.b64decode(record.salt),
+        "StoredKey": base64.b64decode(record.stored_key),
+        "ServerKey": base64.b64decode(record.server_key),
+        "Iterations": record.iterations,
+    }
+    return schemas.USER_SCRAM_CREDENTIAL.key, 0, fields
+
+
+def _remove_user_scram_credential(
+    record: RemoveUserScramCredentialRecord, mv: MetadataVersion, _dirs: Any
+) -> Twin | None:
+    if not mv.scram:
+        return None
+    fields = {"Name": record.name, "Mechanism": MECHANISM_TYPES[record.mechanism]}
+    return schemas.REMOVE_USER_SCRAM_CREDENTIAL.key, 0, fields
+
+
+_SCRAM_MAPPERS: dict[type[Record], _Mapper] = {
+    UserScramCredentialRecord: _user_scram_credential,
+    RemoveUserScramCredentialRecord: _remove_user_scram_credential,
+}
+
 _MAPPERS: dict[type[Record], _Mapper] = {
     RegisterBrokerRecord: _register_broker,
     UnregisterBrokerRecord: _unregister_broker,
@@ -368,5 +406,6 @@ _MAPPERS: dict[type[Record], _Mapper] = {
     ProducerIdsRecord: _producer_ids,
     AccessControlEntryRecord: _acl,
     RemoveAccessControlEntryRecord: _remove_acl,
+    **_SCRAM_MAPPERS,
 }
 TWINNED_RECORD_TYPES = frozenset(cls.TYPE for cls in _MAPPERS)

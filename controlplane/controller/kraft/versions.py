@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 
 from controlplane.controller.features import DIRECTORY_ASSIGNMENT_METADATA_VERSION
+from controlplane.controller.scram_records import SCRAM_METADATA_VERSION
 
 METADATA_VERSION_FEATURE = "metadata.version"
 MINIMUM_METADATA_VERSION = 7  # 3.3-IV3: the oldest level a Kafka 4.x broker reads
@@ -38,6 +39,11 @@ class MetadataVersion:
     def directory_assignment(self) -> bool:
         """KIP-858: registrations carry log dirs, partitions carry a directory per replica."""
         return self.level >= DIRECTORY_ASSIGNMENT_METADATA_VERSION
+
+    @property
+    def scram(self) -> bool:
+        """KIP-554: UserScramCredentialRecord and its removal (isScramSupported, 3.5-IV2)."""
+        return self.level >= SCRAM_METADATA_VERSION
 
 
 _T, _F = True, False

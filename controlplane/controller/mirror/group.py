@@ -268,8 +268,8 @@ def sync_group(view: MetadataDelta, payload: Mapping[str, Any]) -> ControllerRes
 
 def put_task_configs(view: MetadataDelta, payload: Mapping[str, Any]) -> ControllerResult:
     """The leader persists a connector's task configs (Connect's putTaskConfigs): only those
-    the connector derives for the flow from the stored configuration (issue 34: a follower's
-    post once pointed both clusters at its poster's URL), posted by a member of the group.
+    the connector derives for the flow from the stored configuration (so a follower's post
+    cannot point both clusters at its poster's URL), posted by a member of the group.
 
     `poster_member_id` (default: the leader) is the member whose connector computed them, a
     follower when they came to the leader's REST server; its worker id goes to the audit trail

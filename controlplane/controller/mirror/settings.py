@@ -201,7 +201,7 @@ def setting_problem(name: str, value: str) -> str | None:
 
 def _get(config: Mapping[str, str], name: str, default: str) -> str:
     """A setting of a node's configuration, its references resolved: a problem names the key,
-    never the value (it may be a secret a reference resolved to: issue 34)."""
+    never the value (it may be a secret a reference resolved to)."""
     value = config.get(name, default)
     problem = setting_problem(name, value)
     if problem:

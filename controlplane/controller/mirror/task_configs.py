@@ -1,4 +1,4 @@
-"""Task configs are what a flow's connector derives from the stored configuration (issue 34).
+"""Task configs are what a flow's connector derives from the stored configuration.
 
 A connector's task configs are its own config (`MirrorMakerConfig.connector_config`: cluster
 URLs, token references, filters, all from the stored text, references unresolved) plus the keys

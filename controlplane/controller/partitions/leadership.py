@@ -144,10 +144,17 @@ class ReplicaOffline:
 
 
 def elect_leaderless(
-    changes: PartitionChanges, *, configs: ConfigView, unfenced: Sequence[int] = ()
-) -> None:
+    changes: PartitionChanges,
+    *,
+    configs: ConfigView,
+    unfenced: Sequence[int] = (),
+    limit: int | None = None,
+) -> bool:
     """Partitions left without a leader get one when a replica can lead again (an unfenced
-    broker, as Kafka's handleBrokerUnfenced)."""
+    broker, as Kafka's handleBrokerUnfenced). `unfenced`: only partitions with a replica on
+    these brokers, which may lead though their unfencing is not applied yet. With `limit`, at
+    most that many partitions change in all (the changes' records count); the answer says
+    whether it stopped there (more may be left for another commit)."""
     view = changes.view
     acceptable = acceptable_leaders(view)
     newly: set[int] = set(unfenced)
@@ -163,6 +170,10 @@ def elect_leaderless(
             continue
         if newly and not newly.intersection(partition.replicas):
             continue
+        if not any(can_lead(r) for r in partition.replicas):
+            continue  # no replica may lead: nothing to elect (and nothing left for later)
+        if limit is not None and len(changes.records) >= limit:
+            return True
         changes.add(
             change_partition(
                 tp,
@@ -172,6 +183,15 @@ def elect_leaderless(
                 canary_brokers=canary,
             )
         )
+    return False
+
+
+def has_leaderless_replica(view: MetadataDelta, broker_id: int) -> bool:
+    """Whether a leaderless partition has a replica on `broker_id` (it may lead it now)."""
+    return any(
+        broker_id in (view.partition(tp) or _EMPTY).replicas
+        for tp in view.partitions_led_by(NO_LEADER)
+    )
 
 
 _EMPTY = PartitionRegistration(replicas=(), isr=(), leader=NO_LEADER)

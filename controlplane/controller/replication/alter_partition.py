@@ -21,6 +21,8 @@ from controlplane.controller.partitions.changes import (
 from controlplane.controller.partitions.leadership import UncleanPolicy
 from controlplane.controller.records import NO_LEADER
 
+RECOVERED = 0  # Kafka's LeaderRecoveryState.RECOVERED (RECOVERING is 1)
+
 
 def alter_partition(
     view: MetadataDelta,
@@ -112,6 +114,10 @@ def _validate_alter_partition(
         or any(r not in partition.replicas for r in new_isr)
         or partition.leader not in new_isr
     ):
+        return Errors.INVALID_REQUEST
+    # Every partition here is RECOVERED (no election leaves a leader recovering): a leader may
+    # not report it RECOVERING (Kafka: INVALID_REQUEST, the state cannot go back).
+    if item.get("leader_recovery_state", RECOVERED) != RECOVERED:
         return Errors.INVALID_REQUEST
     # Kafka checks every member of the new ISR (not only the ones being added).
     if any(not _eligible_for_isr(view, r) for r in new_isr):

@@ -39,6 +39,7 @@ class Kind(enum.StrEnum):
     ACL_CHANGED = "ACL_CHANGED"
     QUOTA_CHANGED = "QUOTA_CHANGED"
     TOKEN_CHANGED = "TOKEN_CHANGED"
+    SCRAM_CHANGED = "SCRAM_CHANGED"
     OTHER = "OTHER"
 
 
@@ -62,6 +63,7 @@ KIND_LABELS: dict[Kind, str] = {
     Kind.ACL_CHANGED: "ACL change",
     Kind.QUOTA_CHANGED: "client quota change",
     Kind.TOKEN_CHANGED: "delegation token",
+    Kind.SCRAM_CHANGED: "SCRAM credential",
     Kind.OTHER: "other",
 }
 
@@ -360,6 +362,14 @@ def _tokens(write: WriteSummary, facts: WriteFacts) -> tuple[Kind, str]:
     return Kind.TOKEN_CHANGED, "Delegation tokens: " + ", ".join(parts)
 
 
+def _scram(write: WriteSummary, facts: WriteFacts) -> tuple[Kind, str]:
+    texts = [
+        f"{user} {mechanism} {'set' if set_ else 'deleted'}"
+        for user, mechanism, set_ in facts.scram
+    ]
+    return Kind.SCRAM_CHANGED, "SCRAM credentials: " + "; ".join(texts)
+
+
 Describer = Callable[[WriteSummary, WriteFacts], tuple[Kind, str]]
 BY_API: dict[str, Describer] = {
     "AlterReplicaState": _log_dir_failure,
@@ -382,6 +392,7 @@ BY_API: dict[str, Describer] = {
     "RenewDelegationToken": _tokens,
     "ExpireDelegationToken": _tokens,
     "ExpireDelegationTokens": _tokens,
+    "AlterUserScramCredentials": _scram,
 }
 
 WARNING_KINDS = frozenset(
@@ -500,6 +511,10 @@ def _details(facts: WriteFacts) -> dict[str, Any]:
         "quotas": facts.quotas,
         "tokens_created": len(facts.tokens_created),
         "tokens_removed": len(facts.tokens_removed),
+        "scram_credentials": [
+            {"user": user, "mechanism": mechanism, "change": "set" if set_ else "deleted"}
+            for user, mechanism, set_ in facts.scram
+        ],
     }
     details.update({key: value for key, value in optional.items() if value})
     return details

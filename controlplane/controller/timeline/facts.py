@@ -36,6 +36,10 @@ from controlplane.controller.records import (
     TopicRecord,
     UnregisterBrokerRecord,
 )
+from controlplane.controller.scram_records import (
+    RemoveUserScramCredentialRecord,
+    UserScramCredentialRecord,
+)
 
 # A replay's partitions before and after each PartitionChangeRecord, by offset.
 Transitions = Mapping[int, tuple[PartitionRegistration, PartitionRegistration]]
@@ -90,7 +94,7 @@ class WriteFacts:
     )
     # Brokers holding replicas whose heartbeat named a dir offline: AlterReplicaState reports
     # (or reported) that failure's replicas, before or after the heartbeat (the report waits
-    # for the controller; the heartbeat does not): the same failure, one incident (issue 25).
+    # for the controller; the heartbeat does not): the same failure, one incident.
     failure_told: set[int] = dataclasses.field(default_factory=set)
     moves: list[Move] = dataclasses.field(default_factory=list)
     created_topics: dict[str, list[Any]] = dataclasses.field(default_factory=dict)
@@ -102,6 +106,8 @@ class WriteFacts:
     quotas: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     tokens_created: list[str] = dataclasses.field(default_factory=list)
     tokens_removed: list[str] = dataclasses.field(default_factory=list)
+    # SCRAM credentials set or deleted: (user, mechanism, set); never a salt or a key.
+    scram: list[tuple[str, str, bool]] = dataclasses.field(default_factory=list)
 
     # The moves' tally, counted once when first asked (the moves are complete by then).
     tally: MoveTally | None = dataclasses.field(default=None, repr=False, compare=False)
@@ -356,6 +362,12 @@ class CommitWalk:
     def _remove_token(self, record: RemoveDelegationTokenRecord, facts: WriteFacts) -> None:
         facts.tokens_removed.append(record.token_id)
 
+    def _scram(self, record: UserScramCredentialRecord, facts: WriteFacts) -> None:
+        facts.scram.append((record.name, record.mechanism, True))
+
+    def _remove_scram(self, record: RemoveUserScramCredentialRecord, facts: WriteFacts) -> None:
+        facts.scram.append((record.name, record.mechanism, False))
+
 
 _NOTES: dict[type[Record], Any] = {
     RegisterBrokerRecord: CommitWalk._register,
@@ -371,4 +383,6 @@ _NOTES: dict[type[Record], Any] = {
     ClientQuotaRecord: CommitWalk._quota,
     DelegationTokenRecord: CommitWalk._token,
     RemoveDelegationTokenRecord: CommitWalk._remove_token,
+    UserScramCredentialRecord: CommitWalk._scram,
+    RemoveUserScramCredentialRecord: CommitWalk._remove_scram,
 }

@@ -5,7 +5,7 @@ flows whose target is among `--clusters` (default: all) and follows the configur
 Ctrl-C or SIGTERM leaves every group and stops.
 
 The stored text declares config providers (a super user's), but what this node reads from its
-own host is its operator's to bound, here (issue 34), as Kafka's worker is bounded by the
+own host is its operator's to bound, here, as Kafka's worker is bounded by the
 `org.apache.kafka.automatic.config.providers` system property and KIP-993's `allowed.paths`:
 `--config-providers`, `--env-allowlist` and `--allowed-paths`, each also from the environment
 (the option wins)."""

@@ -204,7 +204,7 @@ def envelope(request: WireRequest) -> Any:
         data = bytes(request.body.request_data)
         if len(data) >= 2:  # named in the audit row of a refusal, as the REST Envelope does
             inner_api = inner_api_name(struct.unpack_from(">h", data)[0])
-        authorize_sender(sender, request.caller.host)
+        bound = authorize_sender(sender, request.caller.host)
         client_host = _client_address(request.body.client_host_address)
         principal = decode_principal(request.body.request_principal)
         header, body = _inner(data)
@@ -217,7 +217,7 @@ def envelope(request: WireRequest) -> Any:
         client_host=client_host,
         client_id=header.client_id,
         request_id=request.caller.request_id,
-        broker_id=forwarding_broker_id(request.caller.client_id),
+        broker_id=forwarding_broker_id(request.caller.client_id) if bound is None else bound,
     )
     forwarded = WireRequest(
         api_key=header.api_key,

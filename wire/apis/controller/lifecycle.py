@@ -163,14 +163,16 @@ def alter_partition(request: WireRequest) -> Any:
     their broker epochs (KIP-903): a member whose epoch is not its registration's is
     INELIGIBLE_REPLICA, as Kafka's controller answers it."""
     body = request.body
-    names = topic_names_by_id(topic_ids=[str(t.topic_id) for t in body.topics])
+    named = [str(t.topic_id) for t in body.topics if t.topic_id is not None]
+    names = topic_names_by_id(topic_ids=named)
     epochs = registered_epochs()
-    unknown: dict[str, list[dict[str, Any]]] = {}
+    unknown: dict[str | None, list[dict[str, Any]]] = {}
     ineligible: dict[str, list[dict[str, Any]]] = {}
     asked = []
     for topic in body.topics:
-        topic_id = str(topic.topic_id)
-        if topic_id not in names:
+        # Kafka's zero Uuid (kio's None) names no topic: UNKNOWN_TOPIC_ID, as any unknown id.
+        topic_id = None if topic.topic_id is None else str(topic.topic_id)
+        if topic_id is None or topic_id not in names:
             unknown[topic_id] = [
                 _partition_refusal(int(p.partition_index), Errors.UNKNOWN_TOPIC_ID)
                 for p in topic.partitions
@@ -213,7 +215,7 @@ def alter_partition(request: WireRequest) -> Any:
     if data.get("error_code"):
         return answer(request, {"error_code": data["error_code"], "topics": []})
     ids = {name: topic_id for topic_id, name in names.items()}
-    topics = [
+    topics: list[dict[str, Any]] = [
         {
             "topic_id": ids[t["topic_name"]],
             "partitions": [{**p, "leader_recovery_state": 0} for p in t["partitions"]]

@@ -97,13 +97,38 @@ class Command(BaseCommand):
             type=int,
             default=DEFAULTS.queued_max_request_bytes,
             help="Kafka's queued.max.request.bytes: the bytes of requests held at once, all "
-            "connections together (each connection holds one request at a time)",
+            "client connections together, charged as they arrive (each connection holds one "
+            "request at a time)",
+        )
+        parser.add_argument(
+            "--controller-queued-max-request-bytes",
+            type=int,
+            default=DEFAULTS.controller_queued_max_request_bytes,
+            help="the same for controller listeners, a pool of their own",
+        )
+        parser.add_argument(
+            "--memory-wait-timeout-s",
+            type=float,
+            default=DEFAULTS.memory_wait_timeout_s,
+            help="how long a connection may wait for request memory before it is closed",
+        )
+        parser.add_argument(
+            "--frame-timeout-s",
+            type=float,
+            default=DEFAULTS.frame_timeout_s,
+            help="how long a frame may take to arrive once its size is read",
         )
         parser.add_argument(
             "--max-connections-per-ip", type=int, default=DEFAULTS.max_connections_per_ip
         )
         parser.add_argument("--max-connections", type=int, default=DEFAULTS.max_connections)
         parser.add_argument("--threads", type=int, default=DEFAULTS.threads)
+        parser.add_argument(
+            "--controller-threads",
+            type=int,
+            default=DEFAULTS.controller_threads,
+            help="handler threads of the controller listeners, which client load never takes",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.EMBEDDED:
@@ -137,9 +162,13 @@ class Command(BaseCommand):
             idle_timeout_s=options["idle_timeout_s"],
             authentication_timeout_s=options["authentication_timeout_s"],
             queued_max_request_bytes=options["queued_max_request_bytes"],
+            controller_queued_max_request_bytes=options["controller_queued_max_request_bytes"],
+            memory_wait_timeout_s=options["memory_wait_timeout_s"],
+            frame_timeout_s=options["frame_timeout_s"],
             max_connections_per_ip=options["max_connections_per_ip"],
             max_connections=options["max_connections"],
             threads=options["threads"],
+            controller_threads=options["controller_threads"],
         )
         if options["metrics_port"] is not None:
             start_http_server(options["metrics_port"], registry=scraped_registry())
