@@ -574,6 +574,10 @@ class ReplicationMachine(RuleBasedStateMachine):
         if any(p.reassigning for p in standby.partitions.values()):
             event("a failover mid-move")
         self.image = standby
+        self.took_over()
+
+    def took_over(self) -> None:
+        """What else a standby builds from its image when it takes over (subclasses' indexes)."""
 
     @rule(election=st.sampled_from(["PREFERRED", "UNCLEAN"]), pick=st.none() | PICK)
     def elect_leaders(self, election: str, pick: int | None) -> None:
