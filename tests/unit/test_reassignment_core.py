@@ -193,6 +193,17 @@ def test_kafkas_errors_per_partition(cluster: Cluster) -> None:
     assert cluster.partition("t", 0).replicas == (1, 2, 3)  # nothing half-applied
 
 
+def test_a_deleted_topic_is_unknown_to_a_move_and_takes_its_moves_with_it(cluster: Cluster) -> None:
+    reassign(cluster, ("t", 0, [3, 4, 5]))
+    assert cluster.partition("t", 0).reassigning
+    deleted = cluster.run("DeleteTopics", {"topic_names": ["t"]})
+    assert deleted["responses"][0]["error_code"] == 0
+    response = reassign(cluster, ("t", 0, None), ("t", 1, [1, 2, 4]))
+    assert codes(response) == [Errors.UNKNOWN_TOPIC_OR_PARTITION] * 2
+    assert not any(p.reassigning for p in cluster.image.partitions.values())
+    cluster.assert_replays()
+
+
 def test_a_target_broker_that_dies_mid_move_stalls_it_and_the_isr_keeps_a_member(
     cluster: Cluster,
 ) -> None:
