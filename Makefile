@@ -15,7 +15,7 @@ KAFKA_CONTROLLER_PORT ?= 9098
 KAFKA_NEWEST ?= 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test-python install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence clean
+.PHONY: run install install-test-python install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -79,7 +79,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence bench-scram
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers
 
 ## bench-heartbeats: heartbeats on the internal listener and whoami on the public one, on the real stack
 bench-heartbeats: install-test services
@@ -127,6 +127,10 @@ bench-wire: install-test services
 ## bench-scram: a SCRAM-SHA-256/512 login on the control plane's Kafka listener against PLAIN
 bench-scram: install-test services
 	$(PY) -m bench.scram_login $(BENCH_ARGS)
+
+## bench-hostile-peers: brokers' Raft Fetch and heartbeats while 1,000 anonymous connections announce maximal frames
+bench-hostile-peers: install-test services
+	$(PY) -m bench.hostile_peers $(BENCH_ARGS)
 
 ## bench-real-broker: a stock Kafka broker from start to registered, caught up, unfenced; kill -9 to fenced; restart
 bench-real-broker: install-test services

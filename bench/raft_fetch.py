@@ -49,11 +49,12 @@ def log(message: str) -> None:
 class Follower:
     """A bare Raft follower: SASL/PLAIN as the broker principal, then Fetch v17."""
 
-    def __init__(self, port: int, token: str, cluster_id: str) -> None:
+    def __init__(self, port: int, token: str, cluster_id: str, replica_id: int = 1) -> None:
         from tests.wire.rawclient import RawClient
 
         self.client = RawClient("127.0.0.1", port, timeout_s=120)
         self.cluster_id = cluster_id
+        self.replica_id = replica_id
         self._authenticate(token)
 
     def _authenticate(self, token: str) -> None:
@@ -80,7 +81,7 @@ class Follower:
         )
         request = fetch_v17.FetchRequest(
             cluster_id=self.cluster_id,
-            replica_state=fetch_v17.ReplicaState(replica_id=1, replica_epoch=-1),
+            replica_state=fetch_v17.ReplicaState(replica_id=self.replica_id, replica_epoch=-1),
             max_wait=datetime.timedelta(0),
             min_bytes=0,
             max_bytes=FETCH_MAX_BYTES,

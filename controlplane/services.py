@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 
 from controlplane.controller.errors import ApiError, Errors
+from controlplane.http_errors import is_unavailable
 from controlplane.metrics import FORWARDING
 from controlplane.runtime.conversation import (
     REQUEST_ID_REUSED,
@@ -140,7 +141,18 @@ def _call_until_deadline(event: ControllerEvent) -> ControllerAnswer:
                 f"have been applied ({last_error.message})",
             )
         attempt_started = time.perf_counter()
-        answer = executor().call(event, min(remaining, ATTEMPT_TIMEOUT_MS))
+        try:
+            answer = executor().call(event, min(remaining, ATTEMPT_TIMEOUT_MS))
+        except Exception as error:
+            if not (maybe_applied and is_unavailable(error)):
+                raise  # nothing went out before: unavailable, "not applied" (503)
+            # The store refused this attempt, but an earlier one went out and may have been
+            # applied: only an answer to a retry, or the deadline's REQUEST_TIMED_OUT, says so.
+            last_error = ApiError(
+                Errors.REQUEST_TIMED_OUT, f"The controller is unreachable: {error}"
+            )
+            time.sleep(RETRY_BACKOFF_S)
+            continue
         FORWARDING.remote_time(event.api, time.perf_counter() - attempt_started)
         if answer is None:
             maybe_applied = True

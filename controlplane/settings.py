@@ -28,6 +28,22 @@ def env_int(name: str, default: int) -> int:
     return int(os.environ.get(name, default))
 
 
+def env_secret(name: str) -> str | None:
+    """A secret from `NAME`, or from the file `NAME_FILE` names (a secret store's mounted
+    file: a Docker or Kubernetes secret), read once at start, surrounding whitespace stripped;
+    None when neither is set or the value is empty. Both set is a mistake, refused."""
+    path = os.environ.get(f"{name}_FILE", "").strip()
+    if path and os.environ.get(name):
+        raise ImproperlyConfigured(f"Set {name} or {name}_FILE, not both.")
+    if not path:
+        return os.environ.get(name, "").strip() or None
+    try:
+        value = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ImproperlyConfigured(f"{name}_FILE={path}: {error}") from None
+    return value or None
+
+
 SECRET_KEY = os.environ.get("CP_SECRET_KEY", "dev-only-insecure-key-change-me")
 DEBUG = env_bool("CP_DEBUG", False)
 ALLOWED_HOSTS = os.environ.get("CP_ALLOWED_HOSTS", "*").split(",")
@@ -223,6 +239,10 @@ CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS = env_int(
     "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS", 300
 )
 CP_UNCLEAN_LEADER_ELECTION_ENABLE = env_bool("CP_UNCLEAN_LEADER_ELECTION_ENABLE", False)
+# The key that signs delegation tokens (Kafka's static delegation.token.secret.key): a node
+# setting, the same on every node (web, controller, serve_kafka, Celery), never a record of the
+# metadata log. Unset: delegation tokens are disabled.
+CP_DELEGATION_TOKEN_SECRET_KEY = env_secret("CP_DELEGATION_TOKEN_SECRET_KEY")
 CP_STATIC_BROKER_CONFIGS = {
     "num.partitions": str(CP_NUM_PARTITIONS),
     "default.replication.factor": str(CP_DEFAULT_REPLICATION_FACTOR),
@@ -230,6 +250,8 @@ CP_STATIC_BROKER_CONFIGS = {
     "leader.imbalance.check.interval.seconds": str(CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS),
     "unclean.leader.election.enable": str(CP_UNCLEAN_LEADER_ELECTION_ENABLE).lower(),
 }
+if CP_DELEGATION_TOKEN_SECRET_KEY is not None:
+    CP_STATIC_BROKER_CONFIGS["delegation.token.secret.key"] = CP_DELEGATION_TOKEN_SECRET_KEY
 CELERY_BEAT_SCHEDULE = {
     "rebalance-preferred-leaders": {
         "task": "replicas.tasks.rebalance_leaders",

@@ -18,7 +18,8 @@ Faults, in order: kill -9 the active controller; SIGSTOP it past its lease, then
 not write again); restart Redis; restart PostgreSQL; kill -9 web node A (and start it again);
 kill -9 the Kafka protocol listener (`serve_kafka`) while a stock client (kafka-python) creates
 topics through it, and start it again (the client reconnects; nothing is applied twice); hold 50
-slow connections on both public listeners for 30 s; lose two of the three racks' brokers at once
+slow connections on both public listeners for 30 s; 1,000 anonymous maximal frames on every client
+listener of serve_kafka (devtools/campaign_hostile.py); lose two of the three racks' brokers at once
 (their heartbeats stop): after the session timeout every partition with a surviving ISR member must
 have a live leader, and when the racks come back their brokers rejoin the ISR and the preferred
 leaders return (Celery beat's rebalance); restart every broker with a new incarnation (kill -9 the
@@ -30,7 +31,8 @@ brokers' own Metadata says; restarted, back in every ISR), SIGSTOP of one past i
 SIGCONT (fenced, leadership moved; it rejoins as stock Kafka does, the ISRs whole again), and a
 lost log dir (renamed away under a broker leading partitions: the dir offline, its replicas there
 offline and their leadership moved with no session timeout, the broker unfenced). After each: every
-acknowledged write is in the metadata log exactly once, `verify_metadata` is clean, and the time
+acknowledged write is in the metadata log exactly once, `verify_metadata` is clean, every live real
+broker's own Metadata and kafka-dump-log agree with the controller's tables, and the time
 until writes were acknowledged again is measured (and, for the controller faults, until a new
 controller held the lease; with the real brokers, the longest time without an acknowledged produce
 and the sends that failed). At the end every message the producer was told was written is read back
@@ -59,7 +61,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from devtools import campaign_brokers, campaign_kafka, campaign_moves, campaign_report
+from devtools import campaign_brokers, campaign_hostile, campaign_kafka, campaign_report
 from devtools.admin_writers import AdminWriters
 from devtools.campaign_kafka import RealBrokers
 from devtools.history import HistoryClients
@@ -265,6 +267,7 @@ class FaultCampaign:
         verified, problems = campaign_report.verify_metadata(self.stack)
         if problems:
             extra["verify_metadata_problems"] = problems
+        extra["one_image"] = campaign_hostile.one_image(self)  # None without real brokers
         fenced = self.fencings_since(offset)
         producer = None if self.real is None else self.real.producer
         result = FaultResult(
@@ -392,6 +395,9 @@ class FaultCampaign:
             "other_requests": others,
         }
 
+    def anonymous_flood(self) -> dict[str, Any]:
+        return campaign_hostile.anonymous_flood(self)
+
     def lose_two_racks(self) -> dict[str, Any]:
         return campaign_brokers.lose_two_racks(self, brokers=BROKERS, racks=RACKS)
 
@@ -412,7 +418,7 @@ class FaultCampaign:
 
     def kill_real_broker_mid_move(self) -> dict[str, Any]:
         assert self.real is not None
-        return campaign_moves.kill_during_moves(self.real, campaign_kafka.TOPIC)
+        return self.real.kill_mid_move()
 
     def partitions(self) -> list[dict[str, Any]]:
         status, body = self.web["web-b"].get(f"/api/v1/topics/{TOPIC}", self.stack.tokens["admin"])
@@ -506,19 +512,12 @@ FAULTS: list[tuple[str, str]] = [
     ("kill -9 a web node", "kill_web_node"),
     ("kill -9 the Kafka protocol listener during admin writes", "kill_kafka_listener"),
     ("50 slow connections on the public listener for 30 s", "slow_clients"),
+    ("1,000 anonymous maximal frames on every client listener of serve_kafka", "anonymous_flood"),
     ("lose two of three racks' brokers at once, then bring them back", "lose_two_racks"),
     ("restart every broker with a new incarnation (kill -9 the simulator)", "restart_every_broker"),
 ]
-# The stock Kafka brokers' faults (devtools/campaign_kafka.py), run when Java and the jars are here.
-REAL_BROKER_FAULTS: list[tuple[str, str]] = [
-    ("kill -9 the real broker leading the most partitions, then restart it", "kill_real_broker"),
-    ("SIGSTOP a real broker past its session, then SIGCONT", "pause_real_broker"),
-    ("lose a log dir of a real broker leading partitions", "lose_a_real_log_dir"),
-    (
-        "kill -9 a real broker in the middle of partition moves, then restart it",
-        "kill_real_broker_mid_move",
-    ),
-]
+# The stock Kafka brokers' faults, run when Java and the jars are here.
+REAL_BROKER_FAULTS = campaign_kafka.FAULTS
 FAULTS += REAL_BROKER_FAULTS
 
 

@@ -10,6 +10,9 @@ lost log dir is found by the next one). Their ids start at `FIRST_ID`: the campa
 simulated brokers (ids below it) and these apart, so the simulated brokers' checks (racks' loss,
 every broker's restart, fencings per fault) are what they were.
 
+Their `serve_kafka` serves client listeners too (PLAINTEXT, SASL_PLAINTEXT), as a deployment's
+does: the anonymous flood's targets (devtools/campaign_hostile.py).
+
 Their topic (`TOPIC`: 12 partitions, RF 3, min.insync.replicas 2) is placed on them alone by an
 explicit assignment, and so is `__consumer_offsets`, created here before any group needs it (the
 controller's placement would stripe it over the simulated brokers, and a group's coordinator must
@@ -48,6 +51,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from devtools import campaign_hostile, campaign_moves
 from devtools.kafka_clients import Producing, broker_metadata, directory_ids
 from devtools.real_brokers import DEFAULT_CONTROLLER_ID, brokers_under, start_controller_listener
 from devtools.stack import Http, Stack, wait_for
@@ -100,6 +104,7 @@ class RealBrokers:
         self.web = web
         self.brokers: list[KafkaBroker] = []
         self.port = 0
+        self.client_ports = campaign_hostile.real_brokers_client_ports()  # for the flood
         self.producer: Producing | None = None
         self._prepared: threading.Thread | None = None
         self._failure: BaseException | None = None
@@ -119,7 +124,9 @@ class RealBrokers:
                     60,
                     "the cluster's id",
                 )
-                self.port = start_controller_listener(self.stack, LISTENER)
+                self.port = start_controller_listener(
+                    self.stack, LISTENER, client_ports=self.client_ports
+                )
                 self.brokers = brokers_under(
                     self.stack,
                     self.port,
@@ -290,6 +297,10 @@ class RealBrokers:
             raise AssertionError(f"{error}{tails}") from None
 
     # --- the faults ---------------------------------------------------------------------
+    def kill_mid_move(self) -> dict[str, Any]:
+        """kill -9 of a broker in the middle of partition moves (devtools/campaign_moves.py)."""
+        return campaign_moves.kill_during_moves(self, TOPIC)
+
     def kill_busiest(self) -> dict[str, Any]:
         victim = self.busiest()
         led = sum(1 for p in self.partitions().values() if p["leader"] == victim.node_id)
@@ -509,3 +520,16 @@ def fencings(rows: Sequence[tuple[Any, ...]]) -> Counter[str]:
     for broker_id, count in rows:
         counted["real" if int(broker_id) >= FIRST_ID else "simulated"] += int(count)
     return counted
+
+
+# The real brokers' faults, by their FaultCampaign methods' names (devtools/campaign.py runs them
+# after the simulated brokers' when Java and the jars are here).
+FAULTS: list[tuple[str, str]] = [
+    ("kill -9 the real broker leading the most partitions, then restart it", "kill_real_broker"),
+    ("SIGSTOP a real broker past its session, then SIGCONT", "pause_real_broker"),
+    ("lose a log dir of a real broker leading partitions", "lose_a_real_log_dir"),
+    (
+        "kill -9 a real broker in the middle of partition moves, then restart it",
+        "kill_real_broker_mid_move",
+    ),
+]

@@ -1,6 +1,7 @@
 """Stock Kafka clients' view of real brokers, for the tests, the campaign and the benchmarks:
 a producer that keeps sending (what was acknowledged, when, and what failed), a broker's own
-Metadata asked of it alone, and a broker's log dirs by directory id."""
+Metadata asked of it alone (of a topic, or of every topic), and a broker's log dirs by
+directory id."""
 
 from __future__ import annotations
 
@@ -122,6 +123,19 @@ class Producing:
 def broker_metadata(broker: KafkaBroker, topic: str, timeout_s: float = 5) -> dict[int, Any]:
     """The topic's partitions as this broker's own Metadata says (v12, asked of it alone: a
     client library would ask any broker it knows, the simulated ones included)."""
+    (found,) = _metadata(broker, (topic,), timeout_s).topics
+    if found.error_code.value != 0:
+        raise RuntimeError(f"broker {broker.node_id}: {topic} {found.error_code.name}")
+    return {int(p.partition_index): p for p in found.partitions}
+
+
+def cluster_metadata(broker: KafkaBroker, timeout_s: float = 5) -> Any:
+    """This broker's own Metadata of every topic (kio's MetadataResponse v12): the brokers it
+    lists and every partition, as its image has them."""
+    return _metadata(broker, None, timeout_s)
+
+
+def _metadata(broker: KafkaBroker, topics: tuple[str, ...] | None, timeout_s: float) -> Any:
     from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
     from kio.schema.metadata.v12.response import MetadataResponse
     from kio.schema.request_header.v2.header import RequestHeader
@@ -130,7 +144,11 @@ def broker_metadata(broker: KafkaBroker, topic: str, timeout_s: float = 5) -> di
     from kio.static.primitive import i16, i32
 
     request = MetadataRequest(
-        topics=(MetadataRequestTopic(topic_id=None, name=TopicName(topic)),),
+        topics=(
+            None
+            if topics is None
+            else tuple(MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in topics)
+        ),
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )
@@ -150,10 +168,7 @@ def broker_metadata(broker: KafkaBroker, topic: str, timeout_s: float = 5) -> di
         answer = _exactly(sock, size)
     # The correlation id (4 bytes), the flexible header's tagged fields (1), then the body.
     response, _ = entity_reader(MetadataResponse)(answer, 5)
-    (found,) = response.topics
-    if found.error_code.value != 0:
-        raise RuntimeError(f"broker {broker.node_id}: {topic} {found.error_code.name}")
-    return {int(p.partition_index): p for p in found.partitions}
+    return response
 
 
 def _exactly(sock: socket.socket, size: int) -> bytes:

@@ -17,11 +17,12 @@ leader epoch, every change bumps the partition epoch). Its sources:
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from controlplane.controller.image import MetadataImage
@@ -86,7 +87,14 @@ def _ids(value: Any) -> tuple[int, ...]:
 
 
 def _topic_id(value: Any) -> str:
-    return str(uuid.UUID(str(value))) if not isinstance(value, uuid.UUID) else str(value)
+    """A topic id as the controller writes it: our decoder gives a UUID, kafka-dump-log's JSON
+    Kafka's own form (`Uuid.toString`: 22 characters of URL-safe base64, no padding)."""
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    text = str(value)
+    if len(text) == 22:
+        return str(uuid.UUID(bytes=base64.urlsafe_b64decode(text + "==")))
+    return str(uuid.UUID(text))
 
 
 def _register_broker(view: KafkaView, f: Mapping[str, Any]) -> None:
@@ -222,12 +230,21 @@ def _camel_to_kafka(data: Mapping[str, Any]) -> dict[str, Any]:
     return {key[:1].upper() + key[1:]: value for key, value in data.items()}
 
 
-def view_of_dump_log(text: str) -> KafkaView:
-    """A broker's view from `kafka-dump-log --cluster-metadata-decoder` of its own replica."""
-    view = KafkaView()
+_OFFSET = re.compile(r"^\| offset: (\d+) ")
+
+
+def view_of_dump_log(
+    text: str, *, from_offset: int = 0, view: KafkaView | None = None
+) -> KafkaView:
+    """A broker's view from `kafka-dump-log --cluster-metadata-decoder` of its own replica (the
+    records at `from_offset` and after, replayed onto `view`: a snapshot's, say)."""
+    view = KafkaView() if view is None else view
     for line in text.splitlines():
         match = _PAYLOAD.search(line)
         if match is None:
+            continue
+        offset = _OFFSET.match(line)
+        if offset is not None and int(offset.group(1)) < from_offset:
             continue
         payload = json.loads(match.group(1))
         name = _DUMP_NAMES.get(str(payload.get("type")))
@@ -248,3 +265,67 @@ def metadata_facts(view: KafkaView) -> dict[str, Any]:
             if topic_id in view.topics
         },
     }
+
+
+def facts_of_metadata(response: Any) -> dict[str, Any]:
+    """`metadata_facts`' shape from a broker's own Metadata answer (kio's MetadataResponse of
+    every topic): the brokers it lists, each partition's leader, leader epoch, replicas and ISR."""
+    return {
+        "brokers": sorted(int(b.node_id) for b in response.brokers),
+        "partitions": {
+            (str(t.name), int(p.partition_index)): (
+                int(p.leader_id),
+                int(p.leader_epoch),
+                _ids(p.replica_nodes),
+                _ids(p.isr_nodes),
+            )
+            for t in sorted(response.topics, key=lambda t: str(t.name))
+            if int(t.error_code) == 0
+            for p in sorted(t.partitions, key=lambda p: int(p.partition_index))
+        },
+    }
+
+
+def facts_differences(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> list[str]:
+    """What differs between two `metadata_facts`, one line each."""
+    lines = []
+    if mine["brokers"] != theirs["brokers"]:
+        lines.append(f"live brokers: {mine['brokers']} != {theirs['brokers']}")
+    for key in sorted(set(mine["partitions"]) | set(theirs["partitions"])):
+        here, there = mine["partitions"].get(key), theirs["partitions"].get(key)
+        if here != there:
+            lines.append(
+                f"partition {key} (leader, leader epoch, replicas, isr): {here} != {there}"
+            )
+    return lines
+
+
+Query = Callable[..., Sequence[Sequence[Any]]]
+
+
+def _json_list(value: Any) -> tuple[int, ...]:
+    return _ids(json.loads(value) if isinstance(value, str) else value)
+
+
+def view_of_tables(query: Query) -> KafkaView:
+    """The controller's view as its tables project it (what the REST API and the console show):
+    `query(sql, *params)` answers rows (`Stack.sql`, or a cursor's in a test process)."""
+    view = KafkaView()
+    for broker_id, epoch, fenced, shutting_down in query(
+        "SELECT broker_id, epoch, fenced, in_controlled_shutdown FROM cp_broker"
+    ):
+        view.brokers[int(broker_id)] = BrokerFacts(int(epoch), bool(fenced), bool(shutting_down))
+    for topic_id, name in query("SELECT topic_id, name FROM cp_topic"):
+        view.topics[_topic_id(topic_id)] = str(name)
+    for topic_id, index, leader, leader_epoch, partition_epoch, replicas, isr in query(
+        "SELECT topic_id, partition_index, leader, leader_epoch, partition_epoch, replicas, isr"
+        " FROM cp_partition"
+    ):
+        view.partitions[(_topic_id(topic_id), int(index))] = PartitionFacts(
+            leader=int(leader),
+            leader_epoch=int(leader_epoch),
+            partition_epoch=int(partition_epoch),
+            replicas=_json_list(replicas),
+            isr=_json_list(isr),
+        )
+    return view

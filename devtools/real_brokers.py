@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from devtools.stack import PYTHON, Stack, free_port, wait_for
@@ -15,10 +15,18 @@ from stock_kafka.broker import KafkaBroker
 DEFAULT_CONTROLLER_ID = 3000  # the quorum's one voter, as the brokers know it
 
 
-def start_controller_listener(stack: Stack, name: str = "serve_kafka") -> int:
+def start_controller_listener(
+    stack: Stack, name: str = "serve_kafka", *, client_ports: Mapping[str, int] | None = None
+) -> int:
     """`serve_kafka` with one CONTROLLER listener (SASL_PLAINTEXT) on a free port: the port,
-    once it listens."""
+    once it listens. `client_ports`: client listeners beside it in the same process, as a
+    deployment serves them (security protocol -> port: PLAINTEXT, SASL_PLAINTEXT)."""
     port = free_port()
+    clients = [
+        argument
+        for protocol, client_port in (client_ports or {}).items()
+        for argument in ("--listener", f"{protocol}://127.0.0.1:{client_port}")
+    ]
     stack.spawn(
         name,
         [
@@ -27,6 +35,7 @@ def start_controller_listener(stack: Stack, name: str = "serve_kafka") -> int:
             "serve_kafka",
             "--listener",
             f"CONTROLLER://127.0.0.1:{port}",
+            *clients,
             "--listener-security-protocol-map",
             "CONTROLLER:SASL_PLAINTEXT",
         ],
@@ -61,6 +70,8 @@ def brokers_under(
     `principal` (a broker principal of the stack); `options` go to KafkaBroker (heap,
     overrides, log_levels, log_dir_count, client_users)."""
     cluster_id = cluster_id_of(stack)
+    given = options.pop("overrides", None)
+    overrides = {**token_key_properties(stack), **(given if isinstance(given, Mapping) else {})}
     return [
         KafkaBroker(
             node_id=node,
@@ -70,10 +81,19 @@ def brokers_under(
             principal=principal,
             token=stack.tokens[principal],
             work_dir=work / f"{prefix}-{node}",
+            overrides=overrides,
             **options,  # type: ignore[arg-type]
         )
         for node in node_ids
     ]
+
+
+def token_key_properties(stack: Stack) -> dict[str, str]:
+    """The stack's delegation-token key as a broker's static `delegation.token.secret.key`:
+    Kafka wants the same key on every broker and controller (a broker answers
+    DescribeDelegationToken and checks token logins with its own)."""
+    key = stack.token_secret_key
+    return {"delegation.token.secret.key": key} if key else {}
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -187,6 +188,14 @@ class Stack:
     tokens: dict[str, str] = dataclasses.field(default_factory=dict)
     http: Http | None = None
 
+    @property
+    def token_secret_key(self) -> str | None:
+        """The delegation-token key every process of the stack reads (a node setting)."""
+        path = self.env.get(f"{TOKEN_KEY_SETTING}_FILE")
+        if path:
+            return Path(path).read_text().strip() or None
+        return self.env.get(TOKEN_KEY_SETTING) or None
+
     def manage(
         self,
         *args: str,
@@ -348,6 +357,21 @@ class Stack:
                 proc.wait(timeout=10)
 
 
+TOKEN_KEY_SETTING = "CP_DELEGATION_TOKEN_SECRET_KEY"
+
+
+def token_key_file(logs: Path, settings: dict[str, str] | None) -> dict[str, str]:
+    """A delegation-token key of the stack's own, in a file beside its logs (mode 0600) that
+    every process reads (CP_DELEGATION_TOKEN_SECRET_KEY_FILE, as a mounted secret), unless
+    the caller's settings name the key themselves."""
+    if settings and any(name.startswith(TOKEN_KEY_SETTING) for name in settings):
+        return {}
+    path = logs / "delegation-token-secret-key"
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+        file.write(secrets.token_urlsafe(32) + "\n")
+    return {f"{TOKEN_KEY_SETTING}_FILE": str(path)}
+
+
 def _admin_connection() -> Any:
     import psycopg
 
@@ -363,6 +387,8 @@ def running_stack(logs: Path, *, settings: dict[str, str] | None = None) -> Iter
     shared_redis = redis_url()
     key_prefix = unique_key_prefix()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CP_", "DATABASE_", "CELERY_"))}
+    logs.mkdir(parents=True, exist_ok=True)
+    env.update(token_key_file(logs, settings))
     env.update(
         {
             "DATABASE_URL": database_url(database),
@@ -376,7 +402,6 @@ def running_stack(logs: Path, *, settings: dict[str, str] | None = None) -> Iter
             **(settings or {}),
         }
     )
-    logs.mkdir(parents=True, exist_ok=True)
     built = Stack(env=env, logs=logs, database=database, key_prefix=key_prefix)
     try:
         built.manage("migrate", "--noinput", "-v0")

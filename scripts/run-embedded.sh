@@ -33,6 +33,26 @@ assert kafka.installed(), f"no Kafka jars in {kafka.libs_dir()} (bash scripts/in
 fi
 unset DATABASE_URL CELERY_BROKER_URL
 export CP_SUPER_USERS="${CP_SUPER_USERS:-User:admin}"
+# The key that signs delegation tokens (a node setting, never a record of the metadata log):
+# the operator's (CP_DELEGATION_TOKEN_SECRET_KEY or _FILE), else one made for this run. It
+# lives in a file (mode 0600) the control plane and the real brokers read, never on a command
+# line; tokens of an earlier run with another key are no longer accepted.
+TOKEN_KEY_FILE=var/delegation-token-secret-key
+TOKEN_KEY_MSG="  Delegation tokens: signed with the key in ${TOKEN_KEY_FILE} (made for this run)"
+if [ -n "${CP_DELEGATION_TOKEN_SECRET_KEY_FILE:-}" ]; then
+  TOKEN_KEY_FILE="$CP_DELEGATION_TOKEN_SECRET_KEY_FILE"
+  TOKEN_KEY_MSG="  Delegation tokens: signed with the key in ${TOKEN_KEY_FILE}"
+else
+  rm -f "$TOKEN_KEY_FILE"
+  if [ -n "${CP_DELEGATION_TOKEN_SECRET_KEY:-}" ]; then
+    (umask 077; printf '%s\n' "$CP_DELEGATION_TOKEN_SECRET_KEY" > "$TOKEN_KEY_FILE")
+    TOKEN_KEY_MSG="  Delegation tokens: signed with CP_DELEGATION_TOKEN_SECRET_KEY"
+  else
+    (umask 077; $PY -c 'import secrets; print(secrets.token_urlsafe(32))' > "$TOKEN_KEY_FILE")
+  fi
+  unset CP_DELEGATION_TOKEN_SECRET_KEY
+  export CP_DELEGATION_TOKEN_SECRET_KEY_FILE="$PWD/$TOKEN_KEY_FILE"
+fi
 # The demo returns preferred leaders within seconds after a restart (Kafka's default: 300 s).
 export CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS="${CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS:-10}"
 # One process, two listeners: the public one on PORT, the brokers' (internal) one on INTERNAL_PORT.
@@ -136,6 +156,7 @@ if [ "$KAFKA_BROKERS" -gt 0 ]; then
     --controller "127.0.0.1:${KAFKA_CONTROLLER_PORT}" --controller-id "${CP_CONTROLLER_ID:-3000}" \
     --cluster-id="$cluster_id" --credentials "${KAFKA_BROKER_DIR}/credentials" \
     --work-dir "$KAFKA_BROKER_DIR" --first-node-id "$KAFKA_FIRST_BROKER_ID" \
+    --delegation-token-secret-key-file "$CP_DELEGATION_TOKEN_SECRET_KEY_FILE" \
     > var/kafka-brokers.log 2>&1 &
   kafka_pid=$!
   # Each broker registers, catches up and is unfenced (a JVM's start: some seconds each).
@@ -179,6 +200,7 @@ cat <<MSG
     Metrics:   ${URL}/metrics
     Kafka protocol: PLAINTEXT 127.0.0.1:${KAFKA_PORT} (User:ANONYMOUS), SASL_PLAINTEXT 127.0.0.1:${KAFKA_SASL_PORT} (SASL/PLAIN)
 ${DEMO_MSG}
+${TOKEN_KEY_MSG}
 ${KAFKA_MSG}
   Admin token (User:admin, super user):
 ${ADMIN_TOKEN}

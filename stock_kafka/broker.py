@@ -363,10 +363,20 @@ def read_credentials(path: Path) -> list[Credential]:
     return found
 
 
+def token_key_properties(path: str | None) -> dict[str, str]:
+    """`delegation.token.secret.key` from the file at `path` (stripped; the properties file
+    it goes to is mode 0600), never on a command line; none when no path or an empty file."""
+    if path is None:
+        return {}
+    key = Path(path).read_text().strip()
+    return {"delegation.token.secret.key": key} if key else {}
+
+
 def brokers_from(options: argparse.Namespace) -> list[KafkaBroker]:
     credentials = read_credentials(Path(options.credentials))
     work = Path(options.work_dir)
     overrides = dict(item.split("=", 1) for item in options.override)
+    overrides.update(token_key_properties(options.delegation_token_secret_key_file))
     brokers = []
     for index in range(options.count):
         credential = credentials[min(index, len(credentials) - 1)]
@@ -486,6 +496,13 @@ def parser() -> argparse.ArgumentParser:
     )
     command.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="a broker property"
+    )
+    command.add_argument(
+        "--delegation-token-secret-key-file",
+        default=None,
+        metavar="PATH",
+        help="a file holding the control plane's delegation-token key: every broker's "
+        "delegation.token.secret.key (Kafka wants the same key on every node)",
     )
     return parser
 

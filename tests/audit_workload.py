@@ -10,7 +10,9 @@ it later.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
+from collections.abc import Callable
 from typing import Any
 
 from controlplane.runtime.controller import get_runtime
@@ -19,10 +21,29 @@ from controlplane.runtime.lease import now_ms
 from controlplane.runtime.sessions import session_store
 from replicas.services import replica_state_apply_pending
 from tests.api.test_replication_api import Kafka, log_end
+from tests.conftest import with_token_secret_key
 
-SECRET_KEY_VALUE = "audit-secret-key-value-7f3a"  # a sensitive config value: never exported
+# The node's delegation-token key while the workload runs (a setting, never a record): never
+# exported, never in a report.
+SECRET_KEY_VALUE = "audit-secret-key-value-7f3a"
 CANARY_BROKERS = (5, 6)
 LOG_DIR = "a6e3c8f0-53a4-4c1f-9f0e-2b6f7f0d4c11"
+
+
+def with_node_token_key(phase: Callable[..., None]) -> Callable[..., None]:
+    """The phase runs with the node's token key set (read when it runs, over whatever static
+    configs the test set)."""
+
+    @functools.wraps(phase)
+    def run(*args: Any, **kwargs: Any) -> None:
+        from django.conf import settings
+        from django.test import override_settings
+
+        static = with_token_secret_key(settings.CP_STATIC_BROKER_CONFIGS, SECRET_KEY_VALUE)
+        with override_settings(CP_STATIC_BROKER_CONFIGS=static):
+            phase(*args, **kwargs)
+
+    return run
 
 
 def acl(
@@ -97,6 +118,7 @@ class Workload:
         return dict(answer)
 
     # --- the two phases -------------------------------------------------------------------
+    @with_node_token_key
     def phase_one(self) -> None:
         kafka = self.kafka
         kafka.register(1, 2, 3, 4)
@@ -105,9 +127,7 @@ class Workload:
         kafka.create_topic("payments", [[4, 1, 2], [6, 5, 2]], configs={"retention.ms": "86400000"})
         kafka.create_topic("scratch", [[1, 2]])
         self.configs("TOPIC", "orders", cleanup_policy="compact", retention_ms="3600000")
-        self.configs(
-            "BROKER", "", delegation_token_secret_key=SECRET_KEY_VALUE, log_retention_ms="7200000"
-        )
+        self.configs("BROKER", "", log_retention_ms="7200000")
         self.configs("BROKER", "1", log_segment_bytes="536870912")
         self.config_resources.add(("TOPIC", "payments"))
         self.ok(
@@ -137,6 +157,7 @@ class Workload:
         self.denied()
         self.forwarded(broker_id=2, value="1800000")
 
+    @with_node_token_key
     def phase_two(self) -> None:
         kafka = self.kafka
         self.configs("TOPIC", "orders", cleanup_policy=None, retention_ms="600000")

@@ -198,6 +198,24 @@ def tokens(db: None) -> dict[str, str]:
     }
 
 
+TOKEN_SECRET_KEY = "a-node-setting-that-signs-tokens-4d1e"
+
+
+def with_token_secret_key(static: dict[str, str], key: str = TOKEN_SECRET_KEY) -> dict[str, str]:
+    """Static broker configs with the delegation-token key, as CP_DELEGATION_TOKEN_SECRET_KEY
+    puts it there (controlplane.settings)."""
+    return {**static, "delegation.token.secret.key": key}
+
+
+@pytest.fixture
+def token_secret_key(settings: Any) -> str:
+    """The node's delegation-token key (a setting, never a record), for this test: every
+    reader in the process (the controller, the selectors) reads the setting when asked."""
+    settings.CP_DELEGATION_TOKEN_SECRET_KEY = TOKEN_SECRET_KEY
+    settings.CP_STATIC_BROKER_CONFIGS = with_token_secret_key(settings.CP_STATIC_BROKER_CONFIGS)
+    return TOKEN_SECRET_KEY
+
+
 @pytest.fixture
 def cluster_id(db: None) -> str:
     from controlplane.runtime.lease import cluster_get_or_create

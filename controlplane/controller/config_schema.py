@@ -342,7 +342,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "delegation.token.secret.key",
             T.PASSWORD,
             None,
-            "The secret that signs delegation tokens; unset disables them.",
+            "The secret that signs delegation tokens, the same on every node; unset disables "
+            "them. A node setting (CP_DELEGATION_TOKEN_SECRET_KEY), never a record of the log.",
+            read_only=True,
         ),
         ConfigDef(
             "delegation.token.max.lifetime.ms",
@@ -388,8 +390,10 @@ class ConfigView:
         self._static = static
 
     def broker_value(self, name: str) -> Any:
+        """A read-only key is static alone: a dynamic value (a record an older version wrote)
+        is never read, as Kafka never reads a static-only key from its dynamic configs."""
         definition = BROKER_CONFIGS[name]
-        raw = self._lookup(BROKER, CLUSTER_DEFAULT, name)
+        raw = None if definition.read_only else self._lookup(BROKER, CLUSTER_DEFAULT, name)
         if raw is None:
             raw = self._static.get(name, definition.default)
         return None if raw is None else definition.parse(raw)

@@ -14,7 +14,6 @@ from django.views.decorators.debug import sensitive_post_parameters, sensitive_v
 from django.views.decorators.http import require_GET
 
 from controlplane.authz import client_host
-from controlplane.controller.config_schema import CLUSTER_DEFAULT
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.runtime.lease import now_ms
 from frontend.forms.tokens import TokenCreateForm, TokenExpireForm, TokenRenewForm
@@ -28,7 +27,6 @@ from frontend.views.base import (
     principal_required,
     render_admin,
 )
-from frontend.views.config_target import DEFAULT_KIND, ConfigTarget
 from frontend.views.confirm import Confirmation, ask_again, confirm_page, is_confirmed, refused
 from frontend.writes import answer_problems, refusal_status, rpc_call
 from security.selectors import token_hmac_matches, tokens_describe
@@ -59,7 +57,6 @@ def token_list_view(request: HttpRequest) -> HttpResponse:
             "disabled": disabled,
             "tokens": token_table(list(page.object_list)),
             "page_obj": page,
-            "secret_url": ConfigTarget(DEFAULT_KIND, CLUSTER_DEFAULT).edit_url,
         },
     )
 

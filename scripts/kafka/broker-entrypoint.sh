@@ -32,6 +32,9 @@
 #   BROKER_EXTERNAL_HOST        this host (localhost): for clients outside Compose's network
 #   BROKER_LOG_DIRS             log.dirs (/var/lib/kafka/data, the image's volume)
 #   BROKER_EXTRA_PROPERTIES     KEY=VALUE lines written last (they win)
+#   BROKER_DELEGATION_TOKEN_SECRET_KEY_FILE  a file holding the control plane's delegation-token
+#                               key (else BROKER_DELEGATION_TOKEN_SECRET_KEY): the broker's
+#                               delegation.token.secret.key; unset or empty: tokens disabled
 #   BROKER_WAIT_S               how long to wait for the control plane (600) before exiting 1
 #   KAFKA_HOME                  Kafka's directory in the image (/opt/kafka)
 #   KAFKA_HEAP_OPTS             Kafka's own (kafka-run-class.sh)
@@ -76,6 +79,19 @@ read_token() {  # sets TOKEN (a global: never echoed)
   fi
   TOKEN=${TOKEN//[$'\r\n\t ']/}
   [[ -n $TOKEN ]] || die "no token: set BROKER_TOKEN_FILE (or BROKER_TOKEN)"
+}
+
+read_token_key() {  # sets TOKEN_KEY (a global: never echoed), empty when none is given
+  if [[ -n ${BROKER_DELEGATION_TOKEN_SECRET_KEY_FILE:-} ]]; then
+    [[ -r $BROKER_DELEGATION_TOKEN_SECRET_KEY_FILE ]] ||
+      die "cannot read BROKER_DELEGATION_TOKEN_SECRET_KEY_FILE=$BROKER_DELEGATION_TOKEN_SECRET_KEY_FILE"
+    TOKEN_KEY=$(<"$BROKER_DELEGATION_TOKEN_SECRET_KEY_FILE")
+  else
+    TOKEN_KEY=${BROKER_DELEGATION_TOKEN_SECRET_KEY:-}
+  fi
+  # Surrounding whitespace stripped, as the control plane reads its setting.
+  TOKEN_KEY=${TOKEN_KEY#"${TOKEN_KEY%%[![:space:]]*}"}
+  TOKEN_KEY=${TOKEN_KEY%"${TOKEN_KEY##*[![:space:]]}"}
 }
 
 # --- server.properties -----------------------------------------------------------------------
@@ -147,6 +163,10 @@ properties() {  # server.properties on stdout (it holds the token: callers write
   property num.recovery.threads.per.data.dir 1
   property num.partitions 1
   property auto.create.topics.enable false
+  read_token_key
+  if [[ -n $TOKEN_KEY ]]; then  # the same key as every node of the control plane
+    property delegation.token.secret.key "$TOKEN_KEY"
+  fi
   if [[ -n ${BROKER_EXTRA_PROPERTIES:-} ]]; then
     printf '%s\n' "$BROKER_EXTRA_PROPERTIES"
   fi

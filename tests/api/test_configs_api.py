@@ -330,31 +330,52 @@ def test_describe_sources_and_precedence(api, tokens, topic, settings):
 # --- sensitive values ---------------------------------------------------------------------
 
 
-def test_sensitive_values_are_hidden(api, tokens, topic, caplog):
+def test_the_token_key_is_a_static_setting_hidden_and_never_written(
+    api, tokens, topic, caplog, settings
+):
+    """delegation.token.secret.key is read-only, as in Kafka (a node setting): every change
+    is INVALID_CONFIG and writes nothing; DescribeConfigs shows it as a static password
+    (STATIC_BROKER_CONFIG, no value), and the value is never in an answer or a log line."""
+    settings.CP_STATIC_BROKER_CONFIGS = {
+        **settings.CP_STATIC_BROKER_CONFIGS,
+        "delegation.token.secret.key": SECRET,
+    }
     caplog.set_level("DEBUG")
-    answers = post_ok(
+    before = log_end()
+    for operation in ("SET", "APPEND", "DELETE"):
+        bad = post_ok(
+            api,
+            INCREMENTAL,
+            {
+                "resources": [
+                    inc("BROKER", "", op("delegation.token.secret.key", operation, SECRET))
+                ]
+            },
+            tokens["admin"],
+        )
+        assert bad[0]["error"] == "INVALID_CONFIG" and SECRET not in json.dumps(bad)
+        assert "Cannot update these configs dynamically" in bad[0]["error_message"]
+    legacy = post_ok(
         api,
-        INCREMENTAL,
-        {"resources": [inc("BROKER", "", op("delegation.token.secret.key", "SET", SECRET))]},
+        ALTER,
+        {"resources": [alter_resource("BROKER", "", **{"delegation.token.secret.key": SECRET})]},
         tokens["admin"],
     )
-    assert answers[0]["error_code"] == 0 and SECRET not in json.dumps(answers)
-    result = describe(api, tokens["admin"], "BROKER", "", include_synonyms=True)
+    assert legacy[0]["error"] == "INVALID_CONFIG" and SECRET not in json.dumps(legacy)
+    assert log_end() == before
+    assert ("BROKER", "", "delegation.token.secret.key") not in stored()
+    result = describe(api, tokens["admin"], "BROKER", "1", include_synonyms=True)
     secret = by_name(result)["delegation.token.secret.key"]
     assert secret["value"] is None and secret["is_sensitive"] is True
+    assert (secret["config_source"], secret["read_only"]) == ("STATIC_BROKER_CONFIG", True)
     assert secret["config_type"] == "PASSWORD"
-    assert all(s["value"] is None for s in secret["synonyms"])
+    assert [(s["value"], s["source"]) for s in secret["synonyms"]] == [
+        (None, "STATIC_BROKER_CONFIG")
+    ]
     assert SECRET not in json.dumps(result)
-    bad = post_ok(
-        api,
-        INCREMENTAL,
-        {"resources": [inc("BROKER", "", op("delegation.token.secret.key", "APPEND", SECRET))]},
-        tokens["admin"],
-    )
-    assert bad[0]["error"] == "INVALID_CONFIG" and SECRET not in json.dumps(bad)
+    default = describe(api, tokens["admin"], "BROKER", "")
+    assert "delegation.token.secret.key" not in by_name(default)
     assert SECRET not in caplog.text
-    # The controller needs the value: the log and the projection keep it.
-    assert stored()[("BROKER", "", "delegation.token.secret.key")] == SECRET
 
 
 # --- effects ------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from tests.api.test_envelope_api import (
     set_retention,
 )
 from tests.api.test_request_dedup import retention_event, without_handled
-from tests.api.test_tokens_api import CREATE, set_secret
+from tests.api.test_tokens_api import CREATE
 
 pytestmark = pytest.mark.django_db
 
@@ -70,10 +70,9 @@ def retention_of(topic: str) -> str:
 
 
 def test_another_principals_token_create_with_the_same_id_creates_its_own_token(
-    api: Any, tokens: dict[str, str]
+    api: Any, tokens: dict[str, str], token_secret_key: str
 ) -> None:
     """The reproduction of issue 20: alice got the admin's token (HMAC withheld), none of hers."""
-    set_secret(api, tokens)
     same = {"X-Request-ID": "token-R"}
     status, admins = api.post(CREATE, {}, token=tokens["admin"], headers=same)
     assert status == 200 and admins["error_code"] == 0 and admins["hmac"], admins

@@ -12,6 +12,7 @@ from controlplane.models import MetadataRecord
 from controlplane.runtime.replay import metadata_verify
 from controlplane.token_tasks import expire_delegation_tokens
 from security.models import DelegationToken
+from tests.conftest import TOKEN_SECRET_KEY
 
 pytestmark = pytest.mark.django_db
 
@@ -19,32 +20,10 @@ CREATE = "/api/v1/create-delegation-token"
 RENEW = "/api/v1/renew-delegation-token"
 EXPIRE = "/api/v1/expire-delegation-token"
 DESCRIBE = "/api/v1/describe-delegation-token"
-SECRET = "a-very-secret-key"
 
 
 def user(name: str) -> dict[str, str]:
     return {"principal_type": "User", "principal_name": name}
-
-
-def set_secret(api: Any, tokens: dict[str, str], value: str = SECRET) -> None:
-    body = {
-        "resources": [
-            {
-                "resource_type": "BROKER",
-                "resource_name": "",
-                "configs": [
-                    {
-                        "name": "delegation.token.secret.key",
-                        "config_operation": "SET",
-                        "value": value,
-                    }
-                ],
-            }
-        ]
-    }
-    status, answer = api.post("/api/v1/incremental-alter-configs", body, token=tokens["admin"])
-    assert status == 200, answer
-    assert answer["responses"][0]["error_code"] == 0, answer
 
 
 def post(api: Any, path: str, token: str, **body: Any) -> dict[str, Any]:
@@ -67,8 +46,7 @@ def test_disabled_without_a_secret(api, tokens):
     assert not DelegationToken.objects.exists()
 
 
-def test_create_renew_expire_describe(api, tokens):
-    set_secret(api, tokens)
+def test_create_renew_expire_describe(api, tokens, token_secret_key):
     created = post(api, CREATE, tokens["alice"], renewers=[user("admin")])
     assert created["error_code"] == 0, created
     assert created["principal_name"] == "alice" and created["hmac"]
@@ -93,8 +71,7 @@ def test_create_renew_expire_describe(api, tokens):
     assert metadata_verify() == []
 
 
-def test_owner_mismatch_principal_type_and_visibility(api, tokens):
-    set_secret(api, tokens)
+def test_owner_mismatch_principal_type_and_visibility(api, tokens, token_secret_key):
     created = post(api, CREATE, tokens["admin"])
     mismatch = post(api, RENEW, tokens["alice"], hmac=created["hmac"], renew_period_ms=1)
     assert mismatch["error_code"] == 63
@@ -119,8 +96,7 @@ def test_owner_mismatch_principal_type_and_visibility(api, tokens):
     assert own["error_code"] == 0 and own["principal_name"] == "alice", own
 
 
-def test_brokers_may_not_write_and_bodies_are_strict(api, tokens):
-    set_secret(api, tokens)
+def test_brokers_may_not_write_and_bodies_are_strict(api, tokens, token_secret_key):
     status, body = api.post(CREATE, {}, token=tokens["broker"])
     assert status == 403 and body["error_code"] == 31
     status, _ = api.post(CREATE, {}, token=None)
@@ -136,8 +112,7 @@ def test_brokers_may_not_write_and_bodies_are_strict(api, tokens):
         assert status == 400, (path, body)
 
 
-def test_expired_token_then_sweep(api, tokens):
-    set_secret(api, tokens)
+def test_expired_token_then_sweep(api, tokens, token_secret_key):
     short = post(api, CREATE, tokens["alice"], max_lifetime_ms=1)
     post(api, CREATE, tokens["alice"])
     time.sleep(0.01)
@@ -150,8 +125,7 @@ def test_expired_token_then_sweep(api, tokens):
     assert metadata_verify() == []
 
 
-def test_hmac_never_in_the_metadata_log(api, tokens):
-    set_secret(api, tokens)
+def test_hmac_never_in_the_metadata_log(api, tokens, token_secret_key):
     created = post(api, CREATE, tokens["alice"])
     post(api, RENEW, tokens["alice"], hmac=created["hmac"])
     assert MetadataRecord.objects.filter(record_type="DelegationTokenRecord").count() == 2
@@ -160,33 +134,15 @@ def test_hmac_never_in_the_metadata_log(api, tokens):
     text = json.dumps(log)
     assert created["token_id"] in text
     assert created["hmac"] not in text
-    assert SECRET not in text
+    assert TOKEN_SECRET_KEY not in text
 
 
-def test_the_hmac_is_not_kept_for_retries(api: Any, tokens: dict[str, str]) -> None:
+def test_the_hmac_is_not_kept_for_retries(
+    api: Any, tokens: dict[str, str], token_secret_key: str
+) -> None:
     """A create's HMAC is answered once: the stored answer that retries replay has none."""
     from controlplane.models import AppliedRequest
 
-    status, body = api.post(
-        "/api/v1/incremental-alter-configs",
-        {
-            "resources": [
-                {
-                    "resource_type": "BROKER",
-                    "resource_name": "",
-                    "configs": [
-                        {
-                            "name": "delegation.token.secret.key",
-                            "config_operation": "SET",
-                            "value": "retry-secret",
-                        }
-                    ],
-                }
-            ]
-        },
-        token=tokens["admin"],
-    )
-    assert status == 200, body
     status, created = api.post(
         "/api/v1/create-delegation-token",
         {"renewers": [], "max_lifetime_ms": -1},

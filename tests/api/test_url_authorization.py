@@ -70,7 +70,7 @@ def every_url() -> list[tuple[str, str, Any]]:
 
 
 @pytest.fixture
-def resources(api: Any, tokens: dict[str, str], register: Any) -> None:
+def resources(api: Any, tokens: dict[str, str], register: Any, token_secret_key: str) -> None:
     """Made as the super user: what alice must never see."""
     admin = tokens["admin"]
     register(BROKER_ID, unfence=True)
@@ -101,17 +101,6 @@ def resources(api: Any, tokens: dict[str, str], register: Any) -> None:
                         "name": "retention.ms",
                         "config_operation": "SET",
                         "value": SECRET_CONFIG_VALUE,
-                    }
-                ],
-            },
-            {
-                "resource_type": "BROKER",
-                "resource_name": "",
-                "configs": [
-                    {
-                        "name": "delegation.token.secret.key",
-                        "config_operation": "SET",
-                        "value": "k" * 32,
                     }
                 ],
             },

@@ -90,7 +90,6 @@ def build_cluster(cluster: LiveCluster) -> dict[str, str]:
     brokers.fail_replicas(2, "orders", [0, 1, 2])
     brokers.heartbeat(2, offline_log_dirs=[dirs[2]])
     brokers.heartbeat(3, want_fence=True)
-    cluster.alter_cluster_config("delegation.token.secret.key", "s" * 32)
     cluster.create_acls(
         {
             "resource_type": "TOPIC",
@@ -130,7 +129,10 @@ def build_cluster(cluster: LiveCluster) -> dict[str, str]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_page_has_no_serious_or_critical_violation(live_cluster: LiveCluster) -> None:
+def test_every_page_has_no_serious_or_critical_violation(
+    live_cluster: LiveCluster,
+    token_secret_key: str,  # the node's key: the token page lists a token
+) -> None:
     executable = require_chromium()
     base = live_cluster.base
     ids = build_cluster(live_cluster)

@@ -111,14 +111,13 @@ def test_canary_versions_the_fleets_version_and_the_effective_quota(
 
 
 def test_a_new_tokens_hmac_is_copied_by_its_button_and_a_reload_creates_nothing(
-    live_cluster: LiveCluster,
+    live_cluster: LiveCluster, token_secret_key: str
 ) -> None:
     from playwright.sync_api import expect
 
     from security.models import DelegationToken
 
     executable = require_chromium()
-    live_cluster.alter_cluster_config("delegation.token.secret.key", "s3cret-s3cret-s3cret")
     with chromium_page(executable) as page:
         page.context.grant_permissions(
             ["clipboard-read", "clipboard-write"], origin=live_cluster.base

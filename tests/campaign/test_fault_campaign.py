@@ -20,6 +20,11 @@ quotas, and an idempotent acks=all producer writes to the real brokers' topic; t
 is checked linearizable (devtools.linearizability), the smallest failing window printed when it
 is not, and every message the producer was told was written is read back, once.
 
+The anonymous flood (devtools/campaign_hostile.py): 1,000 maximal frames announced on every client
+listener of the `serve_kafka` processes fence no broker and lose nothing. And after every fault,
+every live stock broker's own Metadata and kafka-dump-log of its own replica say what the
+controller's tables say of every broker and partition.
+
 Without Java or the Kafka jars the real brokers and their faults are left out (the rest runs);
 under CP_REQUIRE_SERVICES=1 that fails.
 
@@ -113,6 +118,7 @@ def test_fault_campaign(tmp_path: Path) -> None:
     assert all(f["brokers_fenced"] == 0 for f in others), others
     if real:
         real_broker_faults(report, faults)
+    hostile_peers(faults, real)
     # Every write and read of the history clients, through every fault: linearizable, or the
     # smallest window that is not, printed.
     checked = report["linearizability"]["check"]
@@ -192,3 +198,25 @@ def real_broker_faults(report: dict[str, Any], faults: dict[str, Any]) -> None:
     read = produced["consumed_back"]
     assert read["acknowledged_lost"] == 0 and read["duplicated"] == 0, read
     assert read["acknowledged_found"] == produced["producer"]["acknowledged"], read
+
+
+def hostile_peers(faults: dict[str, Any], real: bool) -> None:
+    """The anonymous flood held its connections on every client listener and fenced no broker
+    (the campaign's own checks above cover the rest: nothing lost, no stall of a session); and
+    after every fault every live stock broker read what the controller's tables say."""
+    (flood,) = [f for f in faults.values() if f["fault"].startswith("1,000 anonymous")]
+    extra = flood["extra"]
+    assert len(extra["listeners"]) == (4 if real else 1), extra["listeners"]
+    for listener in extra["listeners"]:
+        assert listener["held_max"] == listener["count"], listener
+    assert flood["seconds"] >= 4 * campaign.SESSION_TIMEOUT_MS / 1000
+    assert flood["brokers_fenced"] == flood["real_brokers_fenced"] == 0, flood
+    assert extra["brokers_fenced_during_the_flood"] == 0, extra
+    assert extra["samples_of_a_broker_not_unfenced"] == 0, extra
+    assert extra["wire_writes_acknowledged_during_the_flood"] > 0, extra
+    for fault in faults.values():
+        image = fault["extra"]["one_image"]
+        if not real:
+            assert image is None
+            continue
+        assert image["agree"] and len(image["brokers"]) >= 2, (fault["fault"], image)

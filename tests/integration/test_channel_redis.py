@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import socket
 import threading
@@ -12,12 +13,15 @@ from typing import Any
 import pytest
 import redis
 
+from controlplane import services
+from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import MetadataRecord
 from controlplane.runtime.channel import ChannelConsumer, ControllerChannel, never_sent
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent, RequestContext
-from controlplane.runtime.lease import cluster_get_or_create
+from controlplane.runtime.executor import DistributedExecutor
+from controlplane.runtime.lease import cluster_get_or_create, now_ms
 from devtools.stack import host_and_port, redis_url
 from tests.conftest import registration_body
 
@@ -133,6 +137,10 @@ class CutAfterBlpop:
                     return
 
     def close(self) -> None:
+        """Refuse every connection from now on (shut down first: a close alone leaves the port
+        listening while `accept` blocks on it)."""
+        with contextlib.suppress(OSError):
+            self.listener.shutdown(socket.SHUT_RDWR)
         self.listener.close()
 
 
@@ -168,6 +176,40 @@ def test_a_channel_broken_after_the_send_is_no_answer_and_the_retry_finds_the_co
     registrations = MetadataRecord.objects.filter(record_type="RegisterBrokerRecord")
     assert registrations.count() == 1  # applied once
     assert int(answer.response["broker_epoch"]) == registrations.get().offset
+
+
+def test_a_retry_refused_after_a_send_that_broke_answers_timed_out_never_not_applied(
+    shared_redis: Any, key_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first attempt went out and its connection broke; then Redis refuses every connection
+    (restarting). The refused retries prove nothing of the first attempt, which a controller may
+    have applied: the deadline answers REQUEST_TIMED_OUT, never NOT_CONTROLLER or a store's
+    "unavailable" (both say "not applied", and a client that resends then finds its write)."""
+    proxy = CutAfterBlpop(host_and_port(URL, 6379))
+    url = URL.replace(f":{host_and_port(URL, 6379)[1]}", f":{proxy.port}", 1)
+    channel = ControllerChannel(url, longest_wait_s=5, key_prefix=key_prefix)
+    attempts: list[ControllerAnswer | Exception | None] = []
+    send = channel.request
+
+    def attempt_then_redis_goes_away(event: ControllerEvent, timeout_ms: int) -> Any:
+        try:
+            attempts.append(send(event, timeout_ms))
+        except redis.ConnectionError as error:
+            attempts.append(error)
+            raise
+        finally:
+            proxy.close()  # every later connect is refused
+        return attempts[-1]
+
+    monkeypatch.setattr(channel, "request", attempt_then_redis_goes_away)
+    monkeypatch.setattr(services, "executor", lambda: DistributedExecutor(channel))
+    event = dataclasses.replace(registration(8), deadline_ms=now_ms() + 1500)
+    with pytest.raises(ApiError) as answered:
+        services._call_until_deadline(event)
+    assert answered.value.error is Errors.REQUEST_TIMED_OUT, answered.value
+    assert attempts[0] is None and proxy.cut.is_set()  # the first went out, no answer
+    assert len(attempts) > 1 and all(never_sent(a) for a in attempts[1:])  # type: ignore[arg-type]
+    assert shared_redis.llen(channel.requests_key) == 1  # it went out: a controller may take it
 
 
 def test_a_redis_that_refuses_the_connection_means_nothing_was_sent(key_prefix: str) -> None:

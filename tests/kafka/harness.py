@@ -17,7 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from stock_kafka.broker import KafkaBroker
-from tests.conftest import controller_state_reset, listener_client_class
+from tests.conftest import (
+    TOKEN_SECRET_KEY,
+    controller_state_reset,
+    listener_client_class,
+    with_token_secret_key,
+)
 from tests.wire.conftest import RunningListener, start_listener
 
 # What a broker logs of its talks with the controller (the Raft client and the lifecycle at
@@ -27,6 +32,24 @@ LOG_LEVELS = {
     "kafka.server.BrokerLifecycleManager": "INFO",
     "org.apache.kafka.clients.NetworkClient": "INFO",
 }
+
+
+def token_key_settings(key: str = TOKEN_SECRET_KEY) -> dict[str, Any]:
+    """Settings for `module_database`: the node's delegation-token key (never a record), the
+    one the control plane in this process signs and checks tokens with. Kafka wants the same
+    key on every broker: give theirs `broker_token_key(key)`."""
+    from django.conf import settings
+
+    # Django settings by name (not environment variables).
+    return dict(
+        CP_DELEGATION_TOKEN_SECRET_KEY=key,
+        CP_STATIC_BROKER_CONFIGS=with_token_secret_key(settings.CP_STATIC_BROKER_CONFIGS, key),
+    )
+
+
+def broker_token_key(key: str = TOKEN_SECRET_KEY) -> dict[str, str]:
+    """A stock broker's own static `delegation.token.secret.key` (its server.properties)."""
+    return {"delegation.token.secret.key": key}
 
 
 @dataclasses.dataclass

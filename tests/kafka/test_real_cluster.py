@@ -91,6 +91,7 @@ def module_db(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
         django_db_blocker,
         CP_BROKER_SESSION_TIMEOUT_MS=SESSION_TIMEOUT_MS,
         CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS=3,
+        **harness.token_key_settings(),  # delegation tokens: the same key on every node
     ):
         yield
 
@@ -106,7 +107,7 @@ def cluster(module_db: None, tmp_path_factory: pytest.TempPathFactory) -> Iterat
                 node,
                 principals[node],
                 tmp_path_factory.mktemp(f"kafka-broker-{node}"),
-                BROKER_PROPERTIES,
+                {**BROKER_PROPERTIES, **harness.broker_token_key()},
                 client_users=CLIENT_USERS,  # clients log in to the broker (KIP-590's principals)
                 log_dir_count=2,  # KIP-858: they place their replicas; one dir may fail
             )
@@ -368,6 +369,18 @@ def sasl_admin(broker: KafkaBroker, user: str) -> Any:
     )
 
 
+def signed_hmac(token_id: str) -> str:
+    """The token's HMAC as this process's setting signs it (Kafka's createHmac, base64)."""
+    import base64
+
+    from django.conf import settings
+
+    from controlplane.controller.tokens.control import compute_hmac
+
+    key = settings.CP_STATIC_BROKER_CONFIGS["delegation.token.secret.key"]
+    return base64.b64encode(compute_hmac(key, token_id)).decode()
+
+
 def delegation_token_command(broker: KafkaBroker, user: str, work: Path) -> str:
     """`kafka-delegation-tokens.sh --create` as `user`, through the broker's SASL listener."""
     config = work / f"{user}.properties"
@@ -473,16 +486,16 @@ def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
     assert not Topic.objects.filter(name="alice-bobs").exists()
 
     # CreateDelegationToken with Kafka's own tool (kafka-delegation-tokens.sh's class): no
-    # stock Python client sends it. Tokens need the signing secret (a cluster config).
-    secret = "a-secret-of-thirty-two-characters"
-    enabled = set_config(api, admin, "BROKER", "", "delegation.token.secret.key", secret)
-    assert enabled["error_code"] == 0, enabled
+    # stock Python client sends it. Tokens need the signing key: every node's setting (this
+    # process's, harness.token_key_settings) and every broker's static config, never a record.
     printed = delegation_token_command(via, "alice", tmp_path)
     assert CLIENT_USERS["alice"] not in printed
     from security.models import DelegationToken
 
     (token,) = DelegationToken.objects.filter(owner="User:alice")
     assert token.token_id in printed, printed  # its answer came back through the broker
+    # The HMAC the broker passed on is the one this process's setting signs.
+    assert signed_hmac(token.token_id) in printed, printed
 
     # Forwarded by whichever broker the client sent it to (a KRaft broker names a random live
     # broker as the controller in Metadata, and admin clients send their writes there).

@@ -20,9 +20,9 @@ from django.test.utils import CaptureQueriesContext
 from audit.models import AuditEvent
 from configs.models import ClientQuota
 from controlplane.authz import acl_cache
-from controlplane.models import Acl, ConfigEntry
+from controlplane.models import Acl, Cluster, ConfigEntry
 from security.models import DelegationToken
-from tests.conftest import Api
+from tests.conftest import Api, with_token_secret_key
 from tests.ui.conftest import ui_login
 
 pytestmark = pytest.mark.django_db
@@ -112,8 +112,11 @@ def api_incremental(api: Api, token: str, rtype: str, name: str, **configs: str 
     assert status == 200 and answer["responses"][0]["error_code"] == 0, answer
 
 
-def set_secret(api: Api, tokens: dict[str, str]) -> None:
-    api_incremental(api, tokens["admin"], "BROKER", "", **{"delegation.token.secret.key": SECRET})
+def set_secret(settings: Any) -> None:
+    """The node's delegation-token key (a setting, never a record), from now on in this test."""
+    settings.CP_STATIC_BROKER_CONFIGS = with_token_secret_key(
+        settings.CP_STATIC_BROKER_CONFIGS, SECRET
+    )
 
 
 @pytest.fixture
@@ -243,37 +246,29 @@ def test_config_pages_show_value_source_default_and_documentation(
 
 
 def test_sensitive_configs_never_show_their_value(
-    admin_client: Client, api: Api, tokens: dict[str, str], cluster: str
+    admin_client: Client, api: Api, tokens: dict[str, str], cluster: str, settings: Any
 ) -> None:
-    set_secret(api, tokens)
+    """The token key is a node setting: shown as a static password (redacted, read-only),
+    never offered for editing, and a forged form field for it changes nothing."""
+    set_secret(settings)
     for path in (DEFAULT_CONFIG, BROKER_CONFIG, f"{DEFAULT_CONFIG}edit/", f"{BROKER_CONFIG}edit/"):
         body = text(admin_client.get(path))
         assert SECRET not in body, path
-    row = row_of(
-        text(admin_client.get(DEFAULT_CONFIG)), "data-config", "delegation.token.secret.key"
-    )
-    assert cells(row)[1:3] == ["(redacted)", "DYNAMIC_DEFAULT_BROKER_CONFIG"]
-    assert "sensitive" in row
+    for path in (DEFAULT_CONFIG, BROKER_CONFIG):
+        row = row_of(text(admin_client.get(path)), "data-config", "delegation.token.secret.key")
+        assert cells(row)[1:3] == ["(redacted)", "STATIC_BROKER_CONFIG"]
+        assert "sensitive" in row and "read-only" in row
+    for path in (f"{DEFAULT_CONFIG}edit/", f"{BROKER_CONFIG}edit/"):
+        assert "value__delegation.token.secret.key" not in text(admin_client.get(path))
 
-    # Changing it: the diff hides both the old and the new value.
-    preview = admin_client.post(
+    before = Cluster.objects.get(pk=1).last_offset
+    forged = admin_client.post(
         f"{DEFAULT_CONFIG}edit/", {"value__delegation.token.secret.key": "another-secret-value"}
     )
-    body = text(preview)
-    assert preview.status_code == 200 and SECRET not in body
-    diff = cells(row_of(body, "data-diff", "delegation.token.secret.key"))
-    assert diff == [
-        "delegation.token.secret.key",
-        "SET",
-        "(redacted) (cluster default)",
-        "→",
-        "(redacted)",
-    ]
-    fields = hidden_fields(body, "config-apply-form")
-    assert admin_client.post(f"{DEFAULT_CONFIG}apply/", fields).status_code == 302
-    assert stored_configs()[("BROKER", "", "delegation.token.secret.key")] == "another-secret-value"
-    assert "another-secret-value" not in text(admin_client.get(DEFAULT_CONFIG))
-    assert "another-secret-value" not in text(admin_client.get("/ui/audit/"))
+    assert forged.status_code in (200, 302)
+    assert "another-secret-value" not in text(forged)
+    assert Cluster.objects.get(pk=1).last_offset == before
+    assert ("BROKER", "", "delegation.token.secret.key") not in stored_configs()
 
 
 def test_topic_config_diff_then_apply(
@@ -753,9 +748,9 @@ def create_token(client: Client, **data: str) -> tuple[Any, str]:
 
 
 def test_token_hmac_is_shown_once_and_never_again(
-    admin_client: Client, api: Api, tokens: dict[str, str]
+    admin_client: Client, api: Api, tokens: dict[str, str], settings: Any
 ) -> None:
-    set_secret(api, tokens)
+    set_secret(settings)
     response, hmac_value = create_token(admin_client, renewers="User:alice")
     assert len(hmac_value) > 40
     assert "no-store" in response["Cache-Control"]
@@ -780,8 +775,10 @@ def test_token_hmac_is_shown_once_and_never_again(
     assert all(hmac_value not in morsel.value for morsel in admin_client.cookies.values())
 
 
-def test_token_renew_and_expire(admin_client: Client, api: Api, tokens: dict[str, str]) -> None:
-    set_secret(api, tokens)
+def test_token_renew_and_expire(
+    admin_client: Client, api: Api, tokens: dict[str, str], settings: Any
+) -> None:
+    set_secret(settings)
     _, hmac_value = create_token(admin_client)
     before = DelegationToken.objects.get().expiration_timestamp
 
@@ -835,7 +832,9 @@ def test_token_renew_and_expire(admin_client: Client, api: Api, tokens: dict[str
 def test_tokens_disabled_without_a_secret(admin_client: Client) -> None:
     listing = text(admin_client.get("/ui/tokens/"))
     assert "DELEGATION_TOKEN_AUTH_DISABLED" in listing
-    assert 'href="/ui/configs/brokers/default/edit/"' in listing
+    # Where the key is set: each node's setting (and each broker's), never a config.
+    assert "CP_DELEGATION_TOKEN_SECRET_KEY" in listing and "every node" in listing
+    assert 'href="/ui/configs/brokers/default/edit/"' not in listing
     response = admin_client.post("/ui/tokens/new/", {})
     assert response.status_code == 200
     assert kafka_errors(text(response)) == [
@@ -1046,9 +1045,9 @@ def count_queries(client: Client, path: str) -> int:
 
 
 def test_list_query_counts_do_not_grow_with_rows(
-    admin_client: Client, api: Api, tokens: dict[str, str], cluster: str
+    admin_client: Client, api: Api, tokens: dict[str, str], cluster: str, settings: Any
 ) -> None:
-    set_secret(api, tokens)
+    set_secret(settings)
     pages = [*LIST_PAGES, TOPIC_CONFIG, DEFAULT_CONFIG, BROKER_CONFIG]
 
     def add_rows(start: int, count: int) -> None:

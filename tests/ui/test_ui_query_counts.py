@@ -75,7 +75,11 @@ def acl(resource_type: str, name: str, pattern: str, operation: str, principal: 
 
 
 def test_list_pages_of_a_non_super_principal_read_a_fixed_number_of_queries(
-    client: Client, api: Api, tokens: dict[str, str], register: Callable[..., int]
+    client: Client,
+    api: Api,
+    tokens: dict[str, str],
+    register: Callable[..., int],
+    token_secret_key: str,
 ) -> None:
     admin = tokens["admin"]
 
@@ -118,11 +122,6 @@ def test_list_pages_of_a_non_super_principal_read_a_fixed_number_of_queries(
 
     for broker_id in (1, 2, 3):
         register(broker_id, unfence=True)
-    secret = {"name": "delegation.token.secret.key", "config_operation": "SET", "value": "s" * 32}
-    post(
-        "/api/v1/incremental-alter-configs",
-        {"resources": [{"resource_type": "BROKER", "resource_name": "", "configs": [secret]}]},
-    )
     grants = [acl(*grant, principal="User:alice") for grant in GRANTS]
     answer = post("/api/v1/create-acls", {"creations": grants})
     assert [r["error_code"] for r in answer["results"]] == [0] * len(grants), answer

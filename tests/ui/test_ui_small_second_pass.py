@@ -195,9 +195,9 @@ def test_the_report_forms_open_in_the_same_tab_through_the_progress_page(
 
 # --- tokens -------------------------------------------------------------------------------------
 def test_creating_a_token_redirects_and_the_hmac_is_shown_once(
-    admin_client: Client, api: Api, tokens: dict[str, str]
+    admin_client: Client, api: Api, tokens: dict[str, str], settings: Any
 ) -> None:
-    set_secret(api, tokens)
+    set_secret(settings)
     posted = admin_client.post("/ui/tokens/new/", {"renewers": "User:alice"})
     assert posted.status_code == 302 and posted["Location"] == "/ui/tokens/created/"
     token = DelegationToken.objects.get()
@@ -220,9 +220,9 @@ def test_creating_a_token_redirects_and_the_hmac_is_shown_once(
 
 
 def test_a_head_request_does_not_take_the_one_display(
-    admin_client: Client, api: Api, tokens: dict[str, str]
+    admin_client: Client, api: Api, tokens: dict[str, str], settings: Any
 ) -> None:
-    set_secret(api, tokens)
+    set_secret(settings)
     admin_client.post("/ui/tokens/new/", {})
     assert admin_client.head("/ui/tokens/created/").status_code == 405
     assert 'data-testid="token-hmac"' in text(admin_client.get("/ui/tokens/created/"))

@@ -685,6 +685,24 @@ def check_kafka_broker_identities(document: dict[str, Any]) -> list[str]:
     return problems
 
 
+TOKEN_KEY_VARIABLE = "CP_DELEGATION_TOKEN_SECRET_KEY"
+BROKER_TOKEN_KEY = "BROKER_DELEGATION_TOKEN_SECRET_KEY"
+
+
+def check_token_key_from_the_host(document: dict[str, Any]) -> list[str]:
+    """The delegation-token key comes from the host's environment (never a literal here) to
+    every process of the control plane and, as their static config, to every Kafka broker."""
+    shared = document.get(APP_ENV_ANCHOR, {})
+    value = str(shared.get(TOKEN_KEY_VARIABLE, ""))
+    if not re.fullmatch(rf"\$\{{{TOKEN_KEY_VARIABLE}(:?[-?][^}}]*)?\}}", value):
+        return [f"{APP_ENV_ANCHOR}: {TOKEN_KEY_VARIABLE} is not ${{{TOKEN_KEY_VARIABLE}...}}"]
+    return [
+        f"{name}: {BROKER_TOKEN_KEY} is not the control plane's {TOKEN_KEY_VARIABLE}"
+        for name, s in kafka_brokers(document).items()
+        if str(environment_of(s).get(BROKER_TOKEN_KEY, "")) != value
+    ]
+
+
 def check_kafka_broker_entrypoint(
     document: dict[str, Any], compose_dir: Path = DOCKER_DIR
 ) -> list[str]:
@@ -820,6 +838,7 @@ SEMANTIC_CHECKS: list[Callable[[dict[str, Any]], list[str]]] = [
     check_kafka_brokers_follow_the_controller,
     check_kafka_broker_identities,
     check_kafka_broker_entrypoint,
+    check_token_key_from_the_host,
     check_host_ports_unique,
     check_named_volumes_declared,
     check_build_context,
@@ -1188,6 +1207,8 @@ SEMANTIC_BREAKAGES: list[tuple[Callable[..., list[str]], Callable[[dict[str, Any
     (check_kafka_broker_entrypoint, _entrypoint_from_another_script),
     (check_kafka_broker_entrypoint, _entrypoint_mounted_writable),
     (check_kafka_broker_entrypoint, _set("services/kafka-broker-2/entrypoint", ["bash"])),
+    (check_token_key_from_the_host, _set(f"{APP_ENV_ANCHOR}/{TOKEN_KEY_VARIABLE}", "k3y-literal")),
+    (check_token_key_from_the_host, _broker_env("kafka-broker-3", BROKER_TOKEN_KEY, "")),
 ]
 
 
@@ -1371,6 +1392,31 @@ def test_broker_properties_quote_the_jaas_line_as_devtools_does(tmp_path: Path) 
     value = line.split("=", 1)[1].replace("\\\\", "\\")  # Java properties unescaping
     assert value == jaas_plain('odd"name', token)
     assert "controller.quorum.voters=3000@controller:9094" in (tmp_path / "p").read_text()
+
+
+def test_a_broker_takes_the_token_key_as_its_static_config(
+    compose: dict[str, Any], tmp_path: Path
+) -> None:
+    """The control plane's delegation-token key, from a file or the environment, stripped as
+    the control plane strips it, becomes the broker's delegation.token.secret.key, never
+    printed; none given: no such property (tokens disabled on the broker too)."""
+    env = compose_broker_env(compose, "kafka-broker-1", tmp_path)
+    written = tmp_path / "server.properties"
+    assert run_entrypoint("--write-properties", str(written), env=env).returncode == 0
+    assert "delegation.token.secret.key" not in read_properties(written)
+    key_file = tmp_path / "token-key"
+    key_file.write_text("  a key with inner spaces\n")
+    keyed = {**env, f"{BROKER_TOKEN_KEY}_FILE": str(key_file)}
+    done = run_entrypoint("--write-properties", str(written), env=keyed)
+    assert done.returncode == 0, done.stderr
+    assert "inner spaces" not in done.stdout + done.stderr
+    assert read_properties(written)["delegation.token.secret.key"] == "a key with inner spaces"
+    from_env = {**env, BROKER_TOKEN_KEY: "from-the-environment"}
+    assert run_entrypoint("--write-properties", str(written), env=from_env).returncode == 0
+    assert read_properties(written)["delegation.token.secret.key"] == "from-the-environment"
+    missing = {**env, f"{BROKER_TOKEN_KEY}_FILE": str(tmp_path / "nothing")}
+    refused = run_entrypoint("--write-properties", str(tmp_path / "p"), env=missing)
+    assert refused.returncode == 1 and "cannot read" in refused.stderr
 
 
 @pytest.mark.parametrize(

@@ -255,19 +255,52 @@ def test_broker_logger_levels(cluster: Cluster) -> None:
 
 
 def test_sensitive_value_is_never_in_an_error_message(cluster: Cluster) -> None:
-    response = run(
-        cluster,
-        INCREMENTAL,
-        inc("BROKER", "", op("delegation.token.secret.key", "APPEND", "s3cret")),
+    """The token key is static alone (a node setting, as Kafka's server.properties): every
+    change of it is INVALID_CONFIG, the value never in the answer, nothing written."""
+    for operation in ("APPEND", "SET", "DELETE"):
+        response = run(
+            cluster,
+            INCREMENTAL,
+            inc("BROKER", "", op("delegation.token.secret.key", operation, "s3cret")),
+        )
+        assert errors(response) == ["INVALID_CONFIG"]
+        assert "s3cret" not in str(response)
+    assert "Cannot update these configs dynamically" in str(response)
+    legacy = run(cluster, ALTER, resource("BROKER", "", delegation_token_secret_key="s3cret"))
+    assert errors(legacy) == ["INVALID_CONFIG"] and "s3cret" not in str(legacy)
+    assert configs(cluster, "BROKER", "") == {}
+
+
+def test_a_read_only_key_is_never_read_from_the_dynamic_configs() -> None:
+    """An older log may hold the token key as a record: neither the controller's view nor
+    DescribeConfigs reads it; the static value (a node setting) is the one, shown as Kafka
+    shows a static password (STATIC_BROKER_CONFIG, no value)."""
+    from controlplane.controller.config_schema import ConfigView
+
+    stored = {("BROKER", ""): {"delegation.token.secret.key": "from-the-log"}}
+
+    def dynamic(t: str, n: str, k: str) -> str | None:
+        return stored.get((t, n), {}).get(k)
+
+    assert ConfigView(dynamic, {}).broker_value("delegation.token.secret.key") is None
+    static = {"delegation.token.secret.key": "from-the-node"}
+    assert ConfigView(dynamic, static).broker_value("delegation.token.secret.key") == (
+        "from-the-node"
     )
-    assert errors(response) == ["INVALID_CONFIG"]
-    assert "s3cret" not in str(response)
-    response = run(
-        cluster, INCREMENTAL, inc("BROKER", "", op("delegation.token.secret.key", "SET", "s3cret"))
+    (entry,) = describe_configs(
+        "BROKER",
+        "1",
+        dynamic=dynamic,
+        static=static,
+        keys=["delegation.token.secret.key"],
+        include_synonyms=True,
     )
-    assert errors(response) == ["NONE"]
-    assert "s3cret" not in str(response)
-    assert configs(cluster, "BROKER", "") == {"delegation.token.secret.key": "s3cret"}
+    assert entry["config_source"] == "STATIC_BROKER_CONFIG" and entry["read_only"] is True
+    assert entry["value"] is None and entry["is_sensitive"] is True
+    assert entry["synonyms"] == [
+        {"name": "delegation.token.secret.key", "value": None, "source": "STATIC_BROKER_CONFIG"}
+    ]
+    assert describe_configs("BROKER", "", dynamic=dynamic, static=static) == []
 
 
 # --- effects on the controller -----------------------------------------------------------
@@ -333,9 +366,9 @@ def test_describe_precedence_and_sources() -> None:
     stored = {
         ("TOPIC", "t"): {"retention.ms": "1"},
         ("BROKER", ""): {"log.segment.bytes": "2000", "min.insync.replicas": "2"},
-        ("BROKER", "1"): {"min.insync.replicas": "3", "delegation.token.secret.key": "k"},
+        ("BROKER", "1"): {"min.insync.replicas": "3"},
     }
-    static = {"num.partitions": "4", "min.insync.replicas": "5"}
+    static = {"num.partitions": "4", "min.insync.replicas": "5", "delegation.token.secret.key": "k"}
 
     def dynamic(t: str, n: str, k: str) -> str | None:
         return stored.get((t, n), {}).get(k)
@@ -371,7 +404,7 @@ def test_describe_precedence_and_sources() -> None:
     assert broker["num.partitions"]["documentation"]
     secret = broker["delegation.token.secret.key"]
     assert secret["value"] is None and secret["is_sensitive"] is True
-    assert secret["config_source"] == "DYNAMIC_BROKER_CONFIG"
+    assert secret["config_source"] == "STATIC_BROKER_CONFIG" and secret["read_only"] is True
     default = describe_configs("BROKER", "", dynamic=dynamic, static=static, keys=None)
     assert {e["name"] for e in default} == {"log.segment.bytes", "min.insync.replicas"}
     only = describe_configs("TOPIC", "t", dynamic=dynamic, static=static, keys=["retention.ms"])

@@ -62,9 +62,9 @@ EVENTS: list[tuple[str, dict[str, Any]]] = [
                     "resource_name": "",
                     "configs": [
                         {
-                            "name": "delegation.token.secret.key",
+                            "name": "auto.leader.rebalance.enable",
                             "config_operation": "SET",
-                            "value": "s3cret",
+                            "value": "false",
                         }
                     ],
                 }
@@ -93,7 +93,11 @@ def run(env: ControllerEnv) -> tuple[list[str], list[dict[str, Any]]]:
 
 def seeded_env(seed: int) -> ControllerEnv:
     return ControllerEnv(
-        now_ms=NOW, activated_ms=NOW, sessions={}, random_bytes=random.Random(seed).randbytes
+        now_ms=NOW,
+        activated_ms=NOW,
+        sessions={},
+        random_bytes=random.Random(seed).randbytes,
+        static_configs={"delegation.token.secret.key": "s3cret"},  # a node setting
     )
 
 

@@ -39,8 +39,8 @@ class Cluster:
         self.image = MetadataImage(cluster_id=CLUSTER)
         self.log: list[Record] = []
         self.now = 1_000_000
-        if secret is not None:
-            self.apply_records([ConfigRecord("BROKER", "", tokens.SECRET_KEY, secret)])
+        # The key is a node setting (a static broker config), never a record.
+        self.static = {} if secret is None else {tokens.SECRET_KEY: secret}
 
     def apply_records(self, records: list[Record]) -> None:
         delta = MetadataDelta(self.image)
@@ -51,11 +51,15 @@ class Cluster:
 
     def call(self, api: str, requester: str = "User:alice", **payload: Any) -> dict[str, Any]:
         delta = MetadataDelta(self.image)
-        env = ControllerEnv(now_ms=self.now, activated_ms=0, sessions={})
-        response = run_event(delta, api, {"requester": requester, **payload}, env)
+        response = run_event(delta, api, {"requester": requester, **payload}, self.env())
         self.log.extend(record for _, record in delta.replayed)
         self.image.apply(delta)
         return response
+
+    def env(self) -> ControllerEnv:
+        return ControllerEnv(
+            now_ms=self.now, activated_ms=0, sessions={}, static_configs=self.static
+        )
 
     def create(self, requester: str = "User:alice", **payload: Any) -> dict[str, Any]:
         payload.setdefault("owner_principal_type", None)
@@ -77,6 +81,19 @@ def test_every_rpc_is_disabled_without_a_secret():
         answer = cluster.call(api, hmac="AAAA")
         assert answer["error_code"] == Errors.DELEGATION_TOKEN_AUTH_DISABLED
     assert cluster.log == []
+
+
+def test_a_key_an_older_log_set_as_a_record_signs_nothing():
+    """The key a record of an older log holds is never read (a read-only config is static
+    alone): without the node's setting tokens stay disabled; with it, the setting signs."""
+    old = Cluster(secret=None)
+    old.apply_records([ConfigRecord("BROKER", "", tokens.SECRET_KEY, "from-the-log")])
+    assert old.create()["error_code"] == Errors.DELEGATION_TOKEN_AUTH_DISABLED
+    old.static = {tokens.SECRET_KEY: SECRET}
+    created = old.create()
+    assert created["error_code"] == Errors.NONE
+    signed = hmac.new(SECRET.encode(), created["token_id"].encode(), hashlib.sha512).digest()
+    assert base64.b64decode(created["hmac"]) == signed
 
 
 def test_create_defaults_and_hmac():
@@ -167,14 +184,14 @@ def test_renew_and_expire_note_the_token_for_the_audit_trail_beside_the_response
     ):
         notes: dict[str, Any] = {}
         delta = MetadataDelta(cluster.image)
-        env = ControllerEnv(now_ms=cluster.now, activated_ms=0, sessions={})
+        env = cluster.env()
         payload = {"requester": "User:alice", "hmac": created["hmac"], period: 1000}
         response = run_event(delta, api, payload, env, notes=notes)
         cluster.image.apply(delta)
         assert response["error_code"] == 0 and "token_id" not in response
         assert notes == {"token_id": created["token_id"]}
     refused: dict[str, Any] = {}
-    env = ControllerEnv(now_ms=cluster.now, activated_ms=0, sessions={})
+    env = cluster.env()
     payload = {"requester": "User:alice", "hmac": "AAAA", "renew_period_ms": 1}
     run_event(MetadataDelta(cluster.image), "RenewDelegationToken", payload, env, notes=refused)
     assert refused == {}

@@ -30,6 +30,7 @@ from controlplane.models import ConfigEntry
 from controlplane.principals import principal_by_token, principal_create
 from controlplane.rpc import Caller
 from tests.api.test_configs_api import acl
+from tests.conftest import with_token_secret_key
 from wire.apis.base import WIRE_APIS, Advertised, WireRequest
 from wire.apis.clients.configs import CONFIG_TYPES
 from wire.apis.common import CONFIG_SOURCES
@@ -166,8 +167,9 @@ def as_rest(config: Any) -> dict[str, Any]:
 
 
 def test_describe_configs_answers_the_full_broker_catalogue_as_rest_does(
-    api: Any, tokens: dict[str, str], topic: str
+    api: Any, tokens: dict[str, str], topic: str, settings: Any
 ) -> None:
+    set_secret(settings)
     # kafka-python checks names against this before altering: every key, defaults included.
     (result,) = wire_call(32, 4, describe_body(4, "1"), tokens["admin"]).results
     assert result.error_code is ErrorCode.none and (result.resource_type, result.resource_name) == (
@@ -187,8 +189,9 @@ def test_describe_configs_answers_the_full_broker_catalogue_as_rest_does(
         CONFIG_SOURCES["STATIC_BROKER_CONFIG"],
         CONFIG_SOURCES["DEFAULT_CONFIG"],
     ]
-    secret = by_name["delegation.token.secret.key"]
-    assert secret.is_sensitive and secret.value is None
+    secret = by_name["delegation.token.secret.key"]  # a static password, as Kafka's
+    assert secret.is_sensitive and secret.value is None and secret.read_only
+    assert secret.config_source == CONFIG_SOURCES["STATIC_BROKER_CONFIG"]
     assert secret.config_type == CONFIG_TYPES["PASSWORD"]
     assert any(c.read_only for c in result.configs)
 
@@ -648,28 +651,9 @@ def test_client_quota_refusals_match_rest(api: Any, tokens: dict[str, str]) -> N
 # --- delegation tokens -------------------------------------------------------------------------
 
 
-def set_secret(api: Any, tokens: dict[str, str]) -> None:
-    status, answer = rest(
-        api,
-        "incremental-alter-configs",
-        {
-            "resources": [
-                {
-                    "resource_type": "BROKER",
-                    "resource_name": "",
-                    "configs": [
-                        {
-                            "name": "delegation.token.secret.key",
-                            "config_operation": "SET",
-                            "value": "a-very-secret-key",
-                        }
-                    ],
-                }
-            ]
-        },
-        tokens["admin"],
-    )
-    assert status == 200 and answer["responses"][0]["error_code"] == 0, answer
+def set_secret(settings: Any) -> None:
+    """The node's delegation-token key (a setting, never a record), from now on in this test."""
+    settings.CP_STATIC_BROKER_CONFIGS = with_token_secret_key(settings.CP_STATIC_BROKER_CONFIGS)
 
 
 def user(name: str) -> dict[str, str]:
@@ -685,10 +669,10 @@ CREATE_BODY = {
 
 
 def test_delegation_tokens_create_renew_expire_describe(
-    api: Any, tokens: dict[str, str], caplog: pytest.LogCaptureFixture
+    api: Any, tokens: dict[str, str], caplog: pytest.LogCaptureFixture, settings: Any
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    set_secret(api, tokens)
+    set_secret(settings)
     created = wire_call(38, 3, CREATE_BODY, tokens["alice"])
     assert created.error_code is ErrorCode.none
     assert (created.principal_type, created.principal_name) == ("User", "alice")
@@ -754,9 +738,9 @@ def test_delegation_tokens_create_renew_expire_describe(
 
 
 def test_token_authenticated_principals_cannot_create_tokens(
-    api: Any, tokens: dict[str, str]
+    api: Any, tokens: dict[str, str], settings: Any
 ) -> None:
-    set_secret(api, tokens)
+    set_secret(settings)
     for version in (1, 2, 3):
         refused = wire_call(38, version, CREATE_BODY, tokens["alice"], token_authenticated=True)
         assert refused.error_code is ErrorCode.delegation_token_request_not_allowed
@@ -765,11 +749,13 @@ def test_token_authenticated_principals_cannot_create_tokens(
     assert (event.principal, event.error_code) == ("User:alice", 64)
 
 
-def test_tokens_disabled_and_broker_refusals_match_rest(api: Any, tokens: dict[str, str]) -> None:
+def test_tokens_disabled_and_broker_refusals_match_rest(
+    api: Any, tokens: dict[str, str], settings: Any
+) -> None:
     # no secret key: DELEGATION_TOKEN_AUTH_DISABLED from every token RPC, as REST answers
     assert wire_call(38, 3, CREATE_BODY, tokens["alice"]).error_code == ErrorCode(61)
     assert wire_call(41, 3, {"owners": None}, tokens["alice"]).error_code == ErrorCode(61)
-    set_secret(api, tokens)
+    set_secret(settings)
     # a broker principal never writes through the public doors
     refused = wire_call(38, 3, CREATE_BODY, tokens["broker"])
     status, expected = rest(
@@ -852,7 +838,9 @@ def test_envelope_runs_the_inner_request_as_the_original_principal(
     assert last_audit("IncrementalAlterConfigs").client_host == "::1"
 
 
-def test_envelope_carries_other_forwardable_apis(api: Any, tokens: dict[str, str]) -> None:
+def test_envelope_carries_other_forwardable_apis(
+    api: Any, tokens: dict[str, str], settings: Any
+) -> None:
     # CreateAcls forwarded for the admin; a token-authenticated principal's CreateDelegationToken
     inner = inner_bytes(30, 3, {"creations": [creation("fwd")]}, "acl-tool")
     principal = encode_principal("User:admin")
@@ -860,7 +848,7 @@ def test_envelope_carries_other_forwardable_apis(api: Any, tokens: dict[str, str
     _, response = inner_response(30, 3, answer.response_data)
     assert [r.error_code for r in response.results] == [ErrorCode.none]
     assert last_audit("CreateAcls").client_id == "acl-tool"
-    set_secret(api, tokens)
+    set_secret(settings)
     inner = inner_bytes(38, 3, CREATE_BODY, "token-tool")
     principal = encode_principal("User:alice", token_authenticated=True)
     answer = wire_call(58, 0, envelope_body(inner, principal), tokens["broker"])

@@ -52,9 +52,9 @@ def describe_acls() -> Any:
 
 
 def test_a_delegation_token_authenticates_but_creates_no_token(
-    wire_listener: RunningListener, api: Any, tokens: dict[str, str]
+    wire_listener: RunningListener, api: Any, tokens: dict[str, str], settings: Any
 ) -> None:
-    set_secret(api, tokens)
+    set_secret(settings)
     with RawClient(wire_listener.host, wire_listener.sasl_port) as admin:
         assert authenticate(admin, "admin", tokens["admin"]) == ErrorCode.none
         created = admin.request(create_token_request())
@@ -76,12 +76,12 @@ def test_a_delegation_token_authenticates_but_creates_no_token(
 
 
 def test_no_delegation_token_requests_on_plaintext(
-    wire_listener: RunningListener, api: Any, tokens: dict[str, str]
+    wire_listener: RunningListener, api: Any, tokens: dict[str, str], settings: Any
 ) -> None:
     """Issue 34: Kafka's allowTokenRequests, before anything else: on a PLAINTEXT listener
     (nobody is authenticated there) Create, Renew and Expire DelegationToken answer
     DELEGATION_TOKEN_REQUEST_NOT_ALLOWED, however the ACLs read; no token is made."""
-    set_secret(api, tokens)
+    set_secret(settings)
     status, _ = api.post(
         "/api/v1/create-acls",
         {

@@ -69,7 +69,22 @@ def _broker_synonyms(
     static: Mapping[str, str],
 ) -> list[tuple[str, str | None, str]]:
     """A broker key's values from every level that has one, strongest first (Kafka's
-    DynamicBrokerConfig: per broker, cluster default, static, default)."""
+    DynamicBrokerConfig: per broker, cluster default, static, default). A read-only key has
+    no dynamic level, whatever an older log set."""
+    found: list[tuple[str, str | None, str]] = []
+    definition = BROKER_CONFIGS.get(name)
+    if definition is None or not definition.read_only:
+        found += _dynamic_synonyms(name, broker_name, dynamic)
+    if name in static:
+        found.append((name, static[name], STATIC_BROKER_CONFIG))
+    if definition is not None and definition.default is not None:
+        found.append((name, definition.default, DEFAULT_CONFIG))
+    return found
+
+
+def _dynamic_synonyms(
+    name: str, broker_name: str, dynamic: Callable[[str, str, str], str | None]
+) -> list[tuple[str, str | None, str]]:
     found: list[tuple[str, str | None, str]] = []
     if broker_name != CLUSTER_DEFAULT:
         value = dynamic(BROKER, broker_name, name)
@@ -78,11 +93,6 @@ def _broker_synonyms(
     value = dynamic(BROKER, CLUSTER_DEFAULT, name)
     if value is not None:
         found.append((name, value, DYNAMIC_DEFAULT_BROKER_CONFIG))
-    if name in static:
-        found.append((name, static[name], STATIC_BROKER_CONFIG))
-    definition = BROKER_CONFIGS.get(name)
-    if definition is not None and definition.default is not None:
-        found.append((name, definition.default, DEFAULT_CONFIG))
     return found
 
 
