@@ -193,6 +193,24 @@ def test_kafkas_errors_per_partition(cluster: Cluster) -> None:
     assert cluster.partition("t", 0).replicas == (1, 2, 3)  # nothing half-applied
 
 
+def test_a_target_adding_nothing_keeps_the_adding_replicas_so_a_cancel_goes_back(
+    cluster: Cluster,
+) -> None:
+    """Kafka's controller sets adding (removing) only when the new target adds (removes)
+    something: a replica the first move added and the second drops is both, and a cancel still
+    goes back to the replicas the partition had before either."""
+    cluster.alter_partition("t", 0, [1, 2])  # 3 falls behind: the second target waits for it
+    reassign(cluster, ("t", 0, [1, 2, 4]))
+    reassign(cluster, ("t", 0, [1, 3]))
+    both = cluster.partition("t", 0)
+    assert both.adding_replicas == (4,) and both.removing_replicas == (2, 4)
+    assert both.target_replicas == (1, 3)
+    assert codes(reassign(cluster, ("t", 0, None))) == [0]
+    back = cluster.partition("t", 0)
+    assert sorted(back.replicas) == [1, 2, 3] and not back.reassigning
+    cluster.assert_replays()
+
+
 def test_a_deleted_topic_is_unknown_to_a_move_and_takes_its_moves_with_it(cluster: Cluster) -> None:
     reassign(cluster, ("t", 0, [3, 4, 5]))
     assert cluster.partition("t", 0).reassigning
