@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from brokers.models import Broker
@@ -28,10 +29,17 @@ class SupportedFeatureSerializer(StrictSerializer):
     max_supported_version = StrictIntegerField(min_value=-32768, max_value=32767)
 
 
+@extend_schema_field({"type": "integer", "minimum": 0, "maximum": INT32_MAX - 1})
+class RegistrableBrokerIdField(StrictIntegerField):
+    """The schema shows the ids registrable by default (Int32.MAX_VALUE is reserved: Kafka's
+    clients name their group coordinator's connection with it; CP_BROKER_ID_RANGE may narrow
+    the range). Any int32 still parses, so registration's own checks answer the rest as on the
+    Kafka listener: INVALID_REGISTRATION, or CLUSTER_AUTHORIZATION_FAILED for a broker
+    principal naming another id."""
+
+
 class BrokerRegistrationSerializer(StrictSerializer):
-    # Int32.MAX_VALUE is reserved (Kafka's clients name their group coordinator's connection
-    # with it); CP_BROKER_ID_RANGE may narrow the range further.
-    broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX - 1)
+    broker_id = RegistrableBrokerIdField(min_value=0, max_value=INT32_MAX)
     cluster_id = StrictCharField(max_length=64)
     incarnation_id = UuidStringField()
     listeners = serializers.ListField(child=ListenerSerializer(), allow_empty=False, max_length=64)

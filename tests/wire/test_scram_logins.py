@@ -254,9 +254,9 @@ def test_sasl_handshake_v0_carries_the_scram_rounds_in_raw_frames(
 
 
 def test_a_delegation_token_logs_in_over_scram_tokenauth_as_its_owner(
-    wire_listener: RunningListener, api: Api, tokens: dict[str, str]
+    wire_listener: RunningListener, api: Api, tokens: dict[str, str], settings: Any
 ) -> None:
-    set_secret(api, tokens)
+    set_secret(settings)
     status, created = api.post(
         "/api/v1/create-delegation-token",
         {"owner_principal_type": None, "owner_principal_name": None, "renewers": []},
