@@ -132,7 +132,7 @@ def real_broker_faults(report: dict[str, Any], faults: dict[str, Any]) -> None:
     messages: every acknowledged one read back, once."""
     session_s = campaign.SESSION_TIMEOUT_MS / 1000
     heartbeat_s = campaign_kafka.HEARTBEAT_MS / 1000
-    kill, pause, lost_dir, mid_move = (faults[name] for name, _ in campaign.REAL_BROKER_FAULTS)
+    kill, pause, mid_move, lost_dir = (faults[name] for name, _ in campaign.REAL_BROKER_FAULTS)
     # No real broker fenced but by its kills and its pause: not by the controllers' failovers,
     # the restarts of Redis and PostgreSQL, the listeners' kills, the slow clients, the simulated
     # brokers' faults, nor a lost log dir.
