@@ -15,7 +15,7 @@ KAFKA_CONTROLLER_PORT ?= 9098
 KAFKA_NEWEST ?= 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test-python install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers clean
+.PHONY: run install install-test-python install-test services lint format typecheck test test-fast campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -79,7 +79,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers
 
 ## bench-heartbeats: heartbeats on the internal listener and whoami on the public one, on the real stack
 bench-heartbeats: install-test services
@@ -139,6 +139,10 @@ bench-real-broker: install-test services
 ## bench-real-cluster-failover: three stock brokers lose the busiest (kill -9, then SIGTERM), here and under Kafka's own controller
 bench-real-cluster-failover: install-test services
 	$(PY) -m bench.real_cluster_failover $(BENCH_ARGS)
+
+## bench-reassign: 1,000 and 10,000 moves on simulated brokers; 3,000 on three real brokers here and under Kafka's controller
+bench-reassign: install-test services
+	$(PY) -m bench.reassign $(BENCH_ARGS)
 
 ## bench-wire-hostile-frame: what an 11.6 MB CreateAcls of 150,000 creations costs the listener (refused unread)
 bench-wire-hostile-frame: install-test services
