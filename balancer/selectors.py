@@ -73,7 +73,12 @@ def planning_partitions() -> Iterator[PartitionInfo]:
         )
 
 
+PLAN_ID_MAX = 2**63 - 1  # a bigint key: a larger id names no plan
+
+
 def plan_get(*, plan_id: int) -> BalancePlan | None:
+    if not 0 <= plan_id <= PLAN_ID_MAX:
+        return None
     return BalancePlan.objects.filter(pk=plan_id).first()
 
 

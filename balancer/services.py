@@ -33,6 +33,35 @@ DEFAULT_OPTIONS: dict[str, Any] = {
 }
 
 
+class PlanNotFound(ApiError):
+    """No plan of that id: RESOURCE_NOT_FOUND, HTTP 404."""
+
+    http_status = 404
+
+    def __init__(self, plan_id: int) -> None:
+        super().__init__(Errors.RESOURCE_NOT_FOUND, f"No balance plan {plan_id}.")
+
+
+class BrokerNotFound(ApiError):
+    """A drain or a fill of a broker that is not registered: BROKER_ID_NOT_REGISTERED, 404."""
+
+    http_status = 404
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.BROKER_ID_NOT_REGISTERED, message)
+
+
+class PlanConflict(ApiError):
+    """A well-formed request the plan's or the cluster's state refuses (a plan already run, a
+    broker that cannot be drained): INVALID_REQUEST with HTTP 409, as a retry may succeed once
+    the state has changed."""
+
+    http_status = 409
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.INVALID_REQUEST, message)
+
+
 def plan_create(*, goal: str, broker_id: int | None, requested_by: str) -> BalancePlan:
     """A plan of `goal` from the cluster as it is now, stored to be previewed (PROPOSED)."""
     plan = _planned(goal, broker_id)
@@ -63,10 +92,9 @@ def _planned(goal: str, broker_id: int | None) -> Plan:
         if goal == "fill":
             return plan_fill(brokers, partitions, broker_id)
     except PlanRefused as refused:
-        error = (
-            Errors.BROKER_ID_NOT_REGISTERED if refused.unknown_broker else Errors.INVALID_REQUEST
-        )
-        raise ApiError(error, str(refused)) from None
+        if refused.unknown_broker:
+            raise BrokerNotFound(str(refused)) from None
+        raise PlanConflict(str(refused)) from None
     raise ApiError(Errors.INVALID_REQUEST, f"Unknown goal {goal!r}: rebalance, drain or fill.")
 
 
@@ -83,11 +111,9 @@ def plan_execute(*, plan_id: int, options: dict[str, Any], executed_by: str) -> 
     _fail_stalled()
     plan = _require(plan_id)
     if plan.state != PlanState.PROPOSED:
-        raise ApiError(
-            Errors.INVALID_REQUEST, f"Plan {plan_id} is {plan.state}: only a PROPOSED plan runs."
-        )
+        raise PlanConflict(f"Plan {plan_id} is {plan.state}: only a PROPOSED plan runs.")
     if not plan.moves_total:
-        raise ApiError(Errors.INVALID_REQUEST, f"Plan {plan_id} has nothing to move.")
+        raise PlanConflict(f"Plan {plan_id} has nothing to move.")
     running = selectors.plan_running()
     if running is not None:
         raise _one_at_a_time(running)
@@ -104,7 +130,7 @@ def plan_execute(*, plan_id: int, options: dict[str, Any], executed_by: str) -> 
                 updated_ms=now_ms(),
             )
             if not updated:
-                raise ApiError(Errors.INVALID_REQUEST, f"Plan {plan_id} is no longer PROPOSED.")
+                raise PlanConflict(f"Plan {plan_id} is no longer PROPOSED.")
     except IntegrityError:  # another plan started between our look and our update
         running = selectors.plan_running()
         raise _one_at_a_time(running) from None
@@ -129,16 +155,14 @@ def plan_cancel(*, plan_id: int) -> BalancePlan:
     elif plan.state == PlanState.EXECUTING:
         _transition(plan, PlanState.CANCELLING)
     elif plan.state != PlanState.CANCELLING:
-        raise ApiError(
-            Errors.INVALID_REQUEST, f"Plan {plan_id} is {plan.state}: nothing to cancel."
-        )
+        raise PlanConflict(f"Plan {plan_id} is {plan.state}: nothing to cancel.")
     return _require(plan_id)
 
 
 def _require(plan_id: int) -> BalancePlan:
     plan = selectors.plan_get(plan_id=plan_id)
     if plan is None:
-        raise ApiError(Errors.INVALID_REQUEST, f"No balance plan {plan_id}.")
+        raise PlanNotFound(plan_id)
     return plan
 
 
@@ -146,9 +170,7 @@ def _transition(plan: BalancePlan, target: str, **fields: Any) -> bool:
     """Move `plan` to `target` if its state machine allows it from the state it is in now (an
     update conditioned on that state: a concurrent change wins, and this one says False)."""
     if target not in TRANSITIONS[plan.state]:
-        raise ApiError(
-            Errors.INVALID_REQUEST, f"Plan {plan.pk} cannot go from {plan.state} to {target}."
-        )
+        raise PlanConflict(f"Plan {plan.pk} cannot go from {plan.state} to {target}.")
     running = target in RUNNING_STATES
     changed = BalancePlan.objects.filter(pk=plan.pk, state=plan.state).update(
         state=target, running=running, updated_ms=now_ms(), **fields

@@ -24,8 +24,24 @@ class CreateBalancePlanSerializer(StrictSerializer):
     )
 
 
+class RebalancePlanRequest(StrictSerializer):
+    """The schema's view of a rebalance request: no broker named."""
+
+    goal = serializers.ChoiceField(choices=("rebalance",))
+    broker_id = StrictIntegerField(
+        min_value=0, max_value=INT32_MAX, required=False, default=None, allow_null=True
+    )
+
+
+class BrokerPlanRequest(StrictSerializer):
+    """The schema's view of a drain or a fill: the broker is named."""
+
+    goal = serializers.ChoiceField(choices=("drain", "fill"))
+    broker_id = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+
+
 class ExecuteBalancePlanSerializer(StrictSerializer):
-    plan_id = StrictIntegerField(min_value=1, max_value=INT64_MAX)
+    plan_id = StrictIntegerField(min_value=0)  # the path's: an id no plan has answers 404
     # Partitions per AlterPartitionReassignments, and moving at once at most.
     batch_size = StrictIntegerField(
         min_value=1, max_value=10_000, required=False, default=None, allow_null=True
@@ -42,4 +58,4 @@ class ExecuteBalancePlanSerializer(StrictSerializer):
 
 
 class BalancePlanIdSerializer(StrictSerializer):
-    plan_id = StrictIntegerField(min_value=1, max_value=INT64_MAX)
+    plan_id = StrictIntegerField(min_value=0)  # the path's: an id no plan has answers 404

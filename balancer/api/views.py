@@ -6,20 +6,32 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from balancer import rpcs, selectors
+from balancer import rpcs, selectors, services
+from balancer.api.serializers import BrokerPlanRequest, RebalancePlanRequest
 from controlplane.api.context import principal_of
 from controlplane.api.permissions import ClusterDescribePermission, IsPrincipal
-from controlplane.api.responses import arr, obj, ok
+from controlplane.api.responses import ERROR, arr, obj, ok
 from controlplane.authz import client_host
-from controlplane.controller.errors import ApiError, Errors
 from controlplane.rpc import ApiSpec, Caller, execute
 
 PLANS_SHOWN = 50  # the newest plans the list answers
+
+# A rebalance names no broker; a drain or a fill names its broker (one body, two shapes).
+CREATE_REQUEST = PolymorphicProxySerializer(
+    component_name="CreateBalancePlanRequest",
+    serializers=[RebalancePlanRequest, BrokerPlanRequest],
+    resource_type_field_name=None,
+)
+
+
+def ok_or_conflict(schema: Any, conflict: str) -> dict[int, Any]:
+    """The answer's schema, and the 409 a plan's or the cluster's state may give instead."""
+    return {**(ok(schema) or {}), 409: OpenApiResponse(response=ERROR, description=conflict)}
 
 
 def _caller(request: Request) -> Caller:
@@ -63,7 +75,10 @@ class BalancePlanListView(APIView):
         plans = selectors.plan_list()[:PLANS_SHOWN]
         return Response({"results": [rpcs.plan_answer(p, with_moves=False) for p in plans]})
 
-    @extend_schema(request=rpcs.CREATE.request, responses=ok(rpcs.ANSWER))
+    @extend_schema(
+        request=CREATE_REQUEST,
+        responses=ok_or_conflict(rpcs.ANSWER, "INVALID_REQUEST: the cluster cannot take it"),
+    )
     def post(self, request: Request) -> Response:
         return _run(request, rpcs.CREATE, _body(request))
 
@@ -77,7 +92,7 @@ class BalancePlanDetailView(APIView):
     def get(self, request: Request, plan_id: int) -> Response:
         plan = selectors.plan_get(plan_id=plan_id)
         if plan is None:
-            raise ApiError(Errors.INVALID_REQUEST, f"No balance plan {plan_id}.")
+            raise services.PlanNotFound(plan_id)
         return Response(rpcs.plan_answer(plan))
 
 
@@ -87,7 +102,12 @@ class BalancePlanExecuteView(APIView):
 
     permission_classes = [IsPrincipal]
 
-    @extend_schema(request=rpcs.EXECUTE.request, responses=ok(rpcs.ANSWER))
+    @extend_schema(
+        request=rpcs.EXECUTE.request,
+        responses=ok_or_conflict(
+            rpcs.ANSWER, "REASSIGNMENT_IN_PROGRESS, or INVALID_REQUEST: not a PROPOSED plan"
+        ),
+    )
     def post(self, request: Request, plan_id: int) -> Response:
         return _run(request, rpcs.EXECUTE, _body(request, plan_id=plan_id))
 
@@ -97,6 +117,9 @@ class BalancePlanCancelView(APIView):
 
     permission_classes = [IsPrincipal]
 
-    @extend_schema(request=None, responses=ok(rpcs.ANSWER))
+    @extend_schema(
+        request=None,
+        responses=ok_or_conflict(rpcs.ANSWER, "INVALID_REQUEST: the plan has finished"),
+    )
     def post(self, request: Request, plan_id: int) -> Response:
         return _run(request, rpcs.CANCEL, _body(request, plan_id=plan_id))

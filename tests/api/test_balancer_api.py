@@ -168,13 +168,13 @@ def test_one_plan_at_a_time_and_a_cancel_reverts_what_was_moving(kafka: Kafka, j
     status, again = kafka.api.post(
         f"{PLANS}/{first['plan_id']}/execute", {}, token=kafka.tokens["admin"]
     )
-    assert status == 400 and "CANCELLED" in again["error_message"]
+    assert status == 409 and "CANCELLED" in again["error_message"]
     assert metadata_verify() == []
 
 
 def test_bad_plans_are_refused_with_kafkas_errors(kafka: Kafka) -> None:
     status, body = create(kafka, goal="drain", broker_id=99)
-    assert status == 400 and body["error_code"] == Errors.BROKER_ID_NOT_REGISTERED
+    assert status == 404 and body["error_code"] == Errors.BROKER_ID_NOT_REGISTERED
     status, body = create(kafka, goal="drain")
     assert status == 400 and "broker_id" in body["error_message"]
     status, body = create(kafka, goal="shuffle")
@@ -182,7 +182,10 @@ def test_bad_plans_are_refused_with_kafkas_errors(kafka: Kafka) -> None:
     status, body = create(kafka, goal="rebalance", extra=1)
     assert status == 400
     status, body = kafka.api.post(f"{PLANS}/12345/execute", {}, token=kafka.tokens["admin"])
-    assert status == 400 and "No balance plan 12345" in body["error_message"]
+    assert status == 404 and body["error_code"] == Errors.RESOURCE_NOT_FOUND
+    assert "No balance plan 12345" in body["error_message"]
+    status, body = kafka.api.get(f"{PLANS}/{2**70}", token=kafka.tokens["admin"])
+    assert status == 404 and body["error_code"] == Errors.RESOURCE_NOT_FOUND
     status, body = kafka.api.post(PLANS, {"goal": "rebalance"}, token=kafka.tokens["alice"])
     assert status == 403 and body["error_code"] == Errors.CLUSTER_AUTHORIZATION_FAILED
     status, body = kafka.api.get(PLANS, token=kafka.tokens["alice"])
@@ -196,4 +199,4 @@ def test_a_balanced_cluster_gets_an_empty_plan_that_does_not_run(kafka: Kafka) -
     status, body = kafka.api.post(
         f"{PLANS}/{drain['plan_id']}/execute", {}, token=kafka.tokens["admin"]
     )
-    assert status == 400 and "nothing to move" in body["error_message"]
+    assert status == 409 and "nothing to move" in body["error_message"]
