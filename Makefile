@@ -17,7 +17,7 @@ KAFKA_NEWEST ?= 4.4.0
 KAFKA_MATRIX ?= 4.0.2 4.1.1 4.2.2 4.3.1 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test-python install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers clean
+.PHONY: run install install-test-python install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -90,7 +90,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers
+bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers
 
 ## bench-heartbeats: heartbeats on the internal listener and whoami on the public one, on the real stack
 bench-heartbeats: install-test services
@@ -155,6 +155,10 @@ bench-real-cluster-failover: install-test services
 bench-rolling-upgrade: install-test services
 	bash scripts/install-kafka.sh 4.1.1 4.4.0
 	$(PY) -m bench.rolling_upgrade $(BENCH_ARGS)
+
+## bench-reassign: 1,000 and 10,000 moves on simulated brokers; 3,000 on three real brokers here and under Kafka's controller
+bench-reassign: install-test services
+	$(PY) -m bench.reassign $(BENCH_ARGS)
 
 ## bench-wire-hostile-frame: what an 11.6 MB CreateAcls of 150,000 creations costs the listener (refused unread)
 bench-wire-hostile-frame: install-test services

@@ -142,6 +142,22 @@ def elected_partitions(
     return elected or [_named(p, top) for p in _requested_partitions(body)]
 
 
+def reassigned_partitions(
+    body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
+) -> Iterable[Resource]:
+    """AlterPartitionReassignments: each partition it moved, cancelled or refused."""
+    answered = [
+        _named(("PARTITION", f"{_text(t.get('name'))}-{_text(p.get('partition_index'))}"), _code(p))
+        for t in _dicts(answer.get("responses"))
+        for p in _dicts(t.get("partitions"))
+    ]
+    return answered or [
+        _named(("PARTITION", f"{_text(t.get('name'))}-{_text(p.get('partition_index'))}"), top)
+        for t in _dicts(body.get("topics"))
+        for p in _dicts(t.get("partitions"))
+    ]
+
+
 def created_token(
     body: dict[str, Any], answer: dict[str, Any], top: int, notes: dict[str, Any]
 ) -> Iterable[Resource]:

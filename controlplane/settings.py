@@ -66,6 +66,7 @@ INSTALLED_APPS = [
     "configs.apps.ConfigsConfig",
     "canary.apps.CanaryConfig",
     "mirror.apps.MirrorConfig",
+    "balancer.apps.BalancerConfig",
     "audit.apps.AuditConfig",
     "timeline.apps.TimelineConfig",
     "frontend.apps.FrontendConfig",

@@ -416,6 +416,10 @@ class FaultCampaign:
         assert self.real is not None
         return self.real.lose_a_log_dir()
 
+    def kill_real_broker_mid_move(self) -> dict[str, Any]:
+        assert self.real is not None
+        return self.real.kill_mid_move()
+
     def partitions(self) -> list[dict[str, Any]]:
         status, body = self.web["web-b"].get(f"/api/v1/topics/{TOPIC}", self.stack.tokens["admin"])
         return list(body["partitions"]) if status == 200 else []
@@ -512,12 +516,8 @@ FAULTS: list[tuple[str, str]] = [
     ("lose two of three racks' brokers at once, then bring them back", "lose_two_racks"),
     ("restart every broker with a new incarnation (kill -9 the simulator)", "restart_every_broker"),
 ]
-# The stock Kafka brokers' faults (devtools/campaign_kafka.py), run when Java and the jars are here.
-REAL_BROKER_FAULTS: list[tuple[str, str]] = [
-    ("kill -9 the real broker leading the most partitions, then restart it", "kill_real_broker"),
-    ("SIGSTOP a real broker past its session, then SIGCONT", "pause_real_broker"),
-    ("lose a log dir of a real broker leading partitions", "lose_a_real_log_dir"),
-]
+# The stock Kafka brokers' faults, run when Java and the jars are here.
+REAL_BROKER_FAULTS = campaign_kafka.FAULTS
 FAULTS += REAL_BROKER_FAULTS
 
 

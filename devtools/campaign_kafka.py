@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from devtools import campaign_hostile
+from devtools import campaign_hostile, campaign_moves
 from devtools.kafka_clients import Producing, broker_metadata, directory_ids
 from devtools.real_brokers import DEFAULT_CONTROLLER_ID, brokers_under, start_controller_listener
 from devtools.stack import Http, Stack, wait_for
@@ -297,6 +297,10 @@ class RealBrokers:
             raise AssertionError(f"{error}{tails}") from None
 
     # --- the faults ---------------------------------------------------------------------
+    def kill_mid_move(self) -> dict[str, Any]:
+        """kill -9 of a broker in the middle of partition moves (devtools/campaign_moves.py)."""
+        return campaign_moves.kill_during_moves(self, TOPIC)
+
     def kill_busiest(self) -> dict[str, Any]:
         victim = self.busiest()
         led = sum(1 for p in self.partitions().values() if p["leader"] == victim.node_id)
@@ -516,3 +520,18 @@ def fencings(rows: Sequence[tuple[Any, ...]]) -> Counter[str]:
     for broker_id, count in rows:
         counted["real" if int(broker_id) >= FIRST_ID else "simulated"] += int(count)
     return counted
+
+
+# The real brokers' faults, by their FaultCampaign methods' names (devtools/campaign.py runs them
+# after the simulated brokers' when Java and the jars are here).
+FAULTS: list[tuple[str, str]] = [
+    ("kill -9 the real broker leading the most partitions, then restart it", "kill_real_broker"),
+    ("SIGSTOP a real broker past its session, then SIGCONT", "pause_real_broker"),
+    (
+        "kill -9 a real broker in the middle of partition moves, then restart it",
+        "kill_real_broker_mid_move",
+    ),
+    # Last: the lost dir stays lost (as in Kafka, until the broker restarts), and a broker
+    # restarted without it refuses to start.
+    ("lose a log dir of a real broker leading partitions", "lose_a_real_log_dir"),
+]

@@ -5,6 +5,7 @@ from frontend.views import (
     acls,
     audit,
     auth,
+    balance,
     broker_actions,
     canary,
     charts,
@@ -84,6 +85,19 @@ urlpatterns = [
     path("ui/timeline/<int:offset>/", timeline.timeline_event_view, name="timeline-event"),
     path("ui/incidents/", cluster.incident_list_view, name="incident-list"),
     path("ui/canary/", canary.canary_view, name="canary"),
+    path("ui/balance/", balance.balance_view, name="balance"),
+    path("ui/balance/plans/", balance.balance_plan_create_view, name="balance-plan-create"),
+    path("ui/balance/plans/<int:plan_id>/", balance.balance_plan_view, name="balance-plan"),
+    path(
+        "ui/balance/plans/<int:plan_id>/execute/",
+        balance.balance_plan_execute_view,
+        name="balance-plan-execute",
+    ),
+    path(
+        "ui/balance/plans/<int:plan_id>/cancel/",
+        balance.balance_plan_cancel_view,
+        name="balance-plan-cancel",
+    ),
     path("ui/charts/", charts.charts_view, name="charts"),
     path("ui/search/", search.search_view, name="search"),
     # KIP-590's admin APIs: configs, ACLs, client quotas, delegation tokens, the audit trail.

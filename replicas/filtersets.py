@@ -39,6 +39,7 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
     offline = StrictBooleanFilter(method="filter_offline", label="Has offline replicas")
     canary = StrictBooleanFilter(field_name="is_canary", label="Canary (KIP-1095)")
     canary_isolated = StrictBooleanFilter(label="Canary and isolated")
+    reassigning = StrictBooleanFilter(label="Being reassigned (KIP-455)")
 
     under_replicated = StrictBooleanFilter(
         method="filter_under_replicated", label="Under-replicated (ISR smaller than replicas)"
@@ -59,6 +60,7 @@ class PartitionFilterSet(django_filters.FilterSet):  # type: ignore[misc]
             "offline",
             "canary",
             "canary_isolated",
+            "reassigning",
             "under_replicated",
             "under_min_isr",
             "at_min_isr",

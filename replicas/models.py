@@ -51,6 +51,12 @@ class Partition(models.Model):
     # Each replica's log dir id once its broker assigned it (AssignReplicasToDirs), in the
     # replicas' order; [] while every replica is in its broker's default dir.
     directories = models.JSONField(default=list)
+    # A reassignment in progress (KIP-455): the replicas being added and removed; [] when none.
+    # `reassigning` says there is one, and indexes the few partitions that move (the
+    # reassignments list reads that index, never the table).
+    adding_replicas = models.JSONField(default=list)
+    removing_replicas = models.JSONField(default=list)
+    reassigning = models.BooleanField(default=False)
 
     class Meta:
         db_table = "cp_partition"
@@ -58,6 +64,13 @@ class Partition(models.Model):
         constraints = [
             models.UniqueConstraint(
                 fields=["topic", "partition_index"], name="cp_partition_topic_index"
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["topic", "partition_index"],
+                name="cp_partition_reassigning",
+                condition=models.Q(reassigning=True),
             )
         ]
 

@@ -41,6 +41,9 @@ PARTITION_COLUMNS = [
     Column("isr_count", "int"),
     Column("preferred_leader", "int"),
     Column("directories", "text", json=True),
+    Column("adding_replicas", "text", json=True),
+    Column("removing_replicas", "text", json=True),
+    Column("reassigning", "boolean"),
 ]
 
 
@@ -56,6 +59,9 @@ STATE_COLUMNS = [
         "canary_isolated",
         "preferred_leader",
         "directories",
+        "adding_replicas",
+        "removing_replicas",
+        "reassigning",
     )
 ]
 
@@ -87,6 +93,9 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
         len(p.isr),
         p.preferred_leader,
         _ENCODE(list(p.directories)) if p.directories else "[]",
+        _ints(p.adding_replicas),
+        _ints(p.removing_replicas),
+        p.reassigning,
     )
 
 
@@ -147,10 +156,11 @@ class TopicProjection:
         known = delta.base.partitions
         inserts: list[tuple[object, ...]] = []
         updated: list[tuple[TopicPartition, PartitionRegistration]] = []
-        # Elections and ISR changes leave the replica set alone; only a reassignment (or a
-        # replica's broker changing pod, KIP-1095, or a broker assigning its replicas to log
-        # dirs) rewrites it, so the common update carries the columns that change. One pass
-        # over the changed partitions finds both.
+        # Elections and ISR changes leave the replica set alone; only a reassignment (its
+        # start, completion or cancellation, KIP-455; or a replica's broker changing pod,
+        # KIP-1095, or a broker assigning its replicas to log dirs) rewrites it, so the common
+        # update carries the columns that change. One pass over the changed partitions finds
+        # both.
         reassigned = False
         for tp, partition in delta.changed_partitions.items():
             if partition is None or tp[0] in gone:
@@ -164,6 +174,8 @@ class TopicProjection:
                 before.replicas != partition.replicas
                 or before.canary_isolated != partition.canary_isolated
                 or before.directories != partition.directories
+                or before.adding_replicas != partition.adding_replicas
+                or before.removing_replicas != partition.removing_replicas
             ):
                 reassigned = True
         writes.append(
@@ -198,6 +210,8 @@ class TopicProjection:
             "is_canary",
             "canary_isolated",
             "directories",
+            "adding_replicas",
+            "removing_replicas",
         )
         for (
             topic_id,
@@ -211,6 +225,8 @@ class TopicProjection:
             canary,
             iso,
             dirs,
+            adding,
+            removing,
         ) in rows.iterator(chunk_size=5000):
             image.put_partition(
                 (topic_id, index),
@@ -224,5 +240,7 @@ class TopicProjection:
                     is_canary=canary,
                     canary_isolated=iso,
                     directories=tuple(dirs) if dirs else (),
+                    adding_replicas=tuple(adding) if adding else (),
+                    removing_replicas=tuple(removing) if removing else (),
                 ),
             )

@@ -1,7 +1,8 @@
 """Topic and partition admin RPCs (Kafka's CreateTopics, DeleteTopics, CreatePartitions,
-ElectLeaders): per-topic authorization as Kafka's ControllerApis does it, then one controller
-request for the permitted topics; refused topics are answered TOPIC_AUTHORIZATION_FAILED and
-answers keep request order."""
+ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments): per-topic authorization
+as Kafka's ControllerApis does it, then one controller request for the permitted topics;
+refused topics are answered TOPIC_AUTHORIZATION_FAILED and answers keep request order. The
+reassignment RPCs are authorized on the cluster, as Kafka's (ALTER, DESCRIBE)."""
 
 from __future__ import annotations
 
@@ -173,6 +174,22 @@ def elect_leaders(body: Body, caller: Caller) -> Body:
     return services.leaders_elect(payload=body, context=caller.context)
 
 
+def alter_partition_reassignments(body: Body, caller: Caller) -> Body:
+    answer = services.partition_reassignments_alter(payload=body, context=caller.context)
+    return {"throttle_time_ms": 0, **answer}
+
+
+def list_partition_reassignments(body: Body, caller: Caller) -> Body:
+    topics = body.get("topics")
+    wanted = None if topics is None else {t["name"]: set(t["partition_indexes"]) for t in topics}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "topics": selectors.partition_reassignments(topics=wanted),
+    }
+
+
 register(
     "CreateTopics",
     request=s.CreateTopicsSerializer,
@@ -222,6 +239,29 @@ register(
         throttle_time_ms=INT,
         results=arr(kafka("name", name=STR)),
     ),
+)
+REASSIGNMENT = obj(
+    partition_index=INT, replicas=arr(INT), adding_replicas=arr(INT), removing_replicas=arr(INT)
+)
+register(
+    "AlterPartitionReassignments",
+    request=s.AlterPartitionReassignmentsSerializer,
+    authorize=cluster(AclOperation.ALTER, write=True),
+    handler=alter_partition_reassignments,
+    resources=named.reassigned_partitions,
+    response=kafka(
+        throttle_time_ms=INT,
+        allow_replication_factor_change=BOOL,
+        responses=arr(obj(name=STR, partitions=arr(kafka(partition_index=INT)))),
+    ),
+)
+register(
+    "ListPartitionReassignments",
+    request=s.ListPartitionReassignmentsSerializer,
+    authorize=cluster(AclOperation.DESCRIBE),
+    handler=list_partition_reassignments,
+    resources=named.constant("CLUSTER", CLUSTER_NAME),
+    response=kafka(throttle_time_ms=INT, topics=arr(obj(name=STR, partitions=arr(REASSIGNMENT)))),
 )
 register(
     "ElectLeaders",

@@ -282,3 +282,34 @@ def replica_state_view(*, broker_id: int, topic_names: list[str]) -> MetadataDel
             replicas=replicas, isr=(), leader=leader
         )
     return MetadataDelta(image)
+
+
+def partition_reassignments(
+    *, topics: Mapping[str, Collection[int] | None] | None = None
+) -> list[dict[str, Any]]:
+    """The reassignments in progress (KIP-455), by topic name then partition, as Kafka's
+    ListPartitionReassignments answers them: all of them (`topics` None), or those of the
+    named topics' partitions (None: all of the topic's; an empty list: none of it, as Kafka).
+    One query over the index of the moving partitions, however large the cluster."""
+    rows = Partition.objects.filter(reassigning=True)
+    if topics is not None:
+        named = [name for name, wanted in topics.items() if wanted is None or wanted]
+        rows = rows.filter(topic__name__in=named)
+    answer: dict[str, list[dict[str, Any]]] = {}
+    for name, index, replicas, adding, removing in rows.order_by(
+        "topic__name", "partition_index"
+    ).values_list(
+        "topic__name", "partition_index", "replicas", "adding_replicas", "removing_replicas"
+    ):
+        wanted = None if topics is None else topics[name]
+        if wanted is not None and index not in wanted:
+            continue
+        answer.setdefault(name, []).append(
+            {
+                "partition_index": index,
+                "replicas": replicas,
+                "adding_replicas": adding,
+                "removing_replicas": removing,
+            }
+        )
+    return [{"name": name, "partitions": partitions} for name, partitions in answer.items()]

@@ -47,6 +47,13 @@ def leaders_elect(*, payload: dict[str, Any], context: RequestContext) -> dict[s
     return controller_call(api="ElectLeaders", payload=payload, context=context)
 
 
+def partition_reassignments_alter(
+    *, payload: dict[str, Any], context: RequestContext
+) -> dict[str, Any]:
+    """Move, replace or cancel partition reassignments (KIP-455) on the controller."""
+    return controller_call(api="AlterPartitionReassignments", payload=payload, context=context)
+
+
 def partition_alter(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
     require_speaks_for(context, payload["broker_id"], "AlterPartition")
     return broker_call(api="AlterPartition", payload=payload, context=context)

@@ -6,6 +6,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from audit.api import urls as audit_urls
+from balancer.api import urls as balancer_urls
 from brokers.api import views as broker_views
 from canary.api import urls as canary_urls
 from configs.api import urls as configs_urls
@@ -26,6 +27,11 @@ public = [
     path("topics/<str:name>", replica_views.TopicDetailView.as_view(), name="topic-detail"),
     path("partitions", replica_views.PartitionListView.as_view(), name="partition-list"),
     path(
+        "partition-reassignments",
+        replica_views.PartitionReassignmentsView.as_view(),
+        name="partition-reassignments",
+    ),
+    path(
         "replica-incidents",
         replica_views.ReplicaIncidentsView.as_view(),
         name="replica-incidents",
@@ -39,6 +45,7 @@ urlpatterns = [
     path("api/v1/", include(audit_urls)),
     path("api/v1/", include(canary_urls)),
     path("api/v1/", include(mirror_urls)),
+    path("api/v1/", include(balancer_urls)),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     # The split view serves Swagger UI's init script as a file: no inline script (CSP).
     path("api/docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),

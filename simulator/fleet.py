@@ -29,6 +29,7 @@ import httpx
 
 from controlplane.controller.brokers.control import DEFAULT_HEARTBEAT_INTERVAL_MS
 from simulator.aio import cancel_until_done, wait_until
+from simulator.catch_up import DEFAULT_BYTES_PER_S, DEFAULT_PARTITION_BYTES, CatchUp
 from simulator.client import CLIENT_ID_PATTERN, ControllerClient
 from simulator.follower import MetadataFollower
 from simulator.forwarding import (
@@ -96,6 +97,8 @@ class BrokerSimulator:
         canary_software_version: str | None = None,
         isr_expansion: bool = True,
         isr_check_interval_s: float = DEFAULT_CHECK_INTERVAL_S,
+        partition_bytes: int = DEFAULT_PARTITION_BYTES,
+        catch_up_bytes_per_s: float = DEFAULT_BYTES_PER_S,
     ) -> None:
         _check_arguments(
             brokers=brokers,
@@ -171,6 +174,7 @@ class BrokerSimulator:
             self.counters,
             dir_of=self._log_dirs.index_of,
             check_interval_s=isr_check_interval_s,
+            catch_up=CatchUp(partition_bytes=partition_bytes, bytes_per_s=catch_up_bytes_per_s),
         )
         self.isr_expansion = isr_expansion
 

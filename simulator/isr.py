@@ -10,6 +10,8 @@ The simulated brokers do the same here, continuously, for every partition one of
   registered, heartbeating (not silent, not shutting down), its replica's log dir working, and no
   log-dir operation (`fail_log_dir` / `repair_log_dir`) of its own under way, which decides its
   replicas' ISR membership meanwhile;
+* a replica a reassignment adds (KIP-455) copies the partition first, at a rate (catch_up.py:
+  a follower's fetch rate, or the throttle Kafka's configs set), so a move takes time;
 * the leader checks the follower in the metadata it follows, as Kafka's leader does (KIP-841,
   KIP-903): registered with the follower's current broker epoch, unfenced, not in controlled
   shutdown. A broker that registered anew is thus taken back once the controller unfenced it;
@@ -38,6 +40,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from controlplane.controller.errors import Errors
+from simulator.catch_up import CatchUp
 from simulator.client import (
     ALTER_PARTITION_PATH,
     Backoff,
@@ -110,9 +113,11 @@ def plan_expansions(
     view: MetadataView,
     brokers: Mapping[int, LiveBroker],
     dir_of: Callable[[str, int], int],
+    caught_up: Callable[[PartitionView, int], bool] = lambda _partition, _replica: True,
 ) -> dict[int, list[Expansion]]:
     """Leader id -> the ISR expansions it asks for: each partition a simulated broker leads
-    whose ISR lacks a simulated follower that fetches and is eligible. Pure: no I/O."""
+    whose ISR lacks a simulated follower that fetches, is eligible and has caught up (a new
+    replica of a reassignment once it copied the partition). No I/O."""
     leaders = {i for i, b in brokers.items() if can_lead(view, b)}
     if not leaders:
         return {}
@@ -127,7 +132,11 @@ def plan_expansions(
                 continue
             if replica not in eligible:
                 eligible[replica] = eligible_in_metadata(view, follower)
-            if eligible[replica] and fetching(follower, dir_index):
+            if (
+                eligible[replica]
+                and fetching(follower, dir_index)
+                and caught_up(partition, replica)
+            ):
                 joiners.append(replica)
         if joiners:
             plan.setdefault(partition.leader, []).append(Expansion(partition, tuple(joiners)))
@@ -185,8 +194,10 @@ class IsrExpander:
         *,
         dir_of: Callable[[str, int], int],
         check_interval_s: float = DEFAULT_CHECK_INTERVAL_S,
+        catch_up: CatchUp | None = None,
     ) -> None:
         self.lifecycle = lifecycle
+        self.catch_up = catch_up or CatchUp()
         self.client = client
         self.follower = follower
         self.counters = counters
@@ -225,7 +236,14 @@ class IsrExpander:
     async def round(self) -> tuple[int, int]:
         """One look at the view and the AlterPartitions it calls for: (requests sent,
         partitions whose joiners are all in the ISR now)."""
-        plan = plan_expansions(self.follower.view, self.lifecycle.brokers, self.dir_of)
+        view = self.follower.view
+        plan = plan_expansions(
+            view,
+            self.lifecycle.brokers,
+            self.dir_of,
+            lambda partition, replica: self.catch_up.caught_up(view, partition, replica),
+        )
+        self.catch_up.round_done()
         if not plan:
             return 0, 0
         took = 0

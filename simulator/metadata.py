@@ -39,6 +39,8 @@ class PartitionView:
     offline_replicas: tuple[int, ...]
     is_canary: bool
     canary_isolated: bool = False  # every replica on a canary broker (KIP-1095)
+    adding_replicas: tuple[int, ...] = ()  # a reassignment in progress (KIP-455)
+    removing_replicas: tuple[int, ...] = ()
 
     @property
     def name(self) -> str:
@@ -200,4 +202,28 @@ class MetadataView:
             offline_replicas=registration.offline_replicas,
             is_canary=registration.is_canary,
             canary_isolated=registration.canary_isolated,
+            adding_replicas=registration.adding_replicas,
+            removing_replicas=registration.removing_replicas,
         )
+
+    def replication_throttle(
+        self, side: str, partition: PartitionView, broker_id: int
+    ) -> float | None:
+        """The replication throttle (bytes/s) on `broker_id`'s replica of `partition` as its
+        `side` ("leader" or "follower"), as Kafka's configs set it: the topic lists the replica
+        (`partition:broker`, or `*`) and the broker (or the cluster default) has a rate; None
+        when it is not throttled."""
+        configs = self.image.configs
+        listed = configs.get(("TOPIC", partition.topic), {}).get(
+            f"{side}.replication.throttled.replicas"
+        )
+        if not listed:
+            return None
+        items = {item.strip() for item in listed.split(",")}
+        if "*" not in items and f"{partition.partition}:{broker_id}" not in items:
+            return None
+        key = f"{side}.replication.throttled.rate"
+        rate = configs.get(("BROKER", str(broker_id)), {}).get(key)
+        if rate is None:
+            rate = configs.get(("BROKER", ""), {}).get(key)
+        return None if rate is None else float(rate)

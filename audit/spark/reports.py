@@ -20,7 +20,7 @@ from audit.spark.frames import REPLICA_REPORT, in_period, resources, sorted_rows
 from audit.spark.params import Params, ReportError
 from audit.spark.reader import Export
 
-# The admin writes a broker may forward in an Envelope (KIP-590; CONTRACT.md's list).
+# The admin requests a broker may forward in an Envelope (KIP-590; CONTRACT.md's list).
 FORWARDABLE_APIS = (
     "CreateTopics",
     "DeleteTopics",
@@ -36,6 +36,8 @@ FORWARDABLE_APIS = (
     "DeleteAcls",
     "UnregisterBroker",
     "AlterUserScramCredentials",
+    "AlterPartitionReassignments",
+    "ListPartitionReassignments",
     "UpdateFeatures",
 )
 

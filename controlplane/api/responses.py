@@ -224,6 +224,22 @@ ALTER_PARTITION = kafka(
         )
     ),
 )
+PARTITION_REASSIGNMENTS = obj(
+    "topics",
+    topics=arr(
+        obj(
+            name=STR,
+            partitions=arr(
+                obj(
+                    partition_index=INT,
+                    replicas=arr(INT),
+                    adding_replicas=arr(INT),
+                    removing_replicas=arr(INT),
+                )
+            ),
+        )
+    ),
+)
 ALTER_REPLICA_STATE = kafka(topics=TOPIC_PARTITION_ERRORS)
 ENVELOPE = kafka(
     response_header=obj(correlation_id=INT),

@@ -34,6 +34,9 @@ ADMIN_APIS: dict[str, ApiKey] = {
         ApiKey("DescribeDelegationToken", 41, "describe-delegation-token", False),
         ApiKey("ElectLeaders", 43, "elect-leaders", True),
         ApiKey("IncrementalAlterConfigs", 44, "incremental-alter-configs", True),
+        ApiKey("AlterPartitionReassignments", 45, "alter-partition-reassignments", True),
+        # A read Kafka forwards all the same: brokers send it to the controller (KIP-590).
+        ApiKey("ListPartitionReassignments", 46, "list-partition-reassignments", True),
         ApiKey("DescribeClientQuotas", 48, "describe-client-quotas", False),
         ApiKey("AlterClientQuotas", 49, "alter-client-quotas", True),
         # SCRAM users (KIP-554): brokers forward the alteration; they answer the description

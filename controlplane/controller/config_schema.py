@@ -14,6 +14,7 @@ RPCs that change and describe them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -37,6 +38,35 @@ __all__ = ["ConfigDef", "ConfigType"]
 
 T = ConfigType
 COMPRESSION = frozenset({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})
+LONG_MAX = str(2**63 - 1)  # Kafka's QUOTA_BYTES_PER_SECOND_DEFAULT: no throttle
+_THROTTLED_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled_replicas(name: str) -> Callable[[Any], str | None]:
+    """Kafka's ThrottledReplicaListValidator: the literal `*`, or `partition:broker` items."""
+
+    def check(items: list[str]) -> str | None:
+        if "".join(items) == "*" or all(_THROTTLED_REPLICA.fullmatch(i) for i in items):
+            return None
+        return (
+            f"{name} must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+        )
+
+    return check
+
+
+def _replication_throttle(name: str, what: str) -> ConfigDef:
+    """A broker's replication or log-dir move throttle (bytes/s), dynamic only, as Kafka's
+    QuotaConfig.brokerQuotaConfigs; Kafka's reassignment tool sets it per broker."""
+    return ConfigDef(
+        name,
+        T.LONG,
+        LONG_MAX,
+        f"The upper bound (bytes/s) on {what}; the default is no throttle.",
+        minimum=0,
+    )
+
 
 TOPIC_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
@@ -137,6 +167,24 @@ TOPIC_CONFIGS: dict[str, ConfigDef] = {
             maximum=100,
             synonym="percent.canary.partition",
         ),
+        # The replicas a reassignment throttles (KIP-73), as Kafka's reassignment tool sets
+        # and removes them: `*` or partition:broker items.
+        ConfigDef(
+            "leader.replication.throttled.replicas",
+            T.LIST,
+            "",
+            "The replicas whose replication the leader throttles (partition:broker items, "
+            "or * for all of the topic's).",
+            validator=_throttled_replicas("leader.replication.throttled.replicas"),
+        ),
+        ConfigDef(
+            "follower.replication.throttled.replicas",
+            T.LIST,
+            "",
+            "The replicas whose replication the follower throttles (partition:broker items, "
+            "or * for all of the topic's).",
+            validator=_throttled_replicas("follower.replication.throttled.replicas"),
+        ),
     )
 }
 
@@ -205,6 +253,18 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
             "registration on.",
             choices=frozenset({"broker", "canary-broker"}),
             per_broker=True,
+        ),
+        _replication_throttle(
+            "leader.replication.throttled.rate",
+            "replication traffic a leader sends for its throttled replicas",
+        ),
+        _replication_throttle(
+            "follower.replication.throttled.rate",
+            "replication traffic a follower fetches for its throttled replicas",
+        ),
+        _replication_throttle(
+            "replica.alter.log.dirs.io.max.bytes.per.second",
+            "the disk traffic of moving replicas between a broker's log dirs",
         ),
         ConfigDef(
             "canary.bake.time.ms",

@@ -43,6 +43,9 @@ class ConfigDef:
     read_only: bool = False
     synonym: str | None = None  # a topic key's broker-level fallback
     per_broker: bool = False  # set on BROKER "<id>" only, never as the cluster default
+    # A rule beyond type, range and choices (Kafka's validator): why the parsed value is
+    # refused, or None.
+    validator: Callable[[Any], str | None] | None = None
 
     @property
     def sensitive(self) -> bool:
@@ -63,6 +66,10 @@ class ConfigDef:
             raise self._invalid(value, "Expected value to be either true or false")
         self._check_range(value, parsed)
         self._check_choices(value, parsed)
+        if self.validator is not None:
+            why = self.validator(parsed)
+            if why is not None:
+                raise self._invalid(value, why)
         return parsed
 
     def _check_range(self, value: str, parsed: Any) -> None:

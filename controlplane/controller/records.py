@@ -138,6 +138,17 @@ def _directories_field(directories: tuple[str, ...]) -> str:
     return f',"directories":{_ENCODE(list(directories))}'
 
 
+def _reassignment_fields(adding: tuple[int, ...], removing: tuple[int, ...]) -> str:
+    """A PartitionRecord's reassignment, for one that has one in progress (see `to_data`)."""
+    if not adding and not removing:
+        return ""
+    return f',"adding_replicas":{_int_list(adding)},"removing_replicas":{_int_list(removing)}'
+
+
+def _optional_list_field(name: str, values: tuple[int, ...] | None) -> str:
+    return "" if values is None else f',"{name}":{_int_list(values)}'
+
+
 NO_LEADER = -1
 # Kafka's DirectoryId.LOST, Uuid(0, 2) (KIP-858; 1 is UNASSIGNED, 0 MIGRATING): the failed dir
 # of an AlterReplicaState that names none.
@@ -170,7 +181,8 @@ class TopicRecord(Record):
 class PartitionRecord(Record):
     """A new partition. `offline_replicas` are replicas in OfflineReplica state (KIP-589);
     `is_canary` is fixed at creation and `canary_isolated` says every replica is on a canary
-    broker (KIP-1095)."""
+    broker (KIP-1095); `adding_replicas` and `removing_replicas` are a reassignment in progress
+    (KIP-455: `replicas` is then the target and the replicas leaving), as a snapshot holds it."""
 
     TYPE: ClassVar[str] = "PartitionRecord"
     partition_id: int
@@ -186,6 +198,8 @@ class PartitionRecord(Record):
     # The log dir of each replica, in `replicas`' order, once brokers assigned them
     # (AssignReplicasToDirs); () until then: each replica in its broker's default dir.
     directories: tuple[str, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
     def to_data(self) -> dict[str, Any]:
         # Hot: a large topic writes thousands of these; dataclasses.asdict is too slow.
@@ -203,6 +217,9 @@ class PartitionRecord(Record):
         }
         if self.directories:  # written only when assigned: a million new partitions stay small
             data["directories"] = list(self.directories)
+        if self.adding_replicas or self.removing_replicas:  # only while a reassignment runs
+            data["adding_replicas"] = list(self.adding_replicas)
+            data["removing_replicas"] = list(self.removing_replicas)
         return data
 
     def to_json(self) -> str:
@@ -215,7 +232,8 @@ class PartitionRecord(Record):
             f'"offline_replicas":{_int_list(self.offline_replicas)},'
             f'"is_canary":{"true" if self.is_canary else "false"},'
             f'"canary_isolated":{"true" if self.canary_isolated else "false"}'
-            f"{_directories_field(self.directories) if self.directories else ''}}}"
+            f"{_directories_field(self.directories) if self.directories else ''}"
+            f"{_reassignment_fields(self.adding_replicas, self.removing_replicas)}}}"
         )
 
 
@@ -237,6 +255,10 @@ class PartitionChangeRecord(Record):
     # Every replica's log dir, in the (new) replicas' order, as Kafka's PartitionChangeRecord
     # carries them; None: unchanged (a change of `replicas` without them: the default dirs).
     directories: tuple[str, ...] | None = None
+    # A reassignment's replicas being added and removed (KIP-455), as Kafka's record carries
+    # them; None: unchanged, () when a reassignment completes or is cancelled.
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
 
     def to_data(self) -> dict[str, Any]:
         data = {
@@ -252,6 +274,10 @@ class PartitionChangeRecord(Record):
         }
         if self.directories is not None:  # only when they change: elections stay small
             data["directories"] = list(self.directories)
+        if self.adding_replicas is not None:  # only when a reassignment changes them
+            data["adding_replicas"] = list(self.adding_replicas)
+        if self.removing_replicas is not None:
+            data["removing_replicas"] = list(self.removing_replicas)
         return data
 
     def to_json(self) -> str:
@@ -261,7 +287,9 @@ class PartitionChangeRecord(Record):
             f'"replicas":{_int_list(self.replicas)},'
             f'"offline_replicas":{_int_list(self.offline_replicas)},'
             f'"canary_isolated":{_optional_bool(self.canary_isolated)}'
-            f"{'' if self.directories is None else _directories_field(self.directories)}}}"
+            f"{'' if self.directories is None else _directories_field(self.directories)}"
+            f"{_optional_list_field('adding_replicas', self.adding_replicas)}"
+            f"{_optional_list_field('removing_replicas', self.removing_replicas)}}}"
         )
 
 

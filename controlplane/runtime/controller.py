@@ -121,6 +121,10 @@ class ControllerRuntime:
         # at most CP_MAX_PARTITION_CHANGES_PER_COMMIT): the fencing rounds go on with them at
         # once. Set on activation too: a controller that failed over mid-way finishes them.
         self.moves_pending = True
+        # Set when a commit leaves moves pending (an unfencing's elections): the timer's next
+        # round runs at once instead of after its interval, as Kafka elects in the unfencing's
+        # own batch.
+        self.timer_wakeup = threading.Event()
         self.standby = StandbyImage()  # followed while this controller is not the active one
         self._reported_role, self._reported_ms = "", 0  # the last position reported, and when
 
@@ -307,6 +311,7 @@ class ControllerRuntime:
             )
         if any(answer.notes.get("moves_pending") for answer in answers):
             self.moves_pending = True
+            self.timer_wakeup.set()
         for broker_id in contacts:
             self.sessions.touch(broker_id, now_ms=now, metadata_offset=-1)
         if delta.changed_brokers:
@@ -424,7 +429,22 @@ class ControllerRuntime:
                 logger.exception("controller timer failed")
             wait_s = self.next_round_in_s(interval_s)
             due = time.monotonic() + wait_s
-            stop.wait(wait_s)
+            if self._wait_for_next_round(stop, wait_s):
+                due = time.monotonic()  # woken early: due now, not late
+
+    def _wait_for_next_round(self, stop: threading.Event, wait_s: float) -> bool:
+        """Sleep until the next round is due, `stop`, or a commit left moves pending (True)."""
+        deadline = time.monotonic() + wait_s
+        woken = False
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if self.timer_wakeup.wait(min(left, STOP_POLL_S)):
+                woken = True
+                break
+        self.timer_wakeup.clear()
+        return woken
 
     def next_round_in_s(self, interval_s: float) -> float:
         """Now while moves are left over (other events go in between: the lock is fair), else
@@ -502,6 +522,7 @@ class ControllerRuntime:
 LARGE_COMMIT_RECORDS = 1000  # commits this large are logged with their timings
 TIMER_LATE_LOGGED_MS = 250  # fencing rounds this late are logged (the benchmarks read them)
 MIN_TIMER_WAIT_S = 0.005  # a round due now still lets other events take the lock first
+STOP_POLL_S = 0.1  # how soon a sleeping timer notices that it must stop
 
 
 class _StatementCounter:

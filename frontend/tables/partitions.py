@@ -103,6 +103,15 @@ def _canary(p: PartitionRow) -> SafeString:
     return format_html("{} {}", badge("canary", "canary"), warning)
 
 
+def _moving(p: PartitionRow) -> Any:
+    """A reassignment in progress (KIP-455): the replicas it adds, the ones it removes."""
+    if not p.adding and not p.removing:
+        return muted("—")
+    adding = badge("info", f"+{joined(p.adding)}", testid="adding") if p.adding else ""
+    removing = badge("warn", f"-{joined(p.removing)}", testid="removing") if p.removing else ""
+    return format_html("{} {}", adding, removing)
+
+
 def _in_order(*fields: str) -> tuple[str, ...]:
     """Sorted by `fields`, then by partition."""
     return (*fields, "topic__name", "partition_index")
@@ -147,6 +156,7 @@ def _partition_columns(*, with_topic_name: bool) -> tuple[Column, ...]:
             testid="offline",
         ),
         Column("canary", "Canary", _canary, testid="canary"),
+        Column("moving", "Moving", _moving, sort=_in_order("reassigning"), testid="moving"),
     )
 
 
@@ -178,6 +188,8 @@ def _partition_attributes(p: PartitionRow, *, with_topic_name: bool) -> dict[str
         css += " has-offline"
     if p.is_canary and not p.canary_isolated:
         css += " not-isolated"
+    if p.adding or p.removing:
+        css += " reassigning"
     key = f"{p.topic}-{p.partition_index}"
     return {
         "id": f"partition-{key if with_topic_name else p.partition_index}",

@@ -249,6 +249,9 @@ class PartitionRow:
     is_canary: bool
     canary_isolated: bool = False
     min_isr: int | None = None  # the topic's effective min.insync.replicas
+    # A reassignment in progress (KIP-455): the replicas it adds and removes.
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
 
     @property
     def leaderless(self) -> bool:
@@ -295,6 +298,8 @@ def partition_row(partition: Partition, *, topic_name: str | None = None) -> Par
         is_canary=partition.is_canary,
         canary_isolated=partition.canary_isolated,
         min_isr=_min_isr(partition),
+        adding=tuple(int(b) for b in partition.adding_replicas or ()),
+        removing=tuple(int(b) for b in partition.removing_replicas or ()),
     )
 
 

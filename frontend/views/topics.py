@@ -31,6 +31,7 @@ from frontend.views.base import (
 from replicas.filtersets import PartitionFilterSet
 from replicas.selectors import (
     partition_list,
+    partition_reassignments,
     replication_factors,
     topic_get,
     topic_id_list,
@@ -48,7 +49,9 @@ TRISTATE_FILTERS = (
     ("leaderless", "Leaderless"),
     ("preferred_leader", "On preferred leader"),
     ("offline", "Offline replicas"),
+    ("reassigning", "Being reassigned"),
 )
+REASSIGNMENTS_SHOWN = 50  # the moves in progress a topic's page lists
 
 
 @principal_required
@@ -110,6 +113,13 @@ def forbidden_topic(request: HttpRequest, name: str) -> HttpResponse:
     )
 
 
+def _reassignments(topic: str) -> list[dict[str, Any]]:
+    """The topic's partitions being reassigned (KIP-455), as ListPartitionReassignments
+    answers them: read from the index of the moving partitions alone."""
+    found = partition_reassignments(topics={topic: None})
+    return found[0]["partitions"][: REASSIGNMENTS_SHOWN + 1] if found else []
+
+
 def topic_filter_url(name: str, **filters: str) -> str:
     return f"{reverse('frontend:topic-detail', args=[name])}?{urlencode(filters)}"
 
@@ -153,6 +163,8 @@ def topic_detail_view(request: HttpRequest, name: str) -> HttpResponse:
                 rows, elect_url=reverse("frontend:topic-elect", args=[topic.name])
             ),
             "heatmap": heatmap(rows),
+            "reassignments": _reassignments(topic.name),
+            "reassignments_shown": REASSIGNMENTS_SHOWN,
             "page_obj": page,
             "sort": sort,
             "filter_errors": filterset.errors,
@@ -166,6 +178,7 @@ def topic_detail_view(request: HttpRequest, name: str) -> HttpResponse:
                 "leaderless": topic_filter_url(name, leaderless="true"),
                 "imbalanced": topic_filter_url(name, preferred_leader="false"),
                 "offline": topic_filter_url(name, offline="true"),
+                "reassigning": topic_filter_url(name, reassigning="true"),
             },
             "acl_url": f"{reverse('frontend:acl-list')}?"
             + urlencode(

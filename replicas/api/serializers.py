@@ -173,6 +173,45 @@ class AlterReplicaStateSerializer(StrictSerializer):
     topics = serializers.ListField(child=ReplicaStateTopicSerializer(), max_length=10_000)
 
 
+class ReassignablePartitionSerializer(StrictSerializer):
+    partition_index = StrictIntegerField(min_value=0, max_value=INT32_MAX)
+    # The target replicas; null cancels the partition's reassignment in progress.
+    replicas = StrictIntegerListField(
+        min_value=-(2**31), max_value=INT32_MAX, max_length=1000, allow_null=True
+    )
+
+
+class ReassignableTopicSerializer(StrictSerializer):
+    name = StrictCharField(max_length=NAME_MAX)
+    partitions = serializers.ListField(
+        child=ReassignablePartitionSerializer(), max_length=MAX_ITEMS
+    )
+
+
+class AlterPartitionReassignmentsSerializer(StrictSerializer):
+    topics = serializers.ListField(child=ReassignableTopicSerializer(), max_length=10_000)
+    timeout_ms = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False, default=60000)
+    # KIP-860 (v1): false refuses a target of another size (INVALID_REPLICATION_FACTOR).
+    allow_replication_factor_change = StrictBooleanField(required=False, default=True)
+
+
+class ListPartitionReassignmentsTopicSerializer(StrictSerializer):
+    name = StrictCharField(max_length=NAME_MAX)
+    partition_indexes = _ints(max_length=MAX_ITEMS)
+
+
+class ListPartitionReassignmentsSerializer(StrictSerializer):
+    # null (or absent) lists every reassignment in progress.
+    topics = serializers.ListField(
+        child=ListPartitionReassignmentsTopicSerializer(),
+        max_length=10_000,
+        allow_null=True,
+        required=False,
+        default=None,
+    )
+    timeout_ms = StrictIntegerField(min_value=0, max_value=INT32_MAX, required=False, default=60000)
+
+
 class PartitionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
     topic = serializers.CharField(source="topic.name")
     leader_id = serializers.IntegerField(source="leader")
@@ -182,6 +221,9 @@ class PartitionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
     # KIP-858: each replica's log dir (its UUID), in the replicas' order, as the brokers placed
     # them with AssignReplicasToDirs; [] until a broker with several dirs places one.
     directories = serializers.ListField(child=serializers.CharField())
+    # KIP-455: a reassignment in progress, as Kafka's TopicDescription shows it ([] when none).
+    adding_replicas = serializers.ListField(child=serializers.IntegerField())
+    removing_replicas = serializers.ListField(child=serializers.IntegerField())
 
     class Meta:
         model = Partition
@@ -195,6 +237,8 @@ class PartitionSerializer(serializers.ModelSerializer):  # type: ignore[type-arg
             "isr_nodes",
             "offline_replicas",
             "directories",
+            "adding_replicas",
+            "removing_replicas",
             "is_canary",
             "canary_isolated",
         ]

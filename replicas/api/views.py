@@ -16,9 +16,15 @@ from rest_framework.views import APIView
 from controlplane.api import responses
 from controlplane.api.authorization import AuthorizedListView, ResourceAuthorization
 from controlplane.api.context import principal_of, request_context
-from controlplane.api.fields import INT32_MAX, StrictIntegerField, StrictSerializer
+from controlplane.api.fields import (
+    INT32_MAX,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
 from controlplane.api.permissions import (
     ClusterActionPermission,
+    ClusterDescribePermission,
     IsPrincipal,
 )
 from controlplane.authz import client_host, is_authorized
@@ -149,3 +155,24 @@ class ReplicaIncidentsView(APIView):
         incidents = selectors.replica_incidents(broker_id=query.get("broker"))
         visible = self.authorization.filter_items(request, incidents, lambda i: str(i["topic"]))
         return Response({"results": visible})
+
+
+class PartitionReassignmentsQuerySerializer(StrictSerializer):
+    topic = StrictCharField(max_length=s.NAME_MAX, required=False)
+
+
+class PartitionReassignmentsView(APIView):
+    """The reassignments in progress (KIP-455), as ListPartitionReassignments answers them:
+    every one, or one topic's (`?topic=`). DESCRIBE on the cluster, as Kafka's."""
+
+    permission_classes = [ClusterDescribePermission]
+
+    @extend_schema(
+        parameters=[PartitionReassignmentsQuerySerializer],
+        responses=responses.ok(responses.PARTITION_REASSIGNMENTS),
+    )
+    def get(self, request: Request) -> Response:
+        query = PartitionReassignmentsQuerySerializer.validated(dict(request.query_params.items()))
+        topic = query.get("topic")
+        wanted = None if topic is None else {topic: None}
+        return Response({"topics": selectors.partition_reassignments(topics=wanted)})

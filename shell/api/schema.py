@@ -84,7 +84,28 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                     schema
                 ):
                     schema["pattern"] = NO_NUL  # Django's forms refuse NUL characters
+            _require_a_body_of_shapes(result["components"]["schemas"], operation)
             responses = operation.setdefault("responses", {})
             for status, description in statuses.items():
                 responses.setdefault(status, _error_response(description, status))
     return result
+
+
+def _require_a_body_of_shapes(schemas: dict[str, Any], operation: dict[str, Any]) -> None:
+    """A body that is one of several shapes, each with required fields (a polymorphic request,
+    `oneOf`), is itself required: drf-spectacular marks it optional, as it finds no required
+    field on the union."""
+    body = operation.get("requestBody")
+    if not body or body.get("required"):
+        return
+    for media in body.get("content", {}).values():
+        ref = media.get("schema", {}).get("$ref", "")
+        shapes = schemas.get(ref.rsplit("/", 1)[-1], {}).get("oneOf")
+        if shapes and all(_required_fields(schemas, shape) for shape in shapes):
+            body["required"] = True
+
+
+def _required_fields(schemas: dict[str, Any], schema: dict[str, Any]) -> list[str]:
+    ref = schema.get("$ref", "")
+    resolved = schemas.get(ref.rsplit("/", 1)[-1], {}) if ref else schema
+    return list(resolved.get("required", []))

@@ -52,6 +52,10 @@ BODIES: dict[str, dict[str, Any]] = {
     "DeleteTopics": {"topic_names": ["audited"]},
     "CreatePartitions": {"topics": [{"name": "orders", "count": 2}]},
     "ElectLeaders": {"election_type": "PREFERRED", "topic_partitions": None},
+    "AlterPartitionReassignments": {
+        "topics": [{"name": "orders", "partitions": [{"partition_index": 0, "replicas": [1]}]}]
+    },
+    "ListPartitionReassignments": {"topics": None},
     "DescribeCluster": {"include_cluster_authorized_operations": True},
     "AlterConfigs": {
         "resources": [

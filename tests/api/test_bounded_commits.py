@@ -19,7 +19,7 @@ from controlplane.runtime.lease import now_ms
 from controlplane.runtime.replay import metadata_verify
 from replicas.models import PendingReplicaStateChange
 from replicas.services import payload_slices, replica_state_apply_pending
-from tests.conftest import Api
+from tests.conftest import Api, heartbeat_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -223,3 +223,38 @@ def test_a_controlled_shutdown_moves_in_bounded_commits_and_is_told_to_stop_afte
     assert _led_by(1) == 0
     assert shutdown_heartbeat()["should_shut_down"]
     assert metadata_verify() == []
+
+
+def test_an_unfencing_heartbeat_wakes_the_timer_for_its_elections(
+    api: Api, tokens: dict[str, str], register: Callable[..., int]
+) -> None:
+    """The unfencing commits alone and leaves its elections pending: the timer, asleep for a
+    whole interval (a minute here), wakes at once and elects, as Kafka elects in the unfencing's
+    own batch; without the wake-up the partition would stay leaderless for that minute."""
+    from tests.api.test_replication_api import BEAT, Kafka, log_end
+
+    kafka = Kafka(api, tokens, register)
+    kafka.register(1, 2)
+    kafka.create_topic("woken", [[1, 2]])
+    kafka.fence(1, 2)
+    assert kafka.partition("woken", 0)["leader_id"] == -1
+    runtime = get_runtime()
+    stop = threading.Event()
+    timer = threading.Thread(target=runtime.run_forever, args=(stop, 60.0), daemon=True)
+    timer.start()
+    try:
+        deadline = time.monotonic() + 10
+        while runtime.moves_pending and time.monotonic() < deadline:  # its first round
+            time.sleep(0.05)
+        status, body = api.post(
+            BEAT, heartbeat_body(2, kafka.epochs[2], log_end()), token=tokens["broker"]
+        )
+        assert status == 200 and body["is_fenced"] is False, body
+        deadline = time.monotonic() + 20
+        while kafka.partition("woken", 0)["leader_id"] != 2:
+            assert time.monotonic() < deadline, "the timer slept through the pending election"
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        timer.join(timeout=10)
+    assert not timer.is_alive()  # it stops within its poll, not after its interval

@@ -23,7 +23,7 @@ from mirror import rpcs as mirror_rpcs
 from shell.api.rpc_views import RpcView, rpc_urlpatterns
 
 # CONTRACT.md: the forwardable APIs (Kafka apiKey).
-FORWARDABLE = {19, 20, 33, 37, 38, 39, 40, 43, 44, 49, 30, 31, 51, 57, 64}
+FORWARDABLE = {19, 20, 33, 37, 38, 39, 40, 43, 44, 45, 46, 49, 30, 31, 51, 57, 64}
 MIRRORS_OWN = {
     "AlterMirrorConfig",
     "AlterMirrorTargetState",
@@ -32,6 +32,7 @@ MIRRORS_OWN = {
     "PutMirrorTaskConfigs",
     "LeaveMirrorGroup",
 }
+BALANCERS_OWN = {"CreateBalancePlan", "ExecuteBalancePlan", "CancelBalancePlan"}
 
 
 def test_every_admin_rpc_is_registered_once_with_kafkas_api_key() -> None:
@@ -44,10 +45,11 @@ def test_every_admin_rpc_is_registered_once_with_kafkas_api_key() -> None:
 
 
 def test_the_houses_own_rpcs_are_in_the_same_registry_and_never_forwardable() -> None:
-    """MirrorMaker's RPCs (Kafka numbers none): one registry, no apiKey, never in an Envelope,
-    routed by the mirror app at the contract's paths (the one router leaves them alone)."""
+    """MirrorMaker's and the balancer's RPCs (Kafka numbers none): one registry, no apiKey,
+    never in an Envelope, routed by their apps at paths of their own (the one router leaves
+    them alone)."""
     houses = {name: spec for name, spec in REGISTRY.items() if spec.kafka is None}
-    assert set(houses) == MIRRORS_OWN
+    assert set(houses) == MIRRORS_OWN | BALANCERS_OWN
     assert mirror_rpcs.ALTER_CONFIG is REGISTRY["AlterMirrorConfig"]
     for spec in houses.values():
         assert spec.api_key is None and not spec.forwardable and spec.path is None

@@ -99,6 +99,8 @@ def test_create_topics_batch(api, tokens, brokers):
             "isr_nodes": [2, 0],
             "offline_replicas": [],
             "directories": [],
+            "adding_replicas": [],
+            "removing_replicas": [],
             "is_canary": False,
             "canary_isolated": False,
         }

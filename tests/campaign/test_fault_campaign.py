@@ -132,17 +132,18 @@ def real_broker_faults(report: dict[str, Any], faults: dict[str, Any]) -> None:
     messages: every acknowledged one read back, once."""
     session_s = campaign.SESSION_TIMEOUT_MS / 1000
     heartbeat_s = campaign_kafka.HEARTBEAT_MS / 1000
-    kill, pause, lost_dir = (faults[name] for name, _ in campaign.REAL_BROKER_FAULTS)
-    # No real broker fenced but by its kill and its pause: not by the controllers' failovers, the
-    # restarts of Redis and PostgreSQL, the listeners' kills, the slow clients, the simulated
+    kill, pause, mid_move, lost_dir = (faults[name] for name, _ in campaign.REAL_BROKER_FAULTS)
+    # No real broker fenced but by its kills and its pause: not by the controllers' failovers,
+    # the restarts of Redis and PostgreSQL, the listeners' kills, the slow clients, the simulated
     # brokers' faults, nor a lost log dir.
     fenced = {f["fault"]: f["real_brokers_fenced"] for f in report["faults"]}
-    assert fenced == {name: int(f is kill or f is pause) for name, f in faults.items()}, fenced
+    fencing = (kill, pause, mid_move)
+    assert fenced == {name: int(f in fencing) for name, f in faults.items()}, fenced
     # The producer went on through every fault: messages acknowledged during each; the data
     # path needs no controller, so no other fault (the controllers', Redis's and PostgreSQL's,
     # the listeners', the simulated brokers') stalled it for as long as a session.
     assert all(f["produce_acknowledged"] > 0 for f in report["faults"]), report["faults"]
-    others = [f for f in report["faults"] if f is not kill and f is not pause]
+    others = [f for f in report["faults"] if f not in fencing]
     assert all(f["produce_stall_s"] < session_s for f in others), others
     for fault in (kill, pause):
         extra = fault["extra"]
@@ -177,6 +178,18 @@ def real_broker_faults(report: dict[str, Any], faults: dict[str, Any]) -> None:
     assert lost["dir_offline_after_s"] <= checkpoint_s + 2 * heartbeat_s + 1, lost
     assert lost["live_leaders_after_s"] < session_s, lost
     assert lost["replicas_in_its_other_dir_offline"] == 0, lost
+    moving = mid_move["extra"]
+    # Killed while moves added it: those stalled while it was down (still listed in progress),
+    # no partition ever lost its last ISR member nor kept a dead leader once it was fenced;
+    # restarted and unthrottled, every move completed where it was going, and every
+    # acknowledged message of the moving topic was read back once.
+    assert moving["in_progress_when_killed"] == moving["moves"], moving
+    assert moving["adding_the_killed_broker"] >= 1, moving
+    assert moving["stalled_while_it_was_down"] == moving["adding_the_killed_broker"], moving
+    assert moving["empty_isr_samples"] == 0 and moving["isr_samples"] > 0, moving
+    assert moving["dead_leader_samples_after_fencing"] == 0, moving
+    assert moving["moving_topic_lost"] == 0 and moving["moving_topic_duplicated"] == 0, moving
+    assert session_s - 2 * heartbeat_s <= moving["fenced_after_s"] <= session_s + 3, moving
     produced = report["real_brokers"]
     assert produced["producer"]["acknowledged"] > 0, produced
     # The idempotent producer retried through every fault (a 120 s delivery timeout): no send

@@ -27,6 +27,8 @@ PAGES = [
     "/ui/topics/?q=t",
     "/ui/timeline/",
     "/ui/partitions/?under_replicated=true",
+    "/ui/partitions/?reassigning=true",
+    "/ui/balance/",
     "/ui/charts/",
     "/ui/search/?q=t0",
     "/ui/configs/",

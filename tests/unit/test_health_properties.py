@@ -99,6 +99,11 @@ class HealthMachine(ReplicationMachine):
         self.image.apply(delta)
         return response
 
+    def took_over(self) -> None:
+        # The standby counts its health afresh from its image, as a controller taking over does.
+        self.health = HealthIndex.build(self.image, STATIC)
+        self.image.derived[INDEX_NAME] = self.health
+
     # --- what the replication machine does not do ------------------------------------------
     @rule(pick=PICK, value=st.integers(1, 4), cluster=st.booleans(), delete=st.booleans())
     def min_isr_changes(self, pick: int, value: int, cluster: bool, delete: bool) -> None:

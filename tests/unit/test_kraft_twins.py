@@ -118,6 +118,8 @@ PARTITIONS = st.builds(
     offline_replicas=BROKER_LISTS,
     is_canary=st.booleans(),
     canary_isolated=st.booleans(),
+    adding_replicas=BROKER_LISTS,
+    removing_replicas=BROKER_LISTS,
 ).flatmap(lambda record: with_directories(record, st.just(())))
 PARTITION_CHANGES = st.builds(
     PartitionChangeRecord,
@@ -128,6 +130,8 @@ PARTITION_CHANGES = st.builds(
     replicas=st.none() | BROKER_LISTS,
     offline_replicas=st.none() | BROKER_LISTS,
     canary_isolated=st.none() | st.booleans(),
+    adding_replicas=st.none() | BROKER_LISTS,
+    removing_replicas=st.none() | BROKER_LISTS,
 ).flatmap(lambda record: with_directories(record, st.none()))
 ACLS = st.builds(
     AccessControlEntryRecord,
@@ -221,8 +225,8 @@ def expected(
                 "TopicId": u(record.topic_id),
                 "Replicas": list(record.replicas),
                 "Isr": list(record.isr),
-                "RemovingReplicas": [],
-                "AddingReplicas": [],
+                "RemovingReplicas": list(record.removing_replicas),
+                "AddingReplicas": list(record.adding_replicas),
                 "Leader": record.leader,
                 "LeaderRecoveryState": 0,
                 "LeaderEpoch": record.leader_epoch,
@@ -240,8 +244,12 @@ def expected(
                 "Isr": None if record.isr is None else list(record.isr),
                 "Leader": record.leader,
                 "Replicas": None if record.replicas is None else list(record.replicas),
-                "RemovingReplicas": None,
-                "AddingReplicas": None,
+                "RemovingReplicas": None
+                if record.removing_replicas is None
+                else list(record.removing_replicas),
+                "AddingReplicas": None
+                if record.adding_replicas is None
+                else list(record.adding_replicas),
                 "LeaderRecoveryState": -1,
             }
             if level >= 17 and record.directories is not None:

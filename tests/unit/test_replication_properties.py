@@ -6,10 +6,16 @@ partitions); the leader is -1 or an ISR member; the ISR is a non-empty subset of
 without duplicates; the leader is neither an offline replica nor a fenced (or shutting-down or
 unregistered) broker; leader and partition epochs never decrease, the partition epoch grows with
 every change and the leader epoch with every leader change; the broker indexes agree with the
-partitions; every assigned replica directory list is as long as the replicas; and replaying the
-whole log from offset 0 rebuilds the image exactly; and a stock broker loading the log in
-Kafka's own format (replayed by Kafka's rules, devtools.kafka_view) sees the same brokers
-(epochs, fencing, controlled shutdown) and partitions as the controller's image.
+partitions; every assigned replica directory list is as long as the replicas; a move's adding
+and removing replicas are among its replicas and leave it a target (KIP-455);
+replaying the whole log from offset 0 rebuilds the image exactly (what `verify_metadata` checks
+against the state tables); and a stock broker loading the log in Kafka's own format (replayed by
+Kafka's rules, devtools.kafka_view) sees the same brokers (epochs, fencing, controlled shutdown)
+and partitions, their moves included, as the controller's image.
+
+Moves (KIP-455) start, replace one another, complete when the leader takes the new replicas
+into the ISR, are cancelled, and survive a controller failover (the standby's image is the log
+replayed) in the middle.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ import json
 import uuid
 from typing import Any
 
-from hypothesis import settings
+from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -283,9 +289,21 @@ class ReplicationMachine(RuleBasedStateMachine):
             },
         )
         answer = response["topics"][0]["partitions"][0]
+        after = self.image.partitions.get((self.image.topic_ids[name], index))
+        if (
+            expected is Errors.NONE
+            and p.reassigning
+            and after is not None
+            and not after.reassigning
+        ):
+            # The ISR change completed the move: what left is gone, a leaving leader handed
+            # over (NEW_LEADER_ELECTED), as Kafka's controller answers.
+            assert set(after.replicas) == set(p.target_replicas), (p, after)
+            assert answer["error_code"] in (Errors.NONE, Errors.NEW_LEADER_ELECTED)
+            return
         assert answer["error_code"] == expected, (answer, p, new_isr)
         if expected is Errors.NONE:
-            after = self.image.partitions[(self.image.topic_ids[name], index)]
+            assert after is not None
             assert list(after.isr) == new_isr and after.leader == p.leader
             assert answer["isr"] == new_isr
             assert answer["partition_epoch"] == after.partition_epoch
@@ -428,6 +446,139 @@ class ReplicationMachine(RuleBasedStateMachine):
             assert broker_id in after.offline_replicas and after.leader != broker_id
             assert broker_id not in after.isr or after.isr == (broker_id,)
 
+    # --- moving replicas (KIP-455) -------------------------------------------------------------
+    def reassign(self, moves: list[tuple[str, int, list[int] | None]]) -> dict[str, Any]:
+        topics: dict[str, list[dict[str, Any]]] = {}
+        for name, index, replicas in moves:
+            topics.setdefault(name, []).append({"partition_index": index, "replicas": replicas})
+        return self.run(
+            "AlterPartitionReassignments",
+            {"topics": [{"name": t, "partitions": p} for t, p in topics.items()]},
+        )
+
+    @rule(
+        pick=PICK,
+        brokers=st.lists(BROKER_IDS, min_size=1, max_size=3, unique=True),
+        then_catch_up=st.booleans(),
+    )
+    def a_move_starts(self, pick: int, brokers: list[int], then_catch_up: bool) -> None:
+        """A target replica set for a partition: started (the replicas are the target then
+        what leaves), replacing a move in progress, completed at once when the ISR already
+        holds the target, or refused with Kafka's error and nothing changed."""
+        chosen = self.pick_partition(pick)
+        if chosen is None:
+            return
+        name, index, before = chosen
+        response = self.reassign([(name, index, brokers)])
+        code = response["responses"][0]["partitions"][0]["error_code"]
+        after = self.image.partitions[(self.image.topic_ids[name], index)]
+        usable = all(
+            self.image.broker(b) is not None
+            and (not self.image.broker(b).fenced or b in before.replicas)  # type: ignore[union-attr]
+            for b in brokers
+        )
+        if not usable:
+            assert code == Errors.INVALID_REPLICA_ASSIGNMENT and after == before
+            return
+        assert code == Errors.NONE, response
+        event("a move started" if after.reassigning else "a move completed at once")
+        if after.reassigning:
+            # The target, then what leaves (a target that removes nothing keeps what the move
+            # in progress removes, as Kafka's controller does).
+            assert set(after.target_replicas) <= set(brokers), (before, after)
+            assert set(after.replicas) == set(brokers) | set(before.replicas)
+            if then_catch_up:
+                self.catch_up((self.image.topic_ids[name], index))
+        else:
+            assert after.replicas == tuple(brokers) or set(after.replicas) == set(brokers)
+
+    @rule(pick=PICK)
+    def new_replicas_catch_up(self, pick: int) -> None:
+        """The leader of a moving partition takes its caught-up new replicas into the ISR."""
+        moving = sorted(tp for tp, p in self.image.partitions.items() if p.reassigning)
+        if not moving:
+            return
+        self.catch_up(moving[pick % len(moving)])
+
+    def catch_up(self, tp: TopicPartition) -> None:
+        p = self.image.partitions[tp]
+        joining = [r for r in p.adding_replicas if r not in p.isr and self.active(r)]
+        if p.leader == NO_LEADER or not joining:
+            return
+        self.alter_partition_to(tp, p, [*p.isr, *joining])
+
+    def alter_partition_to(
+        self, tp: TopicPartition, p: PartitionRegistration, new_isr: list[int]
+    ) -> dict[str, Any]:
+        leader = self.image.broker(p.leader)
+        assert leader is not None
+        response = self.run(
+            "AlterPartition",
+            {
+                "broker_id": p.leader,
+                "broker_epoch": leader.epoch,
+                "topics": [
+                    {
+                        "topic_name": self.image.topics[tp[0]].name,
+                        "partitions": [
+                            {
+                                "partition_index": tp[1],
+                                "leader_epoch": p.leader_epoch,
+                                "partition_epoch": p.partition_epoch,
+                                "new_isr": new_isr,
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
+        answer = response["topics"][0]["partitions"][0]
+        assert answer["error_code"] in (Errors.NONE, Errors.NEW_LEADER_ELECTED), answer
+        after = self.image.partitions[tp]
+        if set(p.target_replicas) <= set(new_isr) - set(p.removing_replicas):
+            # Every target replica in sync: complete, only the target left.
+            event("a move completed by the leader's AlterPartition")
+            assert not after.reassigning and set(after.replicas) == set(p.target_replicas)
+            assert after.leader in p.target_replicas or after.leader == NO_LEADER
+        return dict(answer)
+
+    @rule(pick=PICK)
+    def a_move_is_cancelled(self, pick: int) -> None:
+        chosen = self.pick_partition(pick)
+        if chosen is None:
+            return
+        name, index, before = chosen
+        response = self.reassign([(name, index, None)])
+        code = response["responses"][0]["partitions"][0]["error_code"]
+        after = self.image.partitions[(self.image.topic_ids[name], index)]
+        if not before.reassigning:
+            assert code == Errors.NO_REASSIGNMENT_IN_PROGRESS and after == before
+        elif code == Errors.NONE:
+            event("a move cancelled")
+            assert not after.reassigning and set(after.replicas) == set(before.original_replicas)
+            assert not set(after.isr) & set(before.adding_replicas) or after.isr == (
+                before.original_replicas[0],
+            )
+        else:  # only the new replicas in sync, and the topic does not allow unclean elections
+            assert code == Errors.INVALID_REPLICA_ASSIGNMENT and after == before
+
+    @rule(rarely=st.integers(0, 2))
+    def the_controller_fails_over_mid_move(self, rarely: int) -> None:
+        """A standby takes over: its image is the log replayed (moves in progress included);
+        the moves go on from it."""
+        if rarely:
+            return
+        records = [record_from_data(r.TYPE, json.loads(r.to_json())) for _, r in self.records]
+        standby = replay_log(CLUSTER, records)
+        assert standby.as_comparable() == self.image.as_comparable()
+        if any(p.reassigning for p in standby.partitions.values()):
+            event("a failover mid-move")
+        self.image = standby
+        self.took_over()
+
+    def took_over(self) -> None:
+        """What else a standby builds from its image when it takes over (subclasses' indexes)."""
+
     @rule(election=st.sampled_from(["PREFERRED", "UNCLEAN"]), pick=st.none() | PICK)
     def elect_leaders(self, election: str, pick: int | None) -> None:
         topics = None
@@ -470,6 +621,19 @@ class ReplicationMachine(RuleBasedStateMachine):
                 assert p.leader in p.isr, (tp, p)
                 assert p.leader not in p.offline_replicas, (tp, p)
                 assert self.active(p.leader), (tp, p, self.image.broker(p.leader))
+
+    @invariant()
+    def moves_are_well_formed(self) -> None:
+        """KIP-455: the replicas a move adds and removes are among its replicas; its target keeps
+        at least one replica; none at all when no move runs. A replica may be both adding and
+        removing: a new target that adds nothing keeps the adding replicas of the move it
+        replaces, as Kafka's controller does (so a cancel still drops them), while removing
+        those the new target leaves out."""
+        for tp, p in self.image.partitions.items():
+            assert set(p.adding_replicas) <= set(p.replicas), (tp, p)
+            assert set(p.removing_replicas) <= set(p.replicas), (tp, p)
+            assert p.target_replicas, (tp, p)
+            assert len(set(p.replicas)) == len(p.replicas), (tp, p)
 
     @invariant()
     def directories_follow_the_replicas(self) -> None:
@@ -532,7 +696,7 @@ class ReplicationMachine(RuleBasedStateMachine):
 
 
 ReplicationMachine.TestCase.settings = settings(
-    max_examples=120, stateful_step_count=40, deadline=None
+    max_examples=200, stateful_step_count=40, deadline=None
 )
 TestReplicationProperties = ReplicationMachine.TestCase
 

@@ -34,6 +34,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from brokers.management.simulator_session import SimulatorSession
 from simulator import BrokerSimulator, SimulatorError
+from simulator.catch_up import DEFAULT_BYTES_PER_S, DEFAULT_PARTITION_BYTES
 
 
 class Command(BaseCommand):
@@ -178,6 +179,20 @@ class Command(BaseCommand):
             help="seconds fail-dir / repair-dir wait for the controller (default %(default)s)",
         )
         parser.add_argument(
+            "--partition-bytes",
+            type=int,
+            default=DEFAULT_PARTITION_BYTES,
+            help="what each simulated partition holds: a replica a reassignment adds copies "
+            "this much before it joins the ISR (default %(default)s)",
+        )
+        parser.add_argument(
+            "--catch-up-rate",
+            type=float,
+            default=DEFAULT_BYTES_PER_S,
+            help="bytes/s a new replica copies at without a replication throttle "
+            "(default %(default)s)",
+        )
+        parser.add_argument(
             "--forward-timeout",
             type=float,
             default=30.0,
@@ -216,6 +231,8 @@ class Command(BaseCommand):
                 admin_token=admin_token,
                 software_version=options["software_version"],
                 canary_software_version=options["canary_software_version"],
+                partition_bytes=options["partition_bytes"],
+                catch_up_bytes_per_s=options["catch_up_rate"],
             )
         except ValueError as error:
             raise CommandError(str(error)) from None

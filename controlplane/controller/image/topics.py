@@ -93,6 +93,11 @@ class PartitionRegistration:
     # Each replica's log dir, in `replicas`' order, once assigned (AssignReplicasToDirs);
     # () (one shared object) while every replica is in its broker's default dir.
     directories: tuple[str, ...] = ()
+    # A reassignment in progress (KIP-455): `replicas` holds the target replicas, then the
+    # ones leaving; `adding_replicas` are the target's new ones, `removing_replicas` the
+    # leaving ones. Both () when none runs (Kafka's PartitionRegistration).
+    adding_replicas: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...] = ()
 
     @classmethod
     def from_record(cls, record: PartitionRecord) -> PartitionRegistration:
@@ -107,7 +112,28 @@ class PartitionRegistration:
             is_canary=record.is_canary,
             canary_isolated=record.canary_isolated,
             directories=record.directories,
+            adding_replicas=_shared_or_empty(record.adding_replicas),
+            removing_replicas=_shared_or_empty(record.removing_replicas),
         )
+
+    @property
+    def reassigning(self) -> bool:
+        """Whether a reassignment is in progress (Kafka's isReassignmentInProgress)."""
+        return bool(self.adding_replicas or self.removing_replicas)
+
+    @property
+    def target_replicas(self) -> tuple[int, ...]:
+        """Where the partition is going: its replicas less the ones a reassignment removes."""
+        if not self.removing_replicas:
+            return self.replicas
+        return tuple(r for r in self.replicas if r not in self.removing_replicas)
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """Where it was before a reassignment: its replicas less the ones being added."""
+        if not self.adding_replicas:
+            return self.replicas
+        return tuple(r for r in self.replicas if r not in self.adding_replicas)
 
     def merge(self, change: PartitionChangeRecord) -> PartitionRegistration:
         leader_changed = change.leader != NO_LEADER_CHANGE
@@ -129,6 +155,10 @@ class PartitionRegistration:
         directories = change.directories
         if directories is None:
             directories = self.directories if change.replicas is None else ()
+        adding = change.adding_replicas
+        adding = self.adding_replicas if adding is None else _shared_or_empty(adding)
+        removing = change.removing_replicas
+        removing = self.removing_replicas if removing is None else _shared_or_empty(removing)
         return PartitionRegistration(
             replicas=replicas,
             isr=isr,
@@ -141,6 +171,8 @@ class PartitionRegistration:
             if change.canary_isolated is None
             else change.canary_isolated,
             directories=directories,
+            adding_replicas=adding,
+            removing_replicas=removing,
         )
 
     def has_leader(self) -> bool:
@@ -179,7 +211,15 @@ def _with_shared_brokers(partition: PartitionRegistration) -> PartitionRegistrat
         is_canary=partition.is_canary,
         canary_isolated=partition.canary_isolated,
         directories=partition.directories,
+        adding_replicas=partition.adding_replicas,
+        removing_replicas=partition.removing_replicas,
     )
+
+
+def _shared_or_empty(brokers: Brokers) -> Brokers:
+    """`brokers` shared, and () itself when empty: a partition not being reassigned (nearly
+    all of them) holds two references to the one empty tuple."""
+    return shared_brokers(brokers) if brokers else ()
 
 
 def _link(index: dict[int, set[PartitionGroup]], broker_id: int, group: PartitionGroup) -> None:
@@ -380,6 +420,8 @@ class TopicsImage:
                 partition.is_canary,
                 partition.canary_isolated,
                 partition.directories,
+                _shared_or_empty(partition.adding_replicas),
+                _shared_or_empty(partition.removing_replicas),
             )
             tp = (topic_id, index if index <= SHARED_INDEX_CACHED else _shared_index(index))
             stored[tp] = registration
@@ -451,6 +493,8 @@ class TopicsImage:
                     partition.is_canary,
                     partition.canary_isolated,
                     partition.directories,
+                    partition.adding_replicas,
+                    partition.removing_replicas,
                 )
 
 
@@ -560,7 +604,7 @@ class TopicsDelta:
         merged = current.merge(record)
         self.changed_partitions[tp] = merged
         self.transitions[offset] = (current, merged)
-        if record.leader >= 0:
+        if record.leader >= 0 and record.leader != current.leader:  # not an epoch bump alone
             self.leader_elections += 1
             if record.leader not in current.isr:
                 self.unclean_leader_elections += 1

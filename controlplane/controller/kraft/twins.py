@@ -13,6 +13,8 @@ What Kafka's records carry that ours do not, or the other way round:
   controller records a missing range as the broker's); `pod`, `software_version` and the
   controlled shutdown offset have no twin fields.
 - PartitionRecord: Kafka has no offline replicas and no canary flags (KIP-1095): dropped.
+  A reassignment's adding and removing replicas (KIP-455) are Kafka's own fields, on both
+  partition records.
   Directories, one per replica, as Kafka's controller picks them (ClusterControlManager
   .defaultDir): the broker's only log dir when its registration lists one, UNASSIGNED when it
   lists several (the broker chooses and answers with AssignReplicasToDirs) or is not registered,
@@ -244,8 +246,8 @@ def _partition(record: PartitionRecord, mv: MetadataVersion, dirs: BrokerDirecto
         "TopicId": kafka_uuid(record.topic_id),
         "Replicas": list(record.replicas),
         "Isr": list(record.isr),
-        "RemovingReplicas": [],
-        "AddingReplicas": [],
+        "RemovingReplicas": list(record.removing_replicas),
+        "AddingReplicas": list(record.adding_replicas),
         "Leader": record.leader,
         "LeaderEpoch": record.leader_epoch,
         "PartitionEpoch": record.partition_epoch,
@@ -268,6 +270,8 @@ def _partition_change(
         "Isr": None if record.isr is None else list(record.isr),
         "Leader": record.leader,
         "Replicas": None if record.replicas is None else list(record.replicas),
+        "RemovingReplicas": _optional_list(record.removing_replicas),
+        "AddingReplicas": _optional_list(record.adding_replicas),
     }
     if mv.partition >= 1 and record.directories is not None:
         # AssignReplicasToDirs: every replica's dir, in the replicas' order.
@@ -276,6 +280,10 @@ def _partition_change(
         # New replicas need a directory each, and the list must stay as long as Replicas.
         fields["Directories"] = [dirs.default_directory(b) for b in record.replicas]
     return schemas.PARTITION_CHANGE.key, mv.partition, fields
+
+
+def _optional_list(values: tuple[int, ...] | None) -> list[int] | None:
+    return None if values is None else list(values)
 
 
 def _remove_topic(record: RemoveTopicRecord, _mv: Any, _dirs: Any) -> Twin:

@@ -8,12 +8,20 @@ ones see earlier ones.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Collection, Iterable
+from typing import Any
 
-from controlplane.controller.canary.rules import leader_order
+from controlplane.controller.canary.rules import isolated, leader_order
 from controlplane.controller.image import MetadataDelta, PartitionRegistration, TopicPartition
-from controlplane.controller.records import NO_LEADER, NO_LEADER_CHANGE, PartitionChangeRecord
+from controlplane.controller.partitions.reassignment import Assignment, completed
+from controlplane.controller.records import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    UNASSIGNED_DIRECTORY,
+    PartitionChangeRecord,
+)
 
 
 class Election(enum.Enum):
@@ -58,23 +66,41 @@ def change_partition(
     target_offline: tuple[int, ...] | None = None,
     election: Election = Election.ONLINE,
     canary_brokers: Collection[int] = frozenset(),
+    target: Assignment | None = None,
+    default_dir: Callable[[int], str] | None = None,
 ) -> PartitionChangeRecord | None:
-    """The record that moves `partition` to the target ISR / offline replicas with a valid
-    leader, or None when nothing would change.
+    """The record that moves `partition` to the target ISR / offline replicas / assignment
+    with a valid leader, or None when nothing would change.
 
     The ISR never becomes empty: when the last member would leave, it stays and the partition
     goes leaderless (leader -1), as Kafka's controller does. A canary partition elects its
-    replicas on `canary_brokers` first (KIP-1095).
+    replicas on `canary_brokers` first (KIP-1095). Any change completes a reassignment in
+    progress that its ISR allows (Kafka's completeReassignmentIfNeeded): the leaving replicas
+    go, a leaving leader hands over to a target replica, and the leader epoch moves. A new
+    replica's log dir is `default_dir(broker)` (UNASSIGNED by default, KIP-858) when the
+    partition's replicas have assigned dirs.
     """
     isr = partition.isr if target_isr is None else target_isr
     if not isr:
         isr = tuple(r for r in partition.isr if r == partition.leader) or partition.isr[-1:]
+    assignment = target or Assignment(
+        partition.replicas, partition.adding_replicas, partition.removing_replicas
+    )
+    if assignment.in_progress:
+        done = completed(assignment, isr)
+        if done is not None:
+            assignment, isr = Assignment(done[0]), done[1]
+    replicas = assignment.replicas
+    moved = replicas != partition.replicas
     offline = partition.offline_replicas if target_offline is None else target_offline
+    if moved:
+        offline = tuple(r for r in offline if r in replicas)
 
     def valid_leader(replica: int) -> bool:
         return replica in isr and replica not in offline and acceptable(replica)
 
-    order = leader_order(partition, canary_brokers)
+    shape = dataclasses.replace(partition, replicas=replicas) if moved else partition
+    order = leader_order(shape, canary_brokers)
     leader, unclean = _elect(partition, order, valid_leader, acceptable, offline, election)
     if partition.is_canary and leader not in canary_brokers and not unclean:
         # KIP-1095: a canary partition's leadership goes back to a canary broker as soon as
@@ -82,16 +108,58 @@ def change_partition(
         leader = next((r for r in order if r in canary_brokers and valid_leader(r)), leader)
     if unclean:
         isr = (leader,)
+    new_leader = leader if leader != partition.leader else NO_LEADER_CHANGE
+    if moved and new_leader == NO_LEADER_CHANGE and not set(partition.replicas) <= set(replicas):
+        # Replicas left: the leader epoch moves even when the leader stays (Kafka's
+        # triggerLeaderEpochBumpForReplicaReassignmentIfNeeded), fencing the removed ones.
+        new_leader = partition.leader
     record = PartitionChangeRecord(
         partition_id=tp[1],
         topic_id=tp[0],
         isr=isr if isr != partition.isr else None,
-        leader=leader if leader != partition.leader else NO_LEADER_CHANGE,
+        leader=new_leader,
         offline_replicas=offline if offline != partition.offline_replicas else None,
+        **_assignment_changes(partition, assignment, canary_brokers, default_dir),
     )
-    if record.isr is None and record.leader == NO_LEADER_CHANGE and record.offline_replicas is None:
+    if (
+        record.isr is None
+        and record.leader == NO_LEADER_CHANGE
+        and record.offline_replicas is None
+        and record.replicas is None
+        and record.adding_replicas is None
+        and record.removing_replicas is None
+    ):
         return None
     return record
+
+
+def _assignment_changes(
+    partition: PartitionRegistration,
+    assignment: Assignment,
+    canary_brokers: Collection[int],
+    default_dir: Callable[[int], str] | None,
+) -> dict[str, Any]:
+    """The record fields that change with the partition's assignment: its replicas (with
+    their log dirs and canary isolation) and its reassignment's adding and removing."""
+    fields: dict[str, Any] = {}
+    if assignment.adding != partition.adding_replicas:
+        fields["adding_replicas"] = assignment.adding
+    if assignment.removing != partition.removing_replicas:
+        fields["removing_replicas"] = assignment.removing
+    replicas = assignment.replicas
+    if replicas == partition.replicas:
+        return fields
+    fields["replicas"] = replicas
+    if partition.directories:
+        # Kept replicas keep their dirs; a new one is where its broker puts it by default.
+        placed = dict(zip(partition.replicas, partition.directories, strict=False))
+        fallback = default_dir or (lambda _broker: UNASSIGNED_DIRECTORY)
+        fields["directories"] = tuple(placed.get(r) or fallback(r) for r in replicas)
+    if partition.is_canary:
+        now_isolated = isolated(replicas, canary_brokers)
+        if now_isolated != partition.canary_isolated:
+            fields["canary_isolated"] = now_isolated
+    return fields
 
 
 def _elect(
@@ -142,7 +210,7 @@ class PartitionChanges:
         before = self.get(tp)
         assert before is not None
         after = before.merge(record)
-        if record.leader not in (NO_LEADER_CHANGE, NO_LEADER):
+        if record.leader not in (NO_LEADER_CHANGE, NO_LEADER, before.leader):
             self.elections += 1
             if record.isr == (record.leader,) and record.leader not in before.isr:
                 self.unclean_elections += 1

@@ -1,6 +1,6 @@
 """The controller's topic and partition RPCs: CreateTopics, DeleteTopics, CreatePartitions,
-ElectLeaders, AlterPartition, AlterReplicaState, AssignReplicasToDirs, and the controller's own
-RebalanceLeaders."""
+ElectLeaders, AlterPartition, AlterReplicaState, AssignReplicasToDirs,
+AlterPartitionReassignments, and the controller's own RebalanceLeaders."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from controlplane.controller.replication.alter_replica_state import (
 )
 from controlplane.controller.replication.assign_dirs import assign_replicas_to_dirs
 from controlplane.controller.replication.elections import elect_leaders, rebalance_leaders
+from controlplane.controller.replication.reassign import alter_partition_reassignments
 from controlplane.controller.replication.topics import (
     create_partitions,
     create_topics,
@@ -96,6 +97,14 @@ def _assign_replicas_to_dirs(
     return assign_replicas_to_dirs(view, payload, configs=env.configs(view))
 
 
+def _alter_partition_reassignments(
+    view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
+) -> ControllerResult:
+    return _partition_changes(
+        alter_partition_reassignments(view, payload, configs=env.configs(view))
+    )
+
+
 def _rebalance_leaders(
     view: MetadataDelta, payload: Mapping[str, Any], env: ControllerEnv
 ) -> ControllerResult:
@@ -111,6 +120,7 @@ HANDLERS: Mapping[str, Handler] = {
     "AlterReplicaState": _alter_replica_state,
     "AssignReplicasToDirs": _assign_replicas_to_dirs,
     "RebalanceLeaders": _rebalance_leaders,
+    "AlterPartitionReassignments": _alter_partition_reassignments,
 }
 # Retries of these are naturally idempotent: their outcome follows from state alone.
 STATE_IDEMPOTENT_APIS = frozenset({"RebalanceLeaders"})
