@@ -132,9 +132,10 @@ def tokens_describe(
     host: str,
     owners: list[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """DescribeDelegationToken's answer: the live tokens of `owners` (every owner when None)
-    that the principal owns, renews or may DESCRIBE (every one for a super user), never an
-    HMAC. Raises DELEGATION_TOKEN_AUTH_DISABLED (ApiError) while no secret key is set."""
+    """DescribeDelegationToken's answer: the live tokens `owners` own or renew (every token
+    when None) that the principal owns, renews, may DESCRIBE, or may DESCRIBE_TOKENS of their
+    owner's USER (every one for a super user), never an HMAC. Raises
+    DELEGATION_TOKEN_AUTH_DISABLED (ApiError) while no secret key is set."""
     secret_of(config_view())
 
     def may_describe(token_id: str) -> bool:
@@ -146,12 +147,22 @@ def tokens_describe(
             resource_name=token_id,
         )
 
+    def may_describe_tokens_of(owner: str) -> bool:
+        return is_authorized(
+            principal,
+            host=host,
+            operation=AclOperation.DESCRIBE_TOKENS,
+            resource_type=ResourceType.USER,
+            resource_name=owner,
+        )
+
     return describe_tokens(
         delegation_token_rows(),
         owners=owners,
         requester=principal.principal,
         is_super=principal.is_super,
         may_describe=may_describe,
+        may_describe_tokens_of=may_describe_tokens_of,
     )
 
 

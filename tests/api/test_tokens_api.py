@@ -96,6 +96,32 @@ def test_owner_mismatch_principal_type_and_visibility(api, tokens, token_secret_
     assert own["error_code"] == 0 and own["principal_name"] == "alice", own
 
 
+def test_describe_tokens_of_another_owner_needs_describe_tokens(api, tokens, token_secret_key):
+    """KIP-373: DESCRIBE_TOKENS on the USER resource of a token's owner lets a principal
+    describe that owner's tokens, as Kafka's brokers filter them."""
+    created = post(api, CREATE, tokens["admin"])
+    assert describe(api, tokens["alice"]) == []
+    granted = post(
+        api,
+        "/api/v1/create-acls",
+        tokens["admin"],
+        creations=[
+            {
+                "resource_type": "USER",
+                "resource_name": "User:admin",
+                "pattern_type": "LITERAL",
+                "principal": "User:alice",
+                "host": "*",
+                "operation": "DESCRIBE_TOKENS",
+                "permission_type": "ALLOW",
+            }
+        ],
+    )
+    assert granted["results"] == [{"error_code": 0, "error_message": None}], granted
+    (seen,) = describe(api, tokens["alice"], owners=[user("admin")])
+    assert seen["token_id"] == created["token_id"] and seen["hmac"] is None
+
+
 def test_brokers_may_not_write_and_bodies_are_strict(api, tokens, token_secret_key):
     status, body = api.post(CREATE, {}, token=tokens["broker"])
     assert status == 403 and body["error_code"] == 31

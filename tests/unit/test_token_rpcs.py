@@ -259,6 +259,27 @@ def test_describe_visibility():
     assert described["expiry_timestamp"] == alice["expiry_timestamp_ms"]
 
 
+def test_describe_filters_as_kafka_filter_token():
+    """Kafka's DelegationTokenManager.filterToken: an owner named in the request picks the
+    tokens it owns or renews; a requester sees its own and renewed tokens, those it may
+    DESCRIBE (by id), and those whose owner's tokens it may DESCRIBE_TOKENS (KIP-373)."""
+    cluster = Cluster()
+    alice = cluster.create(renewers=[user("bob")])["token_id"]
+    carol = cluster.create("User:carol")["token_id"]
+    live = list(cluster.image.delegation_tokens.values())
+
+    def ids(requester: str, owners: Any = None, **rights: Any) -> list[str]:
+        answer = describe_tokens(live, owners=owners, requester=requester, is_super=False, **rights)
+        return [t["token_id"] for t in answer["tokens"]]
+
+    assert ids("User:bob", owners=[user("bob")]) == [alice]  # bob renews it
+    assert ids("User:bob", owners=[user("carol")]) == []  # carol's: not bob's to see
+    assert ids("User:eve", may_describe=lambda token_id: token_id == carol) == [carol]
+    of_carol = ids("User:eve", may_describe_tokens_of=lambda owner: owner == "User:carol")
+    assert of_carol == [carol]
+    assert ids("User:eve", owners=[user("alice")], may_describe_tokens_of=lambda o: True) == [alice]
+
+
 def test_replay_rules_refuse_bad_records():
     delta = MetadataDelta(MetadataImage(cluster_id=CLUSTER))
     for record in (

@@ -4,7 +4,7 @@ DelegationTokenManager.describeTokens). A read of the projection; no HMAC is eve
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any
 
 from controlplane.controller.errors import Errors
@@ -19,9 +19,12 @@ def describe_tokens(
     requester: str,
     is_super: bool,
     may_describe: Callable[[str], bool] = lambda token_id: False,
+    may_describe_tokens_of: Callable[[str], bool] = lambda owner: False,
 ) -> dict[str, Any]:
-    """DescribeDelegationToken: tokens of the given owners (all when null, none when empty) the
-    requester owns, renews, may DESCRIBE, or every one for a super user. No HMAC is answered."""
+    """DescribeDelegationToken (Kafka's DelegationTokenManager.filterToken): the tokens the given
+    owners own or renew (all when null, none when empty) that the requester owns or renews, may
+    DESCRIBE (the DELEGATION_TOKEN resource, by id), may DESCRIBE_TOKENS of (the USER resource
+    of the token's owner, KIP-373), or every one for a super user. No HMAC is answered."""
     wanted = (
         None
         if owners is None
@@ -29,13 +32,13 @@ def describe_tokens(
     )
     answered = []
     for token in sorted(tokens, key=lambda t: (t.issue_timestamp, t.token_id)):
-        if wanted is not None and token.owner not in wanted:
+        if wanted is not None and not _owned_or_renewed_by(token, wanted):
             continue
         visible = (
             is_super
-            or token.owner == requester
-            or requester in token.renewers
+            or _owned_or_renewed_by(token, {requester})
             or may_describe(token.token_id)
+            or may_describe_tokens_of(token.owner)
         )
         if not visible:
             continue
@@ -59,3 +62,8 @@ def describe_tokens(
             }
         )
     return {"error_code": int(Errors.NONE), "error_message": None, "tokens": answered}
+
+
+def _owned_or_renewed_by(token: DelegationTokenRecord, principals: Set[str]) -> bool:
+    """Kafka's TokenInformation.ownerOrRenewer, for any of `principals`."""
+    return token.owner in principals or not principals.isdisjoint(token.renewers)
