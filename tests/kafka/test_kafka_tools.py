@@ -6,9 +6,7 @@ does here).
 One cluster of three brokers for the module (the release `KAFKA_VERSION` names, the pinned one
 by default); every tool runs as the `admin` user of a broker's SASL client listener, whom the
 brokers forward as User:admin (a super user of the control plane), or with the admin's token on
-the controller listener. A tool whose APIs the control plane does not serve (reassignments) is
-`PENDING`: it either works or fails cleanly (an unsupported API, never an unknown server
-error)."""
+the controller listener."""
 
 from __future__ import annotations
 
@@ -371,22 +369,57 @@ def test_kafka_configs_groups(cluster: Cluster, release: str) -> None:
     assert eventually(lambda: "consumer.session.timeout.ms=50000" not in describe(), 60)
 
 
-# What no part of the control plane serves yet: it fails as an unsupported API does.
-PENDING = {
-    "kafka-reassign-partitions --list": ("kafka-reassign-partitions", "--list"),
-}
+# --- kafka-reassign-partitions (tests/kafka/test_real_reassignment.py moves replicas in depth) --
 
 
-@pytest.mark.parametrize("what", sorted(PENDING))
-def test_pending_tools_work_or_fail_cleanly(cluster: Cluster, release: str, what: str) -> None:
-    """Either it works, or the control plane refused it with one of Kafka's errors (an API not
-    served: UNSUPPORTED_VERSION; a resource type not served yet: INVALID_REQUEST), never an
-    unknown server error (`run` asserts that)."""
-    script, *args = PENDING[what]
-    ran = run(script, *cluster.via_broker(), *args, release=release, ok=False)
-    if ran.returncode != 0:
-        refusals = r"not support|UnsupportedVersion|InvalidRequestException"
-        assert re.search(refusals, ran.output), ran.output
+def reassign(cluster: Cluster, release: str, *args: str) -> str:
+    return run("kafka-reassign-partitions", *cluster.via_broker(), *args, release=release).stdout
+
+
+def test_kafka_reassign_partitions(cluster: Cluster, release: str, tmp_path: Path) -> None:
+    """One partition moved from brokers 1,2 to 3,1 through a broker (AlterPartitionReassignments
+    forwarded), `--verify` until the move is complete, `--generate` proposing a plan, and
+    `--list` showing no move once it is done (ListPartitionReassignments)."""
+    name = topic_for(release, "reassign")
+    run(
+        "kafka-topics",
+        *cluster.via_broker(),
+        "--create",
+        "--topic",
+        name,
+        "--replica-assignment",
+        "1:2",
+        release=release,
+    )
+    plan = tmp_path / "plan.json"
+    move = {"topic": name, "partition": 0, "replicas": [3, 1]}
+    plan.write_text(json.dumps({"version": 1, "partitions": [move]}))
+    started = reassign(cluster, release, "--reassignment-json-file", str(plan), "--execute")
+    assert "Successfully started partition reassignment" in started, started
+
+    def completed() -> bool:
+        verified = reassign(cluster, release, "--reassignment-json-file", str(plan), "--verify")
+        return f"Reassignment of partition {name}-0 is completed" in verified
+
+    assert eventually(completed, 120, 2), "the move never completed"
+    described = run(
+        "kafka-topics", *cluster.via_broker(), "--describe", "--topic", name, release=release
+    ).stdout
+    assert re.search(r"Partition: 0\s+Leader: \d+\s+Replicas: 3,1\s", described), described
+    assert "No partition reassignments found" in reassign(cluster, release, "--list")
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": name}]}))
+    proposed = reassign(
+        cluster,
+        release,
+        "--topics-to-move-json-file",
+        str(topics),
+        "--broker-list",
+        "1,2",
+        "--generate",
+    )
+    assert "Proposed partition reassignment configuration" in proposed, proposed
+    assert '"replicas":[3,1]' in proposed, proposed  # the current assignment, as it printed
 
 
 # --- kafka-acls, kafka-leader-election -------------------------------------------------------
