@@ -180,8 +180,7 @@ def test_kafka_topics(cluster: Cluster, release: str) -> None:
     create_topic(cluster, release, name)
     listed = run("kafka-topics", *cluster.via_broker(), "--list", release=release).stdout
     assert name in listed.split()
-    # Kafka 4.4's describe asks for reassignments too (ListPartitionReassignments), which it
-    # tolerates being unsupported: it describes the topic either way.
+    # The describe asks for the moves in progress too (ListPartitionReassignments, forwarded).
     described = run(
         "kafka-topics", *cluster.via_broker(), "--describe", "--topic", name, release=release
     ).stdout
