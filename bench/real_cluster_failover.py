@@ -289,7 +289,11 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             return measure(brokers, args.partitions, create)
 
 
-def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+def kafkas_own_cluster(
+    work: Path, heap: str, controller_overrides: dict[str, str]
+) -> tuple[KafkaController, list[KafkaBroker]]:
+    """Kafka's own KRaft controller (one `process.roles=controller` node) and the three brokers
+    under it, on plaintext listeners: the side-by-side benchmarks' other side."""
     cluster_id = kafka_cluster_id()
     controller = KafkaController(
         node_id=KAFKA_CONTROLLER_ID,
@@ -298,8 +302,8 @@ def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         principal="",
         token="",
         work_dir=work / "kafka-controller",
-        heap=args.heap,
-        overrides={"broker.session.timeout.ms": str(args.session_timeout_ms)},
+        heap=heap,
+        overrides=controller_overrides,
     )
     plain = {
         **BROKER_SETTINGS,
@@ -314,11 +318,18 @@ def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             principal="unused",
             token="unused",
             work_dir=work / f"kafka-{node}",
-            heap=args.heap,
+            heap=heap,
             overrides=plain,
         )
         for node in NODE_IDS
     ]
+    return controller, brokers
+
+
+def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    controller, brokers = kafkas_own_cluster(
+        work, args.heap, {"broker.session.timeout.ms": str(args.session_timeout_ms)}
+    )
     with controller, brokers_running(brokers):
         return measure(
             brokers, args.partitions, lambda: create_topic(brokers[0].bootstrap, args.partitions)

@@ -43,9 +43,8 @@ from typing import Any
 from bench.real_cluster_failover import (
     BROKER_SETTINGS,
     KAFKA_CONTROLLER_ID,
-    KafkaController,
     answering,
-    kafka_cluster_id,
+    kafkas_own_cluster,
 )
 from bench.replica_state import bearer_client, controller_commits
 from bench.verify import fail_unless_clean, verify_stack
@@ -371,35 +370,7 @@ def on_start(brokers: list[KafkaBroker], partitions: int) -> bool:
 
 
 def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    cluster_id = kafka_cluster_id()
-    controller = KafkaController(
-        node_id=KAFKA_CONTROLLER_ID,
-        cluster_id=cluster_id,
-        controller="",
-        principal="",
-        token="",
-        work_dir=work / "kafka-controller",
-        heap=args.heap,
-        overrides={},
-    )
-    plain = {
-        **BROKER_SETTINGS,
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-    }
-    brokers = [
-        KafkaBroker(
-            node_id=node,
-            cluster_id=cluster_id,
-            controller=f"127.0.0.1:{controller.port}",
-            controller_id=KAFKA_CONTROLLER_ID,
-            principal="unused",
-            token="unused",
-            work_dir=work / f"kafka-{node}",
-            heap=args.heap,
-            overrides=plain,
-        )
-        for node in NODE_IDS
-    ]
+    controller, brokers = kafkas_own_cluster(work, args.heap, {})
 
     def create() -> None:
         from kafka import KafkaAdminClient

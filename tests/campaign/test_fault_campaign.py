@@ -171,11 +171,13 @@ def real_broker_faults(report: dict[str, Any], faults: dict[str, Any]) -> None:
     assert paused["isr_whole_after_sigcont_s"] - paused["unfenced_after_sigcont_s"] <= session_s
     lost = lost_dir["extra"]
     assert lost["partitions_in_it_it_led"] >= 1 and lost["broker_unfenced_throughout"], lost
-    # Found by the broker's next checkpoint in it and reported in its next heartbeat; its
-    # replicas there offline and their leadership moved (in every broker's Metadata) before a
-    # session could have lapsed: no session timeout in it.
+    # Found by the broker's next checkpoint in it and reported in its next heartbeat (the
+    # broker's failure-handler thread and the observer's REST polls on a loaded 2-core machine
+    # take up to 2 s more); its replicas there offline and their leadership moved (in every
+    # broker's Metadata) before a session could have lapsed: no session timeout in it.
     checkpoint_s = campaign_kafka.CHECKPOINT_MS / 1000
-    assert lost["dir_offline_after_s"] <= checkpoint_s + 2 * heartbeat_s + 1, lost
+    assert lost["dir_offline_after_s"] <= checkpoint_s + 2 * heartbeat_s + 2, lost
+    assert lost["dir_offline_after_s"] < session_s - heartbeat_s, lost
     assert lost["live_leaders_after_s"] < session_s, lost
     assert lost["replicas_in_its_other_dir_offline"] == 0, lost
     moving = mid_move["extra"]
