@@ -133,6 +133,9 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def init_process(self) -> None:
+        # The settings are read before gunicorn loads the app (controlplane.wsgi names the
+        # same default): a server started without DJANGO_SETTINGS_MODULE must still boot.
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
         from django.conf import settings
 
         # How long a thread holds the GIL before it must let another run (Python's default:

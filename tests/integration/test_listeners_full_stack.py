@@ -116,3 +116,12 @@ def test_an_internal_listener_process_and_a_public_one(stack: Stack) -> None:
     wait_for(lambda: raw_status(f"{internal}/metrics") == 200, 30, "internal to listen")
     check_internal_port(internal, stack.tokens["broker"])
     check_public_port(web, stack.tokens["admin"])
+
+
+def test_a_server_started_without_the_settings_module_in_its_environment(stack: Stack) -> None:
+    """gunicorn started as the docs start it, with no DJANGO_SETTINGS_MODULE: the worker reads
+    the settings before gunicorn loads the app, so it names the app's default itself."""
+    stack.env.pop("DJANGO_SETTINGS_MODULE", None)
+    http = stack.start_web(workers=1, threads=2)
+    status, body = http.get("/api/v1/whoami", stack.tokens["admin"])
+    assert status == 200, body
