@@ -108,6 +108,9 @@ CP_HTTP_HEADER_TIMEOUT_S = float(os.environ.get("CP_HTTP_HEADER_TIMEOUT_S", "10"
 CP_HTTP_BODY_TIMEOUT_S = float(os.environ.get("CP_HTTP_BODY_TIMEOUT_S", "30"))
 # The web worker's GIL switch interval (sys.setswitchinterval), in ms (Python's default: 5).
 CP_GIL_SWITCH_INTERVAL_MS = float(os.environ.get("CP_GIL_SWITCH_INTERVAL_MS", "5"))
+# Brokers' heartbeats and registrations run in a pool of their own, of this many threads, on
+# each door: the internal listener (per web worker) and the Kafka controller listeners.
+CP_HEARTBEAT_THREADS = env_int("CP_HEARTBEAT_THREADS", 4)
 WSGI_APPLICATION = "controlplane.wsgi.application"
 X_FRAME_OPTIONS = "DENY"
 

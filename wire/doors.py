@@ -2,7 +2,13 @@
 server of its own beside a broker's: controller listeners (brokers: the Raft Fetch, their
 lifecycle, Envelopes) and client listeners (admin clients, ANONYMOUS among them) never share
 request memory, handler threads or connection counts, so no number of client connections,
-authenticated or not, can starve a broker's heartbeat or fetch."""
+authenticated or not, can starve a broker's heartbeat or fetch.
+
+Within the controller door, a broker's lifeline (BrokerHeartbeat, BrokerRegistration) has a pool
+of its own, as Kafka's controller answers heartbeats from its event queue whatever the fetch
+load: a commit wakes every broker's Raft Fetch at once, and while one of them encodes the commit
+the others wait for it, each holding a thread of the door's pool; the heartbeats never queue
+behind them (nor behind AlterPartition, Envelopes or the admin APIs)."""
 
 from __future__ import annotations
 
@@ -13,6 +19,9 @@ from collections import Counter as Tally
 from wire.listeners import CLIENT, CONTROLLER, ROLES
 from wire.memory import RequestMemory
 
+# The APIs answered in the controller door's heartbeat pool.
+HEARTBEAT_APIS = frozenset({"BrokerHeartbeat", "BrokerRegistration"})
+
 
 @dataclasses.dataclass
 class Door:
@@ -21,8 +30,21 @@ class Door:
     pool: concurrent.futures.ThreadPoolExecutor
     max_connections: int
     max_connections_per_ip: int
+    # The pool of HEARTBEAT_APIS (the controller door's); None: `pool` answers them too.
+    heartbeats: concurrent.futures.ThreadPoolExecutor | None = None
     open: int = 0
     per_ip: Tally[str] = dataclasses.field(default_factory=Tally)
+
+    def pool_for(self, api_name: str) -> concurrent.futures.ThreadPoolExecutor:
+        """The pool that runs a request of `api_name` (its handler and its encoding)."""
+        if self.heartbeats is not None and api_name in HEARTBEAT_APIS:
+            return self.heartbeats
+        return self.pool
+
+    def shutdown(self) -> None:
+        for pool in (self.pool, self.heartbeats):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def refusal(self, host: str) -> str | None:
         """Why a new connection from `host` is refused (Kafka's max.connections and
@@ -50,6 +72,7 @@ def doors_of(
     controller_memory_bytes: int,
     client_threads: int,
     controller_threads: int,
+    heartbeat_threads: int,
     memory_wait_timeout_s: float,
     max_connections: int,
     max_connections_per_ip: int,
@@ -64,6 +87,13 @@ def doors_of(
             pool=concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix=f"kafka-{role}"),
             max_connections=max_connections,
             max_connections_per_ip=max_connections_per_ip,
+            heartbeats=_heartbeat_pool(heartbeat_threads) if role == CONTROLLER else None,
         )
         for role, (memory, threads) in sizes.items()
     }
+
+
+def _heartbeat_pool(threads: int) -> concurrent.futures.ThreadPoolExecutor:
+    return concurrent.futures.ThreadPoolExecutor(
+        max(1, threads), thread_name_prefix=f"kafka-{CONTROLLER}-heartbeat"
+    )

@@ -51,6 +51,8 @@ class Limits:
     max_connections: int = 10000  # Kafka's max.connections, per door
     threads: int = 8  # the client door's handlers (Django and the controller run there)
     controller_threads: int = 8  # the controller door's, which client load never takes
+    # The controller door's BrokerHeartbeat and BrokerRegistration: a pool no Fetch takes.
+    heartbeat_threads: int = 4
 
 
 class TooManyItems(InvalidRequest):

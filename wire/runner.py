@@ -9,7 +9,7 @@ from typing import Any
 
 from wire.apis import load_all
 from wire.listeners import parse_listeners
-from wire.server import Bound, WireServer
+from wire.server import Bound, Limits, WireServer
 
 
 class ThreadedListener:
@@ -60,6 +60,7 @@ async def start_embedded(log: Any) -> WireServer:
             settings.CP_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP,
             settings.CP_KAFKA_CONTROLLER_LISTENER_NAMES,
         ),
+        limits=Limits(heartbeat_threads=settings.CP_HEARTBEAT_THREADS),
         advertised_host=settings.CP_KAFKA_ADVERTISED_HOST,
         port_per_node=settings.CP_KAFKA_PORT_PER_NODE,
         controller_plaintext_principal=settings.CP_KAFKA_CONTROLLER_PLAINTEXT_PRINCIPAL,

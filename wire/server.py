@@ -9,7 +9,8 @@ unauthenticated: only ApiVersions, SaslHandshake and SaslAuthenticate are served
 SASL/PLAIN succeeds, within the authentication timeout. Listeners have a role (wire.listeners):
 controller listeners serve what brokers send the controller (Envelope), to brokers and super
 users only; client listeners serve admin clients. Handlers run on the pool (Django, the
-controller) and their answers are encoded there too, so the event loop only moves bytes. What
+controller) and their answers are encoded there too, so the event loop only moves bytes; a
+broker's heartbeats and registrations have a pool of their own (wire.doors). What
 Kafka would not parse closes the connection; nothing of it reaches a handler, so nothing is
 written.
 """
@@ -167,6 +168,7 @@ class WireServer:
             controller_memory_bytes=limits.controller_queued_max_request_bytes,
             client_threads=limits.threads,
             controller_threads=limits.controller_threads,
+            heartbeat_threads=limits.heartbeat_threads,
             memory_wait_timeout_s=limits.memory_wait_timeout_s,
             max_connections=limits.max_connections,
             max_connections_per_ip=limits.max_connections_per_ip,
@@ -225,7 +227,7 @@ class WireServer:
         for server in self._servers:
             await server.wait_closed()
         for door in self.doors.values():
-            door.pool.shutdown(wait=False, cancel_futures=True)
+            door.shutdown()
 
     def advertised(self, bound: Bound) -> Advertised:
         host = self.advertised_host or bound.host
@@ -424,7 +426,7 @@ class WireServer:
         await within_request_rate(conn.principal, conn.host, conn.listener.listener_name)
         loop = asyncio.get_running_loop()
         gate = conn.listener.listener_name if conn.listener.controller else None
-        pool = conn.door.pool
+        pool = conn.door.pool_for(api.name)  # heartbeats never queue behind fetches
         response = await loop.run_in_executor(pool, self._handle, api, request, received, gate)
         if isinstance(response, LongPoll):
             await notifier.wait_async(response.generation, response.timeout_s)

@@ -150,7 +150,7 @@ class LoadClient:
             return time.perf_counter() >= stop_at
 
         async def reporter() -> None:
-            last = 0
+            last = phase.acknowledged  # a phase runs in rounds: count this round's writes only
             while True:
                 await asyncio.sleep(1)
                 log(

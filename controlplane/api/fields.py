@@ -8,6 +8,7 @@ import json
 import uuid
 from typing import Any
 
+from django.core import validators
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -139,12 +140,61 @@ class _FastPlan:
             elif type(field) is serializers.JSONField and not field.binary:
                 self.checks[name] = ("json", None, None, *self._optional(field))
             elif isinstance(field, StrictSerializer):  # (many=True is a ListSerializer)
-                nested = _FastPlan(field._declared_fields)
+                nested = _FastPlan.of(type(field))
                 self.usable = self.usable and nested.usable
                 self.checks[name] = ("nested", nested, None, *self._optional(field))
+            elif isinstance(field, serializers.ListField) and self._is_object_list(field):
+                nested = _FastPlan.of(type(field.child))  # type: ignore[arg-type]
+                self.usable = self.usable and nested.usable
+                self.checks[name] = ("objects", nested, field, *self._optional(field))
+            elif isinstance(field, KafkaEnumField) and not field.validators:
+                self.checks[name] = ("enum", field, None, *self._optional(field))
             else:
                 self.usable = False
             self.fields[name] = field
+
+    @classmethod
+    def of(cls, kind: type[StrictSerializer]) -> _FastPlan:
+        """The plan of a strict serializer class: unusable when the class checks more than its
+        fields (a `validate`, `validate_<field>` or parsing of its own), which it would skip."""
+        plan = cls(kind._declared_fields)
+        if (
+            kind.validate is not serializers.Serializer.validate
+            or kind.to_internal_value is not StrictSerializer.to_internal_value
+            or kind.run_validation is not serializers.Serializer.run_validation
+        ) or any(hasattr(kind, f"validate_{name}") for name in kind._declared_fields):
+            plan.usable = False
+        return plan
+
+    @staticmethod
+    def _is_object_list(field: serializers.Field) -> bool:  # type: ignore[type-arg]
+        """A list of JSON objects, each checked by a strict serializer (a list of resources),
+        with no check but its lengths."""
+        return (
+            type(field) is serializers.ListField
+            and isinstance(field.child, StrictSerializer)
+            and all(
+                type(v) in (validators.MaxLengthValidator, validators.MinLengthValidator)
+                for v in field.validators
+            )
+        )
+
+    @staticmethod
+    def _objects(plan: _FastPlan, field: Any, value: Any) -> list[Any] | None:
+        """What ListField(child=<strict serializer>) returns for `value`, or None."""
+        if type(value) is not list or (not value and not field.allow_empty):
+            return None
+        if (field.min_length is not None and len(value) < field.min_length) or (
+            field.max_length is not None and len(value) > field.max_length
+        ):
+            return None
+        out = []
+        for item in value:
+            checked = plan.validate(item)
+            if checked is None:
+                return None
+            out.append(checked)
+        return out
 
     @staticmethod
     def _optional(field: serializers.Field) -> tuple[bool, Any]:  # type: ignore[type-arg]
@@ -217,6 +267,14 @@ class _FastPlan:
                 value = low.validate(value)
                 if value is None:
                     return None
+            elif kind == "objects":
+                value = self._objects(low, high, value)
+                if value is None:
+                    return None
+            elif kind == "enum":
+                if type(value) is not str or value not in low.enum_type.__members__:
+                    return None
+                value = low.to_internal_value(value)
             elif kind == "bool":
                 if type(value) is not bool:
                     return None
@@ -259,7 +317,7 @@ class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
         """The validated body; raises ValidationError as `is_valid(raise_exception=True)`."""
         plan = cls.__dict__.get("_fast_plan")
         if plan is None:
-            plan = _FastPlan(cls._declared_fields)
+            plan = _FastPlan.of(cls)
             cls._fast_plan = plan
         fast = plan.validate(data)
         if fast is not None:

@@ -61,6 +61,12 @@ class MetadataNotifier:
             with self._cond:
                 self._async_waiters.discard(waiter)
 
+    @property
+    def parked(self) -> int:
+        """The long-polls waiting on an event loop now (each holding no thread)."""
+        with self._cond:
+            return len(self._async_waiters)
+
     def bump(self) -> None:
         with self._cond:
             self.generation += 1

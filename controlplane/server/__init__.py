@@ -15,7 +15,8 @@ costs a thread only while Django answers it:
   408 and its connection is closed;
 - the internal listener (the brokers' lifeline) has its own pool, so the public listener's load,
   however slow, never queues a heartbeat behind it; and within it, metadata fetches have a pool
-  of their own, so 60 brokers fetching a large commit never queue a heartbeat either;
+  of their own, and so do heartbeats and registrations (`CP_HEARTBEAT_THREADS`), so neither 60
+  brokers fetching a large commit nor writes waiting for a busy controller queue a heartbeat;
 - bodies arrive whole (chunked or not) before Django sees them, with their Content-Length; a body
   over `CP_MAX_BODY_BYTES` is 413;
 - a metadata long-poll with nothing to answer yet waits on the event loop, not in a thread.

@@ -4,10 +4,16 @@ The event loop reads each request whole (its body within the body deadline, at m
 `CP_MAX_BODY_BYTES`), hands it to a thread of this listener's pool, and writes the answer. A
 deferred metadata long-poll (`controlplane.server.longpoll`) waits on the loop in between.
 
-The internal listener has a second pool for the metadata fetch (`GET /internal/v1/metadata`
-and the paths under it), chosen by path before Django sees the request: one commit wakes every
-long-polling broker at once, and their refetches (or a catch-up of 100,000 records) must never
-queue ahead of the heartbeats, registrations and AlterReplicaState in the first pool.
+The internal listener has two more pools, each chosen by path before Django sees the request:
+
+- the metadata fetch's (`GET /internal/v1/metadata` and the paths under it): one commit wakes
+  every long-polling broker at once, and their refetches (or a catch-up of 100,000 records)
+  must never queue ahead of the other requests;
+- the heartbeats' (`POST /internal/v1/broker-heartbeat` and `/broker-registration`): a broker's
+  lifeline never queues behind AlterPartition, AlterReplicaState or Envelopes, which wait for
+  the controller while it commits a large change and would otherwise hold every thread. Only
+  this pool's wait counts as the listener's lag for the fencing rule: a queue of other requests
+  is no broker's silence.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ Headers = list[tuple[bytes, bytes]]
 
 # The metadata fetch's path: its GETs (and those of the paths under it) take the fetch pool.
 METADATA_FETCH_PATH = "/internal/v1/metadata"
+# A broker's lifeline: their POSTs take the heartbeat pool.
+HEARTBEAT_PATHS = frozenset({"/internal/v1/broker-heartbeat", "/internal/v1/broker-registration"})
 
 
 class Refused(Exception):
@@ -67,6 +75,7 @@ class ListenerApp:
         max_body_bytes: int,
         body_timeout_s: float,
         fetch_threads: int = 0,
+        heartbeat_threads: int = 0,
     ) -> None:
         self.wsgi = wsgi
         self.name = name
@@ -75,15 +84,13 @@ class ListenerApp:
         self.executor = ThreadPoolExecutor(
             max_workers=max(1, threads), thread_name_prefix=f"{name}-listener"
         )
-        # The metadata fetch's own pool (`fetch_threads` > 0: the internal listener's).
-        self.fetch_executor = (
-            ThreadPoolExecutor(max_workers=fetch_threads, thread_name_prefix=f"{name}-fetch")
-            if fetch_threads > 0
-            else None
-        )
-        # How long requests wait for a thread of `executor`: part of the internal listener's
-        # lag that the controller's fencing rule reads (controlplane.runtime.ingress). The
-        # fetch pool's wait is not: a queue of fetches is no broker's silence.
+        # The metadata fetch's and the heartbeats' own pools (the internal listener's).
+        self.fetch_executor = _pool(fetch_threads, f"{name}-fetch")
+        self.heartbeat_executor = _pool(heartbeat_threads, f"{name}-heartbeat")
+        # How long heartbeats wait for a thread (of their pool; without one, of `executor`):
+        # part of the internal listener's lag that the controller's fencing rule reads
+        # (controlplane.runtime.ingress). The other pools' wait is not: a queue of fetches or
+        # of writes waiting for the controller is no broker's silence.
         self.longest_wait_s = 0.0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -114,7 +121,11 @@ class ListenerApp:
         """The pool that answers this request, and whether its wait counts as lag."""
         if self.fetch_executor is not None and is_metadata_fetch(scope):
             return self.fetch_executor, False
-        return self.executor, True
+        if self.heartbeat_executor is None:
+            return self.executor, True
+        if is_heartbeat(scope):
+            return self.heartbeat_executor, True
+        return self.executor, False
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes:
         declared = _header(scope, b"content-length")
@@ -204,9 +215,13 @@ class ListenerApp:
         return longest
 
     def close(self) -> None:
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        if self.fetch_executor is not None:
-            self.fetch_executor.shutdown(wait=False, cancel_futures=True)
+        for pool in (self.executor, self.fetch_executor, self.heartbeat_executor):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _pool(threads: int, name: str) -> ThreadPoolExecutor | None:
+    return ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name) if threads else None
 
 
 class _Disconnected(Exception):
@@ -227,6 +242,10 @@ def is_metadata_fetch(scope: Scope) -> bool:
     return scope.get("method") == "GET" and (
         path == METADATA_FETCH_PATH or path.startswith(METADATA_FETCH_PATH + "/")
     )
+
+
+def is_heartbeat(scope: Scope) -> bool:
+    return scope.get("method") == "POST" and str(scope.get("path", "")) in HEARTBEAT_PATHS
 
 
 def _refetch(refetch: Callable[[], bytes]) -> bytes:

@@ -10,7 +10,8 @@ socket it was given with uvicorn's HTTP/1.1 protocol (header deadline: `Deadline
 sockets on `CP_INTERNAL_PORT` (every socket when `CP_LISTENER=internal`) are the internal
 listener's and get a server and a thread pool of their own; the rest are the public listener's.
 `--threads` is the size of each listener's pool; the internal listener has a second pool of that
-size for the metadata fetch (controlplane.server.listener). Idle connections close after
+size for the metadata fetch and a third of `CP_HEARTBEAT_THREADS` for the brokers' heartbeats
+and registrations (controlplane.server.listener). Idle connections close after
 gunicorn's `--keep-alive`, on the internal listener after three heartbeat intervals at least
 (`internal_keep_alive_s`).
 """
@@ -36,10 +37,12 @@ class IngressLagReporter:
     of the last session reported each second (`listener_lags`), from a thread (a store that is
     down never blocks the loop).
 
-    The thread pool measured is the one of heartbeats, registrations and AlterReplicaState
-    (`take_longest_wait`), never the metadata fetch's: 60 brokers woken by one large commit
-    queue their refetches there, and that queue is no broker's silence. Were it counted, every
-    large commit would read as an overloaded ingress and hold the fencing of brokers off."""
+    The thread pool measured is the heartbeats' and registrations' (`take_longest_wait`), never
+    the metadata fetch's nor the one of AlterPartition, AlterReplicaState and Envelopes: 60
+    brokers woken by one large commit queue their refetches in the first, writes wait there for
+    the controller in the second, and neither queue is a broker's silence. Were they counted,
+    every large commit would read as an overloaded ingress and hold the fencing of brokers
+    off."""
 
     def __init__(self, apps: list[Any]) -> None:
         import socket
@@ -185,6 +188,7 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
                 max_body_bytes=settings.CP_MAX_BODY_BYTES,
                 body_timeout_s=settings.CP_HTTP_BODY_TIMEOUT_S,
                 fetch_threads=self.cfg.threads if internal else 0,
+                heartbeat_threads=settings.CP_HEARTBEAT_THREADS if internal else 0,
             )
             keep_alive_s = max(1, int(self.cfg.keepalive or 1))
             if internal:

@@ -7,10 +7,11 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
 from brokers.api.serializers import BrokerHeartbeatSerializer, UnregisterBrokerSerializer
-from controlplane.api.fields import StrictSerializer
+from controlplane.api.fields import StrictCharField, StrictSerializer
 
 json_scalars = st.one_of(
     st.none(),
@@ -151,3 +152,91 @@ def test_the_fast_path_is_taken_for_a_plain_envelope() -> None:
     EnvelopeSerializer.validated(body)
     plan = EnvelopeSerializer.__dict__["_fast_plan"]
     assert plan.usable and plan.validate(body) == {**body, "forwarding_broker_id": None}
+
+
+CONFIG_TEXT = st.one_of(
+    st.text(max_size=4), st.sampled_from(["", " x ", "a\x00b", "retention.ms", "é", "1" * 1001])
+)
+config_entries = st.fixed_dictionaries(
+    {
+        "name": st.one_of(CONFIG_TEXT, json_values),
+        "config_operation": st.one_of(
+            st.sampled_from(["SET", "DELETE", "APPEND", "SUBTRACT", "set", ""]), json_values
+        ),
+    },
+    optional={"value": st.one_of(CONFIG_TEXT, st.none(), json_values), "x": json_values},
+)
+config_resources = st.fixed_dictionaries(
+    {
+        "resource_type": st.one_of(
+            st.sampled_from(["TOPIC", "BROKER", "BROKER_LOGGER", "GROUP", "topic"]), json_values
+        ),
+        "resource_name": st.one_of(CONFIG_TEXT, json_values),
+    },
+    optional={
+        "configs": st.one_of(st.lists(config_entries, max_size=3), json_values),
+        "x": json_values,
+    },
+)
+incremental_alter_bodies = st.fixed_dictionaries(
+    {"resources": st.one_of(st.lists(config_resources, max_size=3), json_values)},
+    optional={"validate_only": st.one_of(st.booleans(), json_values), "x": json_values},
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(incremental_alter_bodies, json_values))
+def test_incremental_alter_configs_fast_path_agrees_with_full_validation(data: Any) -> None:
+    from configs.api.config_serializers import IncrementalAlterConfigsSerializer
+
+    assert fast(IncrementalAlterConfigsSerializer, data) == full(
+        IncrementalAlterConfigsSerializer, data
+    )
+
+
+def test_the_fast_path_is_taken_for_a_plain_incremental_alter_configs() -> None:
+    from configs.api.config_serializers import IncrementalAlterConfigsSerializer
+
+    body: dict[str, Any] = {
+        "resources": [
+            {
+                "resource_type": "TOPIC",
+                "resource_name": "t",
+                "configs": [{"name": "retention.ms", "config_operation": "SET", "value": "1"}],
+            },
+            {"resource_type": "BROKER", "resource_name": "1"},
+        ]
+    }
+    IncrementalAlterConfigsSerializer.validated(body)
+    plan = IncrementalAlterConfigsSerializer.__dict__["_fast_plan"]
+    assert plan.usable
+    assert plan.validate(body) == {
+        "resources": [
+            {**body["resources"][0]},
+            {**body["resources"][1], "configs": []},
+        ],
+        "validate_only": False,
+    }
+    # A list too long, or an item the plan cannot vouch for: left to full validation.
+    assert plan.validate({"resources": body["resources"] * 5001}) is None
+    assert plan.validate({"resources": [{**body["resources"][0], "x": 1}]}) is None
+
+
+class _Named(StrictSerializer):
+    name = StrictCharField(required=False, allow_null=True, default=None)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs.get("name"):
+            raise ValidationError("A name is required.")
+        return attrs
+
+
+class _Names(StrictSerializer):
+    items = serializers.ListField(child=_Named())
+
+
+def test_a_serializer_checking_more_than_its_fields_is_never_fast() -> None:
+    """The plan checks fields only: a nested serializer's own validate() still runs."""
+    assert str(fast(_Names, {"items": [{}]})).startswith("error:")
+    assert fast(_Names, {"items": [{"name": "a"}]}) == {"items": [{"name": "a"}]}
+    assert not _Names.__dict__["_fast_plan"].usable

@@ -6,10 +6,16 @@ leader epoch), the log the metadata log in Kafka's batches (controlplane.runtime
 encoded once, the same bytes to every broker), the high watermark the committed end. The
 checks, in KafkaRaftClient's order: the cluster id (top-level INCONSISTENT_CLUSTER_ID), the
 topic and partition (top-level INVALID_REQUEST: a partition-level one is fatal to a broker),
-the leader epoch (FENCED_LEADER_EPOCH below it, UNKNOWN_LEADER_EPOCH above, with the current
-leader either way), the offset and last fetched epoch against the log's epochs
+MaxWaitMs, the offset and the last fetched epoch (negative, or an epoch past the one asked:
+INVALID_REQUEST), the leader epoch (FENCED_LEADER_EPOCH below it, UNKNOWN_LEADER_EPOCH above,
+with the current leader either way), the offset and last fetched epoch against the log's epochs
 (`DivergingEpoch` where they part). Nothing to send yet: the listener waits on its event loop
-(LongPoll) until a commit or MaxWaitMs, as a Raft leader parks a follower's fetch.
+(LongPoll) until a commit or MaxWaitMs, as a Raft leader parks a follower's fetch; what Kafka
+answers at once is answered at once (an error, records, a divergence, a snapshot, a high
+watermark the follower does not know yet, MaxWaitMs 0). The replica id is not checked: as in
+KafkaRaftClient, any replica may follow the log (a broker fetches before it registers, and a
+fenced broker catches up by fetching), so a fetch from an unknown or fenced broker is answered,
+or parked, as any other.
 """
 
 from __future__ import annotations
@@ -47,16 +53,17 @@ def fetch(request: WireRequest) -> Any:
     if len(asked) != 1 or asked[0][0] != METADATA_TOPIC_ID or int(asked[0][1].partition) != 0:
         return _top_level(request, Errors.INVALID_REQUEST)
     partition = asked[0][1]
+    requested_epoch = int(partition.current_leader_epoch)
+    offset, last_epoch = int(partition.fetch_offset), int(partition.last_fetched_epoch)
+    wait_ms = int(body.max_wait.total_seconds() * 1000)
+    if wait_ms < 0 or offset < 0 or last_epoch < 0 or last_epoch > requested_epoch:
+        return _top_level(request, Errors.INVALID_REQUEST)
     epoch, leader = head["controller_epoch"], head["leader_id"]
     current = {"leader_id": leader, "leader_epoch": epoch}
-    requested_epoch = int(partition.current_leader_epoch)
     if requested_epoch < epoch:
         return _partition(request, head, error=Errors.FENCED_LEADER_EPOCH, current=current)
     if requested_epoch > epoch:
         return _partition(request, head, error=Errors.UNKNOWN_LEADER_EPOCH, current=current)
-    offset, last_epoch = int(partition.fetch_offset), int(partition.last_fetched_epoch)
-    if offset < 0 or last_epoch < 0 or last_epoch > epoch:
-        return _top_level(request, Errors.INVALID_REQUEST)
     if ensure_voter_endpoint(request, head["cluster_id"], leader):
         head = metadata_head_of_quorum()  # with the voters' records just written
     log = kraft_log(head["log_start_offset"], head["cluster_id"])
@@ -71,10 +78,17 @@ def fetch(request: WireRequest) -> Any:
             return _partition(request, head, current=current, diverging_epoch=diverging)
     max_bytes = min(int(body.max_bytes), int(partition.partition_max_bytes))
     records = log.read(offset, max(max_bytes, 1))
-    wait_ms = int(body.max_wait.total_seconds() * 1000)
-    if not records and not request.waited and wait_ms > 0:
+    if not records and not request.waited and wait_ms > 0 and _knows_the_end(partition, head):
         return LongPoll(generation, wait_ms / 1000)
     return _partition(request, head, current=current, records=records)
+
+
+def _knows_the_end(partition: Any, head: dict[str, Any]) -> bool:
+    """Whether the follower already has this high watermark (Fetch v18 sends the one it knows,
+    -1 when it knows none; earlier versions none): one behind is answered at once, records or
+    not, as KafkaRaftClient answers it rather than parking it."""
+    known = getattr(partition, "high_watermark", None)
+    return known is None or int(known) >= head["last_offset"] + 1
 
 
 def _snapshot_needed(start: int, offset: int, last_epoch: int) -> dict[str, int] | None:

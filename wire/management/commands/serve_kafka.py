@@ -129,6 +129,13 @@ class Command(BaseCommand):
             default=DEFAULTS.controller_threads,
             help="handler threads of the controller listeners, which client load never takes",
         )
+        parser.add_argument(
+            "--heartbeat-threads",
+            type=int,
+            default=settings.CP_HEARTBEAT_THREADS,
+            help="the controller listeners' threads for BrokerHeartbeat and BrokerRegistration, "
+            "which no Fetch or other request takes (CP_HEARTBEAT_THREADS)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         if settings.EMBEDDED:
@@ -169,6 +176,7 @@ class Command(BaseCommand):
             max_connections=options["max_connections"],
             threads=options["threads"],
             controller_threads=options["controller_threads"],
+            heartbeat_threads=options["heartbeat_threads"],
         )
         if options["metrics_port"] is not None:
             start_http_server(options["metrics_port"], registry=scraped_registry())
