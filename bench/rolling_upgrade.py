@@ -59,10 +59,15 @@ def log(message: str) -> None:
     print(f"[bench-rolling-upgrade] {message}", file=sys.stderr, flush=True)
 
 
+def unfenced(stack: Stack, broker: KafkaBroker) -> bool:
+    """Registered, and unfenced."""
+    fenced = stack.sql("SELECT fenced FROM cp_broker WHERE broker_id = %s", broker.node_id)
+    return bool(fenced) and not fenced[0][0]
+
+
 def back_in_every_isr(stack: Stack) -> Any:
     def back(broker: KafkaBroker) -> bool:
-        fenced = stack.sql("SELECT fenced FROM cp_broker WHERE broker_id = %s", broker.node_id)
-        if not fenced or fenced[0][0]:
+        if not unfenced(stack, broker):
             return False
         rows = stack.sql("SELECT replicas, isr, leader FROM cp_partition")
         return bool(rows) and all(
@@ -124,11 +129,13 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         )
         with brokers_running(brokers):
             back = back_in_every_isr(stack)
+            log(f"waiting for {len(brokers)} brokers of Kafka {FROM} to register, unfenced")
             deadline = time.monotonic() + 240
-            while not all(back(b) for b in brokers):
+            while not all(unfenced(stack, b) for b in brokers):
                 if time.monotonic() > deadline:
                     raise TimeoutError("the brokers never registered")
                 time.sleep(1)
+            log(f"creating {TOPIC!r}: {args.partitions} partitions, replication factor 3")
             with bearer_client(web.base, stack.tokens["admin"], timeout_s=120) as http:
                 body = {
                     "topics": [
@@ -140,7 +147,14 @@ def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             while not all(back(b) for b in brokers):
                 time.sleep(1)
             log(f"rolling {FROM} -> {TO}")
-            figures, _, _ = roll(brokers, TO, topic=TOPIC, group="rolling-readers", back=back)
+            figures, _, _ = roll(
+                brokers,
+                TO,
+                topic=TOPIC,
+                group="rolling-readers",
+                back=back,
+                between=lambda b: log(f"broker {b.node_id} back as {TO}, in every ISR"),
+            )
             log("finalizing metadata.version 4.4-IV2")
             took = finalize(stack, port, work)
             level = stack.sql(
