@@ -88,10 +88,17 @@ def follower(wire_listener: RunningListener) -> Iterator[RawClient]:
 
 
 @pytest.fixture
-def log() -> Any:
-    """A log of three brokers' registrations; FENCED_BROKER among them, fenced."""
+def log(follower: RawClient) -> Any:
+    """A log of three brokers' registrations, FENCED_BROKER among them, fenced; and the voter
+    set naming this controller listener, which the first fetch it serves writes (KIP-853)."""
     for broker_id in (1, FENCED_BROKER, 3):
         register(broker_id)
+    head = cluster_read()
+    epoch, end = head.controller_epoch, head.last_offset + 1
+    answer = follower.request(
+        fetch(end, epoch, epoch, replica_id=NO_BROKER, high_watermark=-1, max_wait_ms=0)
+    )
+    assert partition_of(answer).error_code == ErrorCode.none
     return cluster_read()
 
 
