@@ -78,7 +78,7 @@ class ReplicationCollector(Collector):
             "Offline replicas: on a failed log dir (KIP-589) or a fenced broker",
             summary["offline_replicas"],
         )
-        # Cluster health, named as jmx_exporter names Kafka's MBeans (CONTRACT.md).
+        # Cluster health, named as jmx_exporter names Kafka's MBeans (docs/reference/metrics.md).
         for name, help_text, key in HEALTH_GAUGES:
             yield gauge(name, help_text, summary[key])
         elections = CounterMetricFamily(

@@ -17,7 +17,8 @@ class ReportInfo:
     title: str  # short, for menus
     heading: str  # the report's own title (its HTML page's)
     about: str
-    columns: tuple[str, ...]  # in order (CONTRACT.md fixes some: see each report)
+    # In order; docs/operators/audit-reports.md fixes some (see each report).
+    columns: tuple[str, ...]
     charts: tuple[Chart, ...] = ()
     at_moment: bool = False  # takes --at (a moment) instead of --from/--to (a period)
 
@@ -26,8 +27,8 @@ class ReportInfo:
         return ("at",) if self.at_moment else ("from", "to")
 
 
-# CONTRACT.md fixes the columns of admin-activity, denied-requests, forwarding and the first six
-# of state-at.
+# docs/operators/audit-reports.md fixes the columns of admin-activity, denied-requests,
+# forwarding and the first six of state-at.
 ADMIN_ACTIVITY = ReportInfo(
     "admin-activity",
     "Admin activity",

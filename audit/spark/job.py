@@ -36,7 +36,8 @@ from audit.spark.reports import REPORTS, report_build
 from audit.spark.session import SparkUnavailable, spark_session
 from audit.spark.storage import ExportError, is_uri
 
-# The export's default path (CONTRACT.md's var/audit, under the project as settings has it).
+# The export's default path: var/audit under the project, as settings has it
+# (docs/operators/audit-reports.md).
 DEFAULT_DATA = str(Path(__file__).resolve().parents[2] / "var" / "audit")
 EXIT_BAD_INPUT = 2
 

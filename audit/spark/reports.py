@@ -20,7 +20,8 @@ from audit.spark.frames import REPLICA_REPORT, in_period, resources, sorted_rows
 from audit.spark.params import Params, ReportError
 from audit.spark.reader import Export
 
-# The admin requests a broker may forward in an Envelope (KIP-590; CONTRACT.md's list).
+# The admin requests a broker may forward in an Envelope (KIP-590; listed in
+# docs/reference/kafka-protocol.md).
 FORWARDABLE_APIS = (
     "CreateTopics",
     "DeleteTopics",

@@ -1,4 +1,4 @@
-"""The canary reads' answers, for the OpenAPI schema (CONTRACT.md, "Canary isolation")."""
+"""The canary reads' answers, for the OpenAPI schema (docs/reference/rest-api.md, canary)."""
 
 from __future__ import annotations
 

@@ -58,7 +58,8 @@ def kafka(*required: str, **properties: Schema) -> Schema:
     return obj("error_code", *required, **ERROR_FIELDS, **properties)
 
 
-# The body of every whole-request error (CONTRACT.md): Kafka's code, its name and a message.
+# The body of every whole-request error (docs/reference/conventions.md): Kafka's code, its
+# name and a message.
 ERROR: Schema = obj(
     "error_code",
     "error_message",

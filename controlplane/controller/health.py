@@ -52,7 +52,7 @@ from controlplane.controller.image import (
 from controlplane.controller.records import NO_LEADER
 
 MIN_ISR = "min.insync.replicas"
-# GET /api/v1/cluster's `health` (CONTRACT.md, "Cluster health"), in the contract's order.
+# GET /api/v1/cluster's `health` (docs/architecture/health-timeline.md), in the documented order.
 CONTRACT_FIELDS = (
     "under_replicated_partitions",
     "under_min_isr_partitions",

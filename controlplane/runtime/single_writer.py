@@ -1,10 +1,10 @@
 """The single writer, enforced: the metadata log and its projections change only in `log_commit`.
 
 Views, services and tasks read the state tables; every change is a record the controller commits
-(DESIGN.md rule 3). `guard_connections()` installs a database wrapper that refuses, with
-`ProjectionWriteOutsideCommit`, any INSERT, UPDATE or DELETE of those tables outside the commit,
-so a view that wrote `Topic.objects.create(...)` fails its tests instead of forking the state
-from the log. The test suite installs it for every connection.
+(docs/architecture/design.md, "The rules that keep it sound"). `guard_connections()` installs a
+database wrapper that refuses, with `ProjectionWriteOutsideCommit`, any INSERT, UPDATE or DELETE of
+those tables outside the commit, so a view that wrote `Topic.objects.create(...)` fails its tests
+instead of forking the state from the log. The test suite installs it for every connection.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The mirror endpoints' answers, for the OpenAPI schema (CONTRACT.md, "MirrorMaker 2
-replication flows")."""
+"""The mirror endpoints' answers, for the OpenAPI schema (docs/reference/rest-api.md,
+"MirrorMaker 2")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The mirror API's routes under /api/v1/ (CONTRACT.md, "MirrorMaker 2 replication flows")."""
+"""The mirror API's routes under /api/v1/ (docs/reference/rest-api.md, "MirrorMaker 2")."""
 
 from __future__ import annotations
 

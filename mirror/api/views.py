@@ -1,4 +1,4 @@
-"""The mirror API (CONTRACT.md, "MirrorMaker 2 replication flows"): thin views. Writes run
+"""The mirror API (docs/reference/rest-api.md, "MirrorMaker 2"): thin views. Writes run
 through `controlplane.rpc.execute` with the mirror's specs (mirror.rpcs); reads go through the
 selectors; the group heartbeat (no metadata write) through its service."""
 

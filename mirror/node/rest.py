@@ -1,5 +1,6 @@
-"""A flow's REST server on a mirror node (KIP-710): Kafka Connect's REST API, the subset of
-CONTRACT.md, one server per flow, bound as the flow's worker config says (http or https).
+"""A flow's REST server on a mirror node (KIP-710): Kafka Connect's REST API, the subset
+docs/operators/mirror.md names, one server per flow, bound as the flow's worker config says (http or
+https).
 
 `GET /`, `GET /connectors`, `GET /connectors/{name}`, `GET /connectors/{name}/config`
 (references unresolved), `GET /connectors/{name}/status`, `GET /connectors/{name}/tasks`,

@@ -67,7 +67,7 @@ def _error_response(description: str, status: str) -> dict[str, Any]:
 
 def document_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> Any:
     """drf-spectacular postprocessing hook: Kafka's error body on every operation, for every
-    status it may answer besides its success (CONTRACT.md's conventions)."""
+    status it may answer besides its success (docs/reference/conventions.md)."""
     from controlplane.api.responses import ERROR
 
     result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR

@@ -1,6 +1,6 @@
-"""Cluster health the Kafka way (CONTRACT.md, "Cluster health"): GET /api/v1/cluster's `health`,
-the health filters of GET /api/v1/partitions and the Prometheus gauges, through a fenced broker,
-a failed log dir, min.insync.replicas changes and the repair, on the real database.
+"""Cluster health the Kafka way (docs/architecture/health-timeline.md): GET /api/v1/cluster's
+`health`, the health filters of GET /api/v1/partitions and the Prometheus gauges, through a fenced
+broker, a failed log dir, min.insync.replicas changes and the repair, on the real database.
 
 Every figure is checked against the partitions as the API lists them (the definitions written out
 again), and the filters against the figures; reading them never touches the partitions table."""

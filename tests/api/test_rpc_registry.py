@@ -22,7 +22,7 @@ from controlplane.rpc import REGISTRY, ApiSpec, Caller, cluster, register
 from mirror import rpcs as mirror_rpcs
 from shell.api.rpc_views import RpcView, rpc_urlpatterns
 
-# CONTRACT.md: the forwardable APIs (Kafka apiKey).
+# The forwardable APIs (docs/reference/kafka-protocol.md) (Kafka apiKey).
 FORWARDABLE = {19, 20, 33, 37, 38, 39, 40, 43, 44, 45, 46, 49, 30, 31, 51, 57, 64}
 MIRRORS_OWN = {
     "AlterMirrorConfig",

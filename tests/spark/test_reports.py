@@ -20,7 +20,7 @@ from tests.spark.conftest import Day
 
 pytestmark = [pytest.mark.spark, pytest.mark.django_db(transaction=True)]
 
-CONTRACT_COLUMNS = {  # CONTRACT.md, "Audit pipeline on Spark": fixed
+CONTRACT_COLUMNS = {  # docs/operators/audit-reports.md: fixed
     "admin-activity": ["day", "principal", "api", "outcome", "requests"],
     "denied-requests": [
         "time",

@@ -2,10 +2,10 @@
 config and log dir events (the replication machine's, plus min.insync.replicas changes on topics
 and the cluster default, and heartbeats reporting offline log dirs).
 
-After every step: the index advanced delta by delta equals one counted afresh from the image,
-and both equal a naive count straight from the partitions (the definitions of CONTRACT.md's
-"Cluster health", written out again); every commit's timeline tells each of its partition changes
-once, with the leader and ISR the partition had before it.
+After every step: the index advanced delta by delta equals one counted afresh from the image, and
+both equal a naive count straight from the partitions (the definitions of
+docs/architecture/health-timeline.md, written out again); every commit's timeline tells each of its
+partition changes once, with the leader and ISR the partition had before it.
 """
 
 from __future__ import annotations
