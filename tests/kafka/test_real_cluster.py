@@ -22,6 +22,7 @@ import pytest
 
 from controlplane.controller.records import UNASSIGNED_DIRECTORY
 from devtools.kafka_clients import Producing, directory_ids
+from stock_kafka import jars as kafka_jars
 from stock_kafka.broker import KafkaBroker
 from tests.conftest import Api, listener_client_class, set_config
 from tests.kafka import harness
@@ -570,7 +571,8 @@ def test_a_broker_labelled_canary_gets_the_canary_partitions(cluster: Cluster) -
     assert led[0] == led[2] == canary.node_id, led
     assert canary.node_id not in (led[1], led[3]), led
 
-    status, guard = api.get("/api/v1/canary/rollout?version=4.1.1", token=admin)
+    running = kafka_jars.chosen_version()  # the release these brokers run (KAFKA_VERSION)
+    status, guard = api.get(f"/api/v1/canary/rollout?version={running}", token=admin)
     assert status == 200 and guard["verdict"] == "COMPLETE", guard
     assert guard["brokers_running_version"] == list(NODE_IDS), guard
     status, guard = api.get("/api/v1/canary/rollout?version=4.2.0", token=admin)
