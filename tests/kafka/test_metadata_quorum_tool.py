@@ -4,11 +4,13 @@ KIP-919's DescribeCluster for the controllers, then DescribeQuorum."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,11 +84,11 @@ def test_kafka_metadata_quorum_describes_this_quorum(
     assert fields["LeaderId"] == str(cluster.controller_id)
     assert fields["LeaderEpoch"] == str(cluster.controller_epoch)
     assert fields["HighWatermark"] == str(cluster.last_offset + 1)
-    assert fields["CurrentVoters"] == (
-        f'[{{"id": {cluster.controller_id}, "endpoints": '
-        f'["CONTROLLER://{listener.host}:{listener.controller_port}"]}}]'
-    )
-    assert fields["CurrentObservers"] == '[{"id": 1}, {"id": 2}]'
+    endpoint = f"CONTROLLER://{listener.host}:{listener.controller_port}"
+    assert nodes(fields["CurrentVoters"]) == [
+        {"id": cluster.controller_id, "endpoints": [endpoint]}
+    ]
+    assert nodes(fields["CurrentObservers"]) == [{"id": 1}, {"id": 2}]
     replication = quorum_tool(listener, token, tmp_path, "--replication")
     rows = re.findall(r"^(\d+)\s+\S+\s+(\d+)\s+.*\b(Leader|Follower|Observer)\b", replication, re.M)
     assert {(node, role) for node, _, role in rows} == {
@@ -95,3 +97,12 @@ def test_kafka_metadata_quorum_describes_this_quorum(
         ("2", "Observer"),
     }
     assert Broker.objects.count() == 2
+
+
+def nodes(printed: str) -> list[dict[str, Any]]:
+    """The tool's voters or observers (JSON), less a directory id it prints as null when the
+    node has none (4.0's tool prints it; later ones leave it out)."""
+    return [
+        {key: value for key, value in node.items() if not (key == "directoryId" and value is None)}
+        for node in json.loads(printed)
+    ]
