@@ -4,15 +4,18 @@ KIP-919's DescribeCluster for the controllers, then DescribeQuorum."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import close_old_connections, connection
 
 from brokers.models import Broker
 from controlplane.principals import principal_create
@@ -30,9 +33,34 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def listener(kafka_jars: None, transactional_db: None) -> Iterator[RunningListener]:
     runner, running = start_listener()
     try:
-        yield running
+        with lease_kept():
+            yield running
     finally:
         runner.stop()
+
+
+@contextlib.contextmanager
+def lease_kept() -> Iterator[None]:
+    """The in-process controller's lease renewed as its loop renews it (`run_controller`): two
+    tools' JVMs started on a loaded machine outlast a lease, and a controller whose lease lapsed
+    is no active controller: DescribeCluster then names none, and the tool waits for one."""
+    stop = threading.Event()
+
+    def renew() -> None:
+        try:
+            while not stop.wait(0.5):
+                get_runtime().ensure_active()
+                close_old_connections()
+        finally:
+            connection.close()  # this thread's own
+
+    keeper = threading.Thread(target=renew, name="lease-keeper", daemon=True)
+    keeper.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        keeper.join(timeout=10)
 
 
 def quorum_tool(listener: RunningListener, token: str, tmp_path: Path, *args: str) -> str:
