@@ -70,6 +70,13 @@ def unfenced_broker(client: RawClient, broker_id: int) -> int:
     return epoch
 
 
+def voter_set_written(client: RawClient) -> None:
+    """A first Fetch served: the listener's first one writes the voter set naming it (KIP-853,
+    kraft.version and VotersRecord), so the log's end read after it stays the end."""
+    leader_epoch = cluster_read().controller_epoch
+    assert client.request(fetch(0, 0, leader_epoch)).error_code == ErrorCode.none
+
+
 def answered_heartbeat(client: RawClient, broker_id: int, epoch: int) -> None:
     beat = client.request(heartbeat(broker_id, epoch, cluster_read().last_offset))
     assert (beat.error_code, beat.is_fenced, beat.is_caught_up) == (ErrorCode.none, False, True)
@@ -80,6 +87,7 @@ def test_heartbeats_are_answered_while_more_fetches_than_threads_are_parked(
 ) -> None:
     with brokers(listener, FETCHERS + 1) as (lifeline, *fetchers):
         epoch = unfenced_broker(lifeline, 1)
+        voter_set_written(fetchers[0])
         cluster = cluster_read()
         end, leader_epoch = cluster.last_offset + 1, cluster.controller_epoch
         long_poll = fetch(end, leader_epoch, leader_epoch, max_wait_ms=60_000)
@@ -115,9 +123,9 @@ def test_heartbeats_and_registrations_are_answered_while_fetches_take_every_thre
 ) -> None:
     with brokers(listener, FETCHERS + 1) as (lifeline, *fetchers):
         epoch = unfenced_broker(lifeline, 1)
+        voter_set_written(fetchers[0])
         cluster = cluster_read()
         end, leader_epoch = cluster.last_offset + 1, cluster.controller_epoch
-        assert fetchers[0].request(fetch(0, 0, leader_epoch)).error_code == ErrorCode.none
         register(2)  # a commit the fetchers have not read yet: it must be encoded first
         catch_up = fetch(end, leader_epoch, leader_epoch, max_wait_ms=60_000)
         pool: Any = listener.server.doors[CONTROLLER].pool
