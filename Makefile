@@ -17,7 +17,7 @@ KAFKA_NEWEST ?= 4.4.0
 KAFKA_MATRIX ?= 4.0.2 4.1.1 4.2.2 4.3.1 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test-python install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers clean
+.PHONY: run install install-test-python install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -90,7 +90,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers
+bench: bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers
 
 ## bench-heartbeats: heartbeats on the internal listener and whoami on the public one, on the real stack
 bench-heartbeats: install-test services
@@ -103,6 +103,10 @@ bench-replicas: install-test services
 ## bench-fanout: one AlterReplicaState (10,000 then 100,000 partitions) to 60 long-polling brokers
 bench-fanout: install-test services
 	$(PY) -m bench.fanout $(BENCH_ARGS)
+
+## bench-converge: a mass fencing of 60 and 100 brokers over 100,000 partitions, then every broker back at once (both heartbeat shapes): time until every broker is unfenced and every partition led
+bench-converge: install-test services
+	$(PY) -m bench.converge $(BENCH_ARGS)
 
 ## bench-scale: 10,000 and 100,000 partitions (1M: BENCH_ARGS="--sizes 1000000 --shapes 10000"):
 ## creation, controller RSS, controlled shutdown, bootstrap, kill -9 of the active controller

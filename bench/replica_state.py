@@ -19,6 +19,7 @@ Writes bench/results/replica_state.json and prints it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import statistics
@@ -27,7 +28,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -376,6 +377,15 @@ def run_with_controller(
 ) -> None:
     """`run` on a fresh stack with one `run_controller` worker logging at INFO (each large
     commit's timings); its figures go to bench/results/`result_name` and stdout."""
+    with controller_stack() as stack:
+        result = run(stack, args)
+    write_result(result, result_name)
+
+
+@contextlib.contextmanager
+def controller_stack() -> Iterator[Stack]:
+    """A fresh stack (PostgreSQL, Redis) with one `run_controller` worker logging at INFO, and
+    no web tier yet (`stack.start_web`)."""
     with (
         tempfile.TemporaryDirectory() as tmp,
         running_stack(
@@ -390,7 +400,12 @@ def run_with_controller(
             {"CP_NODE_ID": "controller", "CP_CONTROLLER_ID": "3000"},
         )
         stack.wait_active("controller")
-        result = run(stack, args)
+        yield stack
+
+
+def write_result(result: dict[str, Any], result_name: str) -> None:
+    """The figures to bench/results/`result_name` and stdout; a run whose `verify_metadata`
+    was not clean fails."""
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / result_name).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -2,7 +2,11 @@
 
 Heartbeats take a fast path: the web node checks the epoch against the brokers table, records the
 contact in the session tracker and answers itself when the heartbeat would change nothing; only a
-heartbeat that moves the broker's state becomes a controller event (and a metadata record).
+heartbeat that moves the broker's state becomes a controller event (and a metadata record). That
+one waits for the controller at most `CP_HEARTBEAT_PATIENCE_MS`: a busy controller's answer is
+the broker's state as committed (still fenced, say), and the event is applied in its turn, with
+every other heartbeat that queued meanwhile, in one commit. Brokers heartbeat again anyway; one
+agent heartbeating for many brokers in turn is never held up by each one's commit.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from controlplane.controller.image import BrokerStatus
 from controlplane.runtime.conversation import RequestContext
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.sessions import session_store
-from controlplane.services import broker_call, controller_call
+from controlplane.services import broker_call, broker_call_within, controller_call
 
 
 def broker_register(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
@@ -40,7 +44,15 @@ def broker_heartbeat(*, payload: dict[str, Any], context: RequestContext) -> dic
     answer = core.heartbeat_fast_answer(status, request)
     if answer is not None:
         return answer
-    return broker_call(api="BrokerHeartbeat", payload=payload, context=context)
+    answer = broker_call_within(
+        api="BrokerHeartbeat",
+        payload=payload,
+        context=context,
+        patience_ms=settings.CP_HEARTBEAT_PATIENCE_MS,
+    )
+    if answer is None:  # the controller is busy: the heartbeat waits in its queue
+        return core.heartbeat_response(status, request, status.control_state)
+    return answer
 
 
 def _current_status(request: core.BrokerHeartbeatRequest) -> BrokerStatus | None:

@@ -63,6 +63,13 @@ def controller_call(
         answer = _call_until_deadline(event)
     finally:
         FORWARDING.finished(api)
+    return _answered(event, answer, context)
+
+
+def _answered(
+    event: ControllerEvent, answer: ControllerAnswer, context: RequestContext
+) -> dict[str, Any]:
+    api = event.api
     if answer.notes.get(REQUEST_ID_REUSED):
         raise RequestIdReused(str(answer.response.get("error_message") or ""))
     if answer.handled_ms is not None and event.sent_ms is not None:
@@ -90,9 +97,71 @@ def broker_call(*, api: str, payload: Mapping[str, Any], context: RequestContext
     heartbeat that changed nothing, a refusal) leaves no row: a hundred brokers heartbeating
     every two seconds would bury the trail."""
     assert api in BROKER_WRITES, api
-    if context.trail is None:
-        context = dataclasses.replace(context, trail=RequestTrail(rpc=api, started_ms=now_ms()))
-    return controller_call(api=api, payload=payload, context=context)
+    return controller_call(api=api, payload=payload, context=_with_trail(context, api))
+
+
+def broker_call_within(
+    *, api: str, payload: Mapping[str, Any], context: RequestContext, patience_ms: int
+) -> dict[str, Any] | None:
+    """`broker_call`, waiting at most `patience_ms` for the controller: None when it has not
+    answered by then. The event stays in the controller's queue and is applied in its turn
+    (nothing is retried: a retry would only queue it twice); its answer goes unread. Events
+    that queued while the controller was busy are taken together in its next batch, one
+    commit. A controller just found busy is not waited for again for a moment
+    (`BusyController`). An answer that asks for a retry (NOT_CONTROLLER, an unknown outcome)
+    is retried as `broker_call` retries it, with the same request id. In the controller's own
+    process (embedded) the call is `broker_call`'s: the caller's thread runs the event itself."""
+    assert api in BROKER_WRITES, api
+    context = _with_trail(context, api)
+    if patience_ms <= 0 or executor().in_process:
+        return controller_call(api=api, payload=payload, context=context)
+    event = controller_event(api=api, payload=payload, context=context)
+    FORWARDING.started(api)
+    try:
+        waited_ms = BUSY_CONTROLLER.patience_ms(patience_ms)
+        answer = executor().call(event, waited_ms)
+        if answer is None:
+            if waited_ms == patience_ms:
+                BUSY_CONTROLLER.found_busy()
+            return None
+        BUSY_CONTROLLER.found_free()
+        if answer.not_controller or answer.outcome_unknown:
+            answer = _call_until_deadline(event)
+    finally:
+        FORWARDING.finished(api)
+    return _answered(event, answer, context)
+
+
+class BusyController:
+    """This process's memory of a controller that kept a heartbeat waiting its whole patience:
+    for `BUSY_FOR_S` after, the next ones wait a millisecond only (they are queued all the same).
+    One agent heartbeating for a hundred brokers in turn, all of them coming back at once, would
+    otherwise wait the patience a hundred times a round while the others' sessions run."""
+
+    BUSY_FOR_S = 1.0
+    QUEUED_ONLY_MS = 1
+
+    def __init__(self) -> None:
+        self._busy_until = 0.0
+
+    def patience_ms(self, patience_ms: int) -> int:
+        busy = time.monotonic() < self._busy_until
+        return min(patience_ms, self.QUEUED_ONLY_MS) if busy else patience_ms
+
+    def found_busy(self) -> None:
+        self._busy_until = time.monotonic() + self.BUSY_FOR_S
+
+    def found_free(self) -> None:
+        self._busy_until = 0.0
+
+
+BUSY_CONTROLLER = BusyController()
+
+
+def _with_trail(context: RequestContext, api: str) -> RequestContext:
+    if context.trail is not None:
+        return context
+    return dataclasses.replace(context, trail=RequestTrail(rpc=api, started_ms=now_ms()))
 
 
 def controller_event(

@@ -198,6 +198,10 @@ CP_CONTROLLER_CONSUMERS = env_int("CP_CONTROLLER_CONSUMERS", 32)
 CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
 CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)
+# How long a heartbeat that changes the broker's state (unfencing it, a controlled shutdown) waits
+# for a busy controller before it is answered with the broker's committed state; it is applied in
+# its turn all the same (0: it waits for the controller's answer).
+CP_HEARTBEAT_PATIENCE_MS = env_int("CP_HEARTBEAT_PATIENCE_MS", 50)
 # A principal named <prefix><id> is bound to broker <id>: it speaks for that broker alone
 # (brokers.identity). Other principals with CLUSTER_ACTION are bound to none (Kafka's model).
 CP_BROKER_PRINCIPAL_PREFIX = os.environ.get("CP_BROKER_PRINCIPAL_PREFIX", "kafka-broker-")

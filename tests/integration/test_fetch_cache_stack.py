@@ -114,10 +114,18 @@ def unfence(stack: Stack, epochs: dict[int, int]) -> None:
     assert stack.http is not None
     for broker_id, epoch in epochs.items():
         body = {"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": 2**62}
-        status, beat = stack.http.post(
-            "/internal/v1/broker-heartbeat", body, stack.tokens["broker"]
-        )
-        assert status == 200 and beat["is_fenced"] is False, beat
+        # Until unfenced, as a broker does: a busy controller's answer is the committed state
+        # (CP_HEARTBEAT_PATIENCE_MS), and the next heartbeat learns the change.
+        deadline = time.monotonic() + 15
+        while True:
+            status, beat = stack.http.post(
+                "/internal/v1/broker-heartbeat", body, stack.tokens["broker"]
+            )
+            assert status == 200, beat
+            if beat["is_fenced"] is False:
+                break
+            assert time.monotonic() < deadline, beat
+            time.sleep(0.1)
 
 
 def log_end(stack: Stack) -> int:

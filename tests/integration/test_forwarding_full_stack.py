@@ -28,7 +28,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from devtools.stack import Http, Stack, running_stack, wait_for
 from tests.conftest import need_postgres, need_redis
-from tests.integration.test_controller_full_stack import beat, log_end, register, verify
+from tests.integration.test_controller_full_stack import (
+    beat_until,
+    log_end,
+    register,
+    verify,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -247,7 +252,7 @@ def start_web_node(stack: Stack, name: str, metrics_root: Path) -> Http:
 
 def create_topic(stack: Stack, http: Http) -> None:
     epoch = register(stack, 1)
-    assert beat(stack, 1, epoch, log_end(stack))["is_fenced"] is False
+    beat_until(stack, 1, epoch, log_end(stack), {"is_fenced": False})
     body = {"topics": [{"name": TOPIC, "num_partitions": 1, "replication_factor": 1}]}
     status, answer = http.post("/api/v1/create-topics", body, stack.tokens["admin"])
     assert status == 200 and answer["topics"][0]["error_code"] == 0, answer
