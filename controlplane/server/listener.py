@@ -81,8 +81,8 @@ def throttled_answer(wait_s: float) -> tuple[Headers, bytes]:
         {
             "error_code": THROTTLING_QUOTA_EXCEEDED,
             "error": "THROTTLING_QUOTA_EXCEEDED",
-            "error_message": "This broker's heartbeats exceed CP_HEARTBEAT_RATE_LIMIT; "
-            f"not applied, retry after {retry_after} s.",
+            "error_message": "This broker's heartbeats and registrations exceed "
+            f"CP_HEARTBEAT_RATE_LIMIT; not applied, retry after {retry_after} s.",
             "throttle_time_ms": math.ceil(wait_s * 1000),
         }
     ).encode()
