@@ -125,6 +125,12 @@ def cluster_summary() -> dict[str, Any]:
     }
 
 
+def registered_epoch(*, broker_id: int) -> int | None:
+    """The broker's current epoch (its registration's offset), None when it is not registered."""
+    epoch = Broker.objects.filter(pk=broker_id).values_list("epoch", flat=True).first()
+    return None if epoch is None else int(epoch)
+
+
 def registered_epochs() -> dict[int, int]:
     """Each registered broker's epoch (the offset of its registration)."""
     return dict(Broker.objects.values_list("broker_id", "epoch"))

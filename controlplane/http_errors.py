@@ -23,6 +23,8 @@ HTTP_STATUS = {
     Errors.NOT_CONTROLLER: status.HTTP_503_SERVICE_UNAVAILABLE,
     Errors.REASSIGNMENT_IN_PROGRESS: status.HTTP_409_CONFLICT,  # one balance plan at a time
     Errors.REQUEST_TIMED_OUT: status.HTTP_504_GATEWAY_TIMEOUT,
+    Errors.BROKER_ID_NOT_REGISTERED: status.HTTP_404_NOT_FOUND,  # no such broker
+    Errors.STALE_BROKER_EPOCH: status.HTTP_409_CONFLICT,  # another incarnation's epoch
 }
 
 

@@ -111,6 +111,15 @@ CP_GIL_SWITCH_INTERVAL_MS = float(os.environ.get("CP_GIL_SWITCH_INTERVAL_MS", "5
 # Brokers' heartbeats and registrations run in a pool of their own, of this many threads, on
 # each door: the internal listener (per web worker) and the Kafka controller listeners.
 CP_HEARTBEAT_THREADS = env_int("CP_HEARTBEAT_THREADS", 4)
+# A broker's heartbeats and registrations per second (per door, per web worker) past which it
+# is throttled (controlplane.server.peer_limits); 0: no limit. Kafka's default interval is 2 s.
+CP_HEARTBEAT_RATE_LIMIT = float(os.environ.get("CP_HEARTBEAT_RATE_LIMIT", "20"))
+CP_HEARTBEAT_RATE_BURST = float(
+    os.environ.get("CP_HEARTBEAT_RATE_BURST", str(2 * CP_HEARTBEAT_RATE_LIMIT))
+)
+# Long-polls (the metadata fetch, the Raft Fetch) parked at once per principal and address;
+# one more is answered at once with the empty answer. 0: no limit.
+CP_LONG_POLL_MAX_PER_PEER = env_int("CP_LONG_POLL_MAX_PER_PEER", 64)
 WSGI_APPLICATION = "controlplane.wsgi.application"
 X_FRAME_OPTIONS = "DENY"
 

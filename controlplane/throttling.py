@@ -12,7 +12,8 @@ managers: a client's limit holds per process it reaches.
   the rate times Kafka's quota window (`quota.window.num` 11 x `quota.window.size.seconds` 1).
 - `CP_API_RATE_LIMIT` requests per second per principal on the public listener (burst:
   `CP_API_RATE_BURST`), answered 429 THROTTLING_QUOTA_EXCEEDED with `Retry-After` beyond it. The
-  internal listener, the brokers' lifeline, is never limited.
+  internal listener, the brokers' lifeline, is not held to it; a broker's heartbeats there and
+  on the controller door have a rate per broker of their own (controlplane.server.peer_limits).
 """
 
 from __future__ import annotations

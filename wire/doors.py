@@ -8,7 +8,11 @@ Within the controller door, a broker's lifeline (BrokerHeartbeat, BrokerRegistra
 of its own, as Kafka's controller answers heartbeats from its event queue whatever the fetch
 load: a commit wakes every broker's Raft Fetch at once, and while one of them encodes the commit
 the others wait for it, each holding a thread of the door's pool; the heartbeats never queue
-behind them (nor behind AlterPartition, Envelopes or the admin APIs)."""
+behind them (nor behind AlterPartition, Envelopes or the admin APIs). There a broker has one
+heartbeat at a time, and a rate (controlplane.server.peer_limits): a broker flooding heartbeats
+from many connections takes one thread of the pool, never the others' (wire.server answers it
+with throttle_time_ms and mutes its connection, as Kafka's request quota does). A door's parked
+long-polls are capped per principal and address."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import concurrent.futures
 import dataclasses
 from collections import Counter as Tally
 
+from controlplane.server.peer_limits import HeartbeatLanes, ParkedLongPolls
 from wire.listeners import CLIENT, CONTROLLER, ROLES
 from wire.memory import RequestMemory
 
@@ -32,6 +37,10 @@ class Door:
     max_connections_per_ip: int
     # The pool of HEARTBEAT_APIS (the controller door's); None: `pool` answers them too.
     heartbeats: concurrent.futures.ThreadPoolExecutor | None = None
+    heartbeat_lanes: HeartbeatLanes = dataclasses.field(
+        default_factory=lambda: HeartbeatLanes(0, 0)
+    )
+    parked: ParkedLongPolls = dataclasses.field(default_factory=lambda: ParkedLongPolls(0))
     open: int = 0
     per_ip: Tally[str] = dataclasses.field(default_factory=Tally)
 
@@ -76,6 +85,9 @@ def doors_of(
     memory_wait_timeout_s: float,
     max_connections: int,
     max_connections_per_ip: int,
+    heartbeat_rate: float = 0.0,
+    heartbeat_burst: float = 0.0,
+    max_long_polls_per_peer: int = 0,
 ) -> dict[str, Door]:
     sizes = {CLIENT: (client_memory_bytes, client_threads)}
     sizes[CONTROLLER] = (controller_memory_bytes, controller_threads)
@@ -88,6 +100,8 @@ def doors_of(
             max_connections=max_connections,
             max_connections_per_ip=max_connections_per_ip,
             heartbeats=_heartbeat_pool(heartbeat_threads) if role == CONTROLLER else None,
+            heartbeat_lanes=HeartbeatLanes(heartbeat_rate, heartbeat_burst),
+            parked=ParkedLongPolls(max_long_polls_per_peer),
         )
         for role, (memory, threads) in sizes.items()
     }

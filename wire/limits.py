@@ -53,6 +53,14 @@ class Limits:
     controller_threads: int = 8  # the controller door's, which client load never takes
     # The controller door's BrokerHeartbeat and BrokerRegistration: a pool no Fetch takes.
     heartbeat_threads: int = 4
+    # A broker's heartbeats and registrations per second on the controller door past which
+    # they are answered with throttle_time_ms and the connection muted for it
+    # (CP_HEARTBEAT_RATE_LIMIT, controlplane.server.peer_limits); 0: no limit.
+    heartbeat_rate: float = 20.0
+    heartbeat_burst: float = 40.0
+    # Raft Fetches parked at once per principal and address (CP_LONG_POLL_MAX_PER_PEER); one
+    # more is answered at once with what there is. 0: no limit.
+    max_long_polls_per_peer: int = 64
 
 
 class TooManyItems(InvalidRequest):

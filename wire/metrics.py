@@ -86,6 +86,18 @@ THROTTLED = Counter(
     "Kafka protocol requests held back by the request rate per principal (CP_API_RATE_LIMIT)",
     ["listener"],
 )
+HEARTBEATS_THROTTLED = Counter(
+    "kafka_controller_heartbeats_throttled",
+    "BrokerHeartbeats and BrokerRegistrations answered with throttle_time_ms (a broker past "
+    "CP_HEARTBEAT_RATE_LIMIT), their connection muted for it",
+    ["listener"],
+)
+LONG_POLLS_ANSWERED_AT_ONCE = Counter(
+    "kafka_controller_long_polls_answered_at_once",
+    "Raft Fetches answered at once rather than parked: their principal and address had "
+    "CP_LONG_POLL_MAX_PER_PEER parked",
+    ["listener"],
+)
 MEMORY_POOL_USED = Gauge(
     "kafka_network_socketserver_memorypoolused",
     "Bytes of Kafka protocol requests read and not yet answered (queued.max.request.bytes)",

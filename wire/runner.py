@@ -60,7 +60,12 @@ async def start_embedded(log: Any) -> WireServer:
             settings.CP_KAFKA_LISTENER_SECURITY_PROTOCOL_MAP,
             settings.CP_KAFKA_CONTROLLER_LISTENER_NAMES,
         ),
-        limits=Limits(heartbeat_threads=settings.CP_HEARTBEAT_THREADS),
+        limits=Limits(
+            heartbeat_threads=settings.CP_HEARTBEAT_THREADS,
+            heartbeat_rate=settings.CP_HEARTBEAT_RATE_LIMIT,
+            heartbeat_burst=settings.CP_HEARTBEAT_RATE_BURST,
+            max_long_polls_per_peer=settings.CP_LONG_POLL_MAX_PER_PEER,
+        ),
         advertised_host=settings.CP_KAFKA_ADVERTISED_HOST,
         port_per_node=settings.CP_KAFKA_PORT_PER_NODE,
         controller_plaintext_principal=settings.CP_KAFKA_CONTROLLER_PLAINTEXT_PRINCIPAL,

@@ -37,7 +37,6 @@ from controlplane.login_failures import (
 )
 from controlplane.principals import AuthenticatedPrincipal, principal_forwarded
 from controlplane.rpc import Caller
-from controlplane.runtime.notifier import notifier
 from wire import metrics
 from wire.admission import (
     ANONYMOUS,
@@ -47,8 +46,9 @@ from wire.admission import (
 )
 from wire.apis.base import WIRE_APIS, Advertised, LongPoll, WireApi, WireRequest
 from wire.convert import from_data
-from wire.doors import Door, doors_of
+from wire.doors import HEARTBEAT_APIS, Door, doors_of
 from wire.features import api_versions_features
+from wire.lanes import Peer, answered, in_heartbeat_lane
 from wire.limits import (
     Limits,
     TooLargeBeforeAuthentication,
@@ -117,6 +117,9 @@ class _Connection:
     raw_sasl_token_next: bool = False
     mechanism: str = ""  # the SaslHandshake's; SCRAM's exchange under way (wire.scram):
     scram: ScramExchange | None = None
+    # After its answer is sent, the connection is not read for this long (a throttled
+    # heartbeat's throttle_time_ms, as Kafka mutes a throttled channel).
+    muted_s: float = 0.0
 
 
 class _Close(Exception):
@@ -172,6 +175,9 @@ class WireServer:
             memory_wait_timeout_s=limits.memory_wait_timeout_s,
             max_connections=limits.max_connections,
             max_connections_per_ip=limits.max_connections_per_ip,
+            heartbeat_rate=limits.heartbeat_rate,
+            heartbeat_burst=limits.heartbeat_burst,
+            max_long_polls_per_peer=limits.max_long_polls_per_peer,
         )
         self.memory = self.doors[CLIENT].memory  # the client door's: what tests look at
         self.bound: list[Bound] = []
@@ -340,6 +346,9 @@ class WireServer:
                     await writer.drain()
                 finally:
                     await memory.give_back(charged)
+                if conn.muted_s > 0:
+                    muted_s, conn.muted_s = conn.muted_s, 0.0
+                    await asyncio.sleep(muted_s)
         except _Close as error:
             logger.info("closing %s (%s): %s", conn.host, conn.client_id, error)
             if error.args and isinstance(error.args[-1], bytes):  # a last answer, then close
@@ -424,14 +433,13 @@ class WireServer:
             listener_role=conn.listener.role,
         )
         await within_request_rate(conn.principal, conn.host, conn.listener.listener_name)
-        loop = asyncio.get_running_loop()
         gate = conn.listener.listener_name if conn.listener.controller else None
-        pool = conn.door.pool_for(api.name)  # heartbeats never queue behind fetches
-        response = await loop.run_in_executor(pool, self._handle, api, request, received, gate)
-        if isinstance(response, LongPoll):
-            await notifier.wait_async(response.generation, response.timeout_s)
-            request = dataclasses.replace(request, waited=True)
-            response = await loop.run_in_executor(pool, self._handle, api, request, received, gate)
+        handle = functools.partial(self._handle, api, received=received, gate=gate)
+        peer = Peer(conn.door, conn.principal.principal, conn.host, conn.listener.listener_name)
+        if api.name in HEARTBEAT_APIS:
+            response, conn.muted_s = await in_heartbeat_lane(peer, api.name, request, handle)
+        else:
+            response = await answered(peer, request, handle)
         if response is None or isinstance(response, LongPoll):
             raise _Close(f"{api.name} failed")
         return response
@@ -456,7 +464,7 @@ class WireServer:
             raise _Close(str(error)) from None
 
     def _handle(
-        self, api: WireApi, request: WireRequest, received: float, gate: str | None
+        self, api: WireApi, request: WireRequest, *, received: float, gate: str | None
     ) -> bytes | LongPoll | None:
         """On the pool: the handler, then the encoding (never on the event loop). On a
         controller listener (`gate`: its name) the caller must hold CLUSTER_ACTION first."""

@@ -5,7 +5,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
-from controlplane.api.fields import INT64_MAX, StrictSerializer
+from controlplane.api.fields import INT32_MAX, INT64_MAX, StrictSerializer
 from controlplane.controller.config_schema import redact_record_data
 from controlplane.models import MetadataRecord
 
@@ -68,8 +68,24 @@ class MetadataFetchQuerySerializer(StrictSerializer):
         default=0,
         help_text="With no record to answer, wait this long for a commit (long-poll).",
     )
+    broker_id = serializers.IntegerField(
+        min_value=0,
+        max_value=INT32_MAX,
+        required=False,
+        help_text="The fetching broker: not registered, it is answered BROKER_ID_NOT_REGISTERED "
+        "at once, never parked.",
+    )
+    broker_epoch = serializers.IntegerField(
+        min_value=0,
+        max_value=INT64_MAX,
+        required=False,
+        help_text="Its broker epoch (with broker_id): not its current registration's, it is "
+        "answered STALE_BROKER_EPOCH at once, never parked.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "broker_epoch" in attrs and "broker_id" not in attrs:
+            raise serializers.ValidationError({"broker_epoch": "needs broker_id."})
         limit = settings.CP_FETCH_MAX_BYTES
         attrs["max_records"] = min(attrs["max_records"], settings.CP_FETCH_MAX_RECORDS)
         attrs["max_bytes"] = min(attrs.get("max_bytes", limit), limit)

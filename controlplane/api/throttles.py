@@ -1,5 +1,6 @@
 """The public API's request rate per principal (`CP_API_RATE_LIMIT`, controlplane.throttling):
-429 THROTTLING_QUOTA_EXCEEDED with `Retry-After` beyond it. The internal listener is exempt."""
+429 THROTTLING_QUOTA_EXCEEDED with `Retry-After` beyond it. The internal listener is exempt (its
+heartbeats have a rate per broker: controlplane.server.peer_limits)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,12 @@ The internal listener has two more pools, each chosen by path before Django sees
   lifeline never queues behind AlterPartition, AlterReplicaState or Envelopes, which wait for
   the controller while it commits a large change and would otherwise hold every thread. Only
   this pool's wait counts as the listener's lag for the fencing rule: a queue of other requests
-  is no broker's silence.
+  is no broker's silence. In that pool a broker has one heartbeat at a time, and a rate past
+  which it is answered 429 THROTTLING_QUOTA_EXCEEDED before anything is applied
+  (`controlplane.server.peer_limits`): one broker's flood never takes the others' threads.
+
+A principal and address have at most `max_parked_per_peer` long-polls parked; one more is
+answered at once with its empty answer.
 """
 
 from __future__ import annotations
@@ -22,14 +27,16 @@ import asyncio
 import io
 import json
 import logging
+import math
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
 from controlplane.server.longpoll import ENVIRON_KEY, LongPoll
+from controlplane.server.peer_limits import HeartbeatLanes, ParkedLongPolls
 
 logger = logging.getLogger("controlplane.server")
 
@@ -63,6 +70,30 @@ def error_answer(status: int, error: str, code: int, message: str) -> tuple[Head
     return headers, body
 
 
+THROTTLING_QUOTA_EXCEEDED = 89
+
+
+def throttled_answer(wait_s: float) -> tuple[Headers, bytes]:
+    """429 THROTTLING_QUOTA_EXCEEDED with Retry-After (whole seconds, at least 1) and Kafka's
+    throttle_time_ms; the connection is kept: the broker sends its next heartbeat on it."""
+    retry_after = max(1, math.ceil(wait_s))
+    body = json.dumps(
+        {
+            "error_code": THROTTLING_QUOTA_EXCEEDED,
+            "error": "THROTTLING_QUOTA_EXCEEDED",
+            "error_message": "This broker's heartbeats and registrations exceed "
+            f"CP_HEARTBEAT_RATE_LIMIT; not applied, retry after {retry_after} s.",
+            "throttle_time_ms": math.ceil(wait_s * 1000),
+        }
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(retry_after).encode()),
+    ]
+    return headers, body
+
+
 class ListenerApp:
     """The ASGI application of one listener (`name`: public or internal)."""
 
@@ -76,6 +107,9 @@ class ListenerApp:
         body_timeout_s: float,
         fetch_threads: int = 0,
         heartbeat_threads: int = 0,
+        heartbeat_rate: float = 0.0,
+        heartbeat_burst: float = 0.0,
+        max_parked_per_peer: int = 0,
     ) -> None:
         self.wsgi = wsgi
         self.name = name
@@ -92,6 +126,12 @@ class ListenerApp:
         # (controlplane.runtime.ingress). The other pools' wait is not: a queue of fetches or
         # of writes waiting for the controller is no broker's silence.
         self.longest_wait_s = 0.0
+        # One heartbeat per broker in the lane at a time, and a rate per broker (0: none).
+        self.heartbeat_lanes = HeartbeatLanes(heartbeat_rate, heartbeat_burst)
+        self.parked = ParkedLongPolls(max_parked_per_peer)
+        # What the limits did, for the tests and the bench (no Prometheus in the server).
+        self.heartbeats_throttled = 0
+        self.long_polls_answered_at_once = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -106,6 +146,19 @@ class ListenerApp:
             return
         except _Disconnected:
             return
+        if self.heartbeat_executor is not None and is_heartbeat(scope):
+            key = heartbeat_key(scope, body)
+            async with self.heartbeat_lanes.turn(key):
+                wait_s = self.heartbeat_lanes.admit(key)
+                if wait_s > 0:
+                    self.heartbeats_throttled += 1
+                    await _send(send, 429, *throttled_answer(wait_s))
+                    return
+                await self._serve(scope, body, send)
+            return
+        await self._serve(scope, body, send)
+
+    async def _serve(self, scope: Scope, body: bytes, send: Send) -> None:
         loop = asyncio.get_running_loop()
         long_poll = LongPoll()
         environ = wsgi_environ(scope, body, long_poll)
@@ -114,7 +167,14 @@ class ListenerApp:
             executor, self._answer, environ, time.perf_counter() if measured else None
         )
         if long_poll.deferred:
-            payload = await self._finish_long_poll(long_poll, payload, executor)
+            peer = (long_poll.owner, environ["REMOTE_ADDR"])
+            if self.parked.park(peer):
+                try:
+                    payload = await self._finish_long_poll(long_poll, payload, executor)
+                finally:
+                    self.parked.unpark(peer)
+            else:  # past its cap: the empty answer, at once
+                self.long_polls_answered_at_once += 1
         await _send(send, status, _with_length(headers, len(payload)), payload)
 
     def _pool_for(self, scope: Scope) -> tuple[ThreadPoolExecutor, bool]:
@@ -246,6 +306,19 @@ def is_metadata_fetch(scope: Scope) -> bool:
 
 def is_heartbeat(scope: Scope) -> bool:
     return scope.get("method") == "POST" and str(scope.get("path", "")) in HEARTBEAT_PATHS
+
+
+def heartbeat_key(scope: Scope, body: bytes) -> Hashable:
+    """Whose lane a heartbeat or registration takes: its credentials as sent and the broker id
+    it names (None when it names none: Django refuses it)."""
+    broker_id = None
+    try:
+        named = json.loads(body)
+        if isinstance(named, dict) and type(named.get("broker_id")) is int:
+            broker_id = named["broker_id"]
+    except ValueError:
+        pass
+    return _header(scope, b"authorization") or "", broker_id
 
 
 def _refetch(refetch: Callable[[], bytes]) -> bytes:

@@ -189,6 +189,9 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
                 body_timeout_s=settings.CP_HTTP_BODY_TIMEOUT_S,
                 fetch_threads=self.cfg.threads if internal else 0,
                 heartbeat_threads=settings.CP_HEARTBEAT_THREADS if internal else 0,
+                heartbeat_rate=settings.CP_HEARTBEAT_RATE_LIMIT,
+                heartbeat_burst=settings.CP_HEARTBEAT_RATE_BURST,
+                max_parked_per_peer=settings.CP_LONG_POLL_MAX_PER_PEER,
             )
             keep_alive_s = max(1, int(self.cfg.keepalive or 1))
             if internal:

@@ -22,7 +22,7 @@ from controlplane.api.serializers import MetadataFetchQuerySerializer, MetadataR
 from controlplane.controller.errors import Errors
 from controlplane.controller.health import CONTRACT_FIELDS
 from controlplane.filtersets import MetadataRecordFilterSet
-from controlplane.http_errors import json_error
+from controlplane.http_errors import HTTP_STATUS, json_error
 from controlplane.runtime import fetch_cache
 from controlplane.runtime.notifier import notifier
 from controlplane.server.longpoll import ENVIRON_KEY as LONG_POLL
@@ -102,6 +102,12 @@ class MetadataFetchView(APIView):
             (406, fetch_cache.JSON): OpenApiResponse(
                 responses.ERROR, "Accept names no media type served (UNSUPPORTED_VERSION)"
             ),
+            (404, fetch_cache.JSON): OpenApiResponse(
+                responses.ERROR, "broker_id is not registered (BROKER_ID_NOT_REGISTERED)"
+            ),
+            (409, fetch_cache.JSON): OpenApiResponse(
+                responses.ERROR, "broker_epoch is not its registration's (STALE_BROKER_EPOCH)"
+            ),
         },
     )
     def get(self, request: Request) -> HttpResponse:
@@ -113,6 +119,9 @@ class MetadataFetchView(APIView):
             return _not_acceptable()
         query = MetadataFetchQuerySerializer(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
+        refused = _broker_refusal(query.validated_data)
+        if refused is not None:  # answered at once, never parked
+            return refused
         wait_s = query.validated_data["wait_ms"] / 1000
 
         def fetch() -> fetch_cache.EncodedAnswer:
@@ -129,11 +138,33 @@ class MetadataFetchView(APIView):
             long_poll: LongPoll | None = request.META.get(LONG_POLL)
             if long_poll is not None:  # the server waits on its event loop, not in this thread
                 long_poll.defer(
-                    generation=generation, timeout_s=wait_s, refetch=lambda: fetch().body
+                    generation=generation,
+                    timeout_s=wait_s,
+                    refetch=lambda: fetch().body,
+                    owner=principal_of(request).principal,
                 )
             elif notifier.wait(generation, wait_s):
                 answer = fetch()
         return _fetch_response(answer.body, wire)
+
+
+def _broker_refusal(query: dict[str, int]) -> HttpResponse | None:
+    """A fetch naming its broker: BROKER_ID_NOT_REGISTERED for an id not registered,
+    STALE_BROKER_EPOCH for an epoch not its registration's. A fenced broker with its current
+    epoch is answered: it catches up by fetching, as Kafka's Raft leader answers an observer."""
+    if "broker_id" not in query:
+        return None
+    broker_id = query["broker_id"]
+    epoch = broker_selectors.registered_epoch(broker_id=broker_id)
+    if epoch is None:
+        error = Errors.BROKER_ID_NOT_REGISTERED
+        return json_error(error, f"Broker {broker_id} is not registered.", HTTP_STATUS[error])
+    asked = query.get("broker_epoch")
+    if asked is not None and asked != epoch:
+        error = Errors.STALE_BROKER_EPOCH
+        message = f"Broker {broker_id}'s epoch is {epoch}, not {asked}."
+        return json_error(error, message, HTTP_STATUS[error])
+    return None
 
 
 def _fetch_response(body: bytes, wire: fetch_cache.WireForm) -> HttpResponse:

@@ -91,7 +91,14 @@ class LiveListener:
 
 @contextlib.contextmanager
 def live_internal_listener(
-    settings: Any, *, threads: int, fetch_threads: int, heartbeat_threads: int
+    settings: Any,
+    *,
+    threads: int,
+    fetch_threads: int,
+    heartbeat_threads: int,
+    heartbeat_rate: float = 0.0,
+    heartbeat_burst: float = 0.0,
+    max_parked_per_peer: int = 0,
 ) -> Iterator[LiveListener]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -106,6 +113,9 @@ def live_internal_listener(
         body_timeout_s=10,
         fetch_threads=fetch_threads,
         heartbeat_threads=heartbeat_threads,
+        heartbeat_rate=heartbeat_rate,
+        heartbeat_burst=heartbeat_burst,
+        max_parked_per_peer=max_parked_per_peer,
     )
     listener = LiveListener(app, sock)
     listener.start()

@@ -55,6 +55,7 @@ class WireRequest:
     listener_name: str = ""  # Kafka's ListenerName (CONTROLLER, ...); "" is the protocol's
     listener_role: str = CLIENT
     waited: bool = False  # asked again after its LongPoll: answer now, even with nothing
+    throttle_time_ms: int = 0  # past its rate (a broker's heartbeats): the answer carries it
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

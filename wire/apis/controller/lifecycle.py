@@ -52,7 +52,7 @@ def _cordoned(values: Any) -> dict[str, list[str]]:
 def answer(request: WireRequest, data: dict[str, Any]) -> Any:
     return from_data(
         load_response_schema(request.api_key, request.api_version),
-        {**data, "throttle_time": data.get("throttle_time_ms", 0)},
+        {**data, "throttle_time": max(data.get("throttle_time_ms", 0), request.throttle_time_ms)},
     )
 
 

@@ -177,6 +177,9 @@ class Command(BaseCommand):
             threads=options["threads"],
             controller_threads=options["controller_threads"],
             heartbeat_threads=options["heartbeat_threads"],
+            heartbeat_rate=settings.CP_HEARTBEAT_RATE_LIMIT,
+            heartbeat_burst=settings.CP_HEARTBEAT_RATE_BURST,
+            max_long_polls_per_peer=settings.CP_LONG_POLL_MAX_PER_PEER,
         )
         if options["metrics_port"] is not None:
             start_http_server(options["metrics_port"], registry=scraped_registry())
