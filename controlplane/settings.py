@@ -119,7 +119,7 @@ CP_HEARTBEAT_RATE_BURST = float(
 )
 # Long-polls (the metadata fetch, the Raft Fetch) parked at once per principal and address;
 # one more is answered at once with the empty answer. 0: no limit.
-CP_LONG_POLL_MAX_PER_PEER = env_int("CP_LONG_POLL_MAX_PER_PEER", 64)
+CP_LONG_POLL_MAX_PER_PEER = env_int("CP_LONG_POLL_MAX_PER_PEER", 1000)
 WSGI_APPLICATION = "controlplane.wsgi.application"
 X_FRAME_OPTIONS = "DENY"
 

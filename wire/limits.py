@@ -60,7 +60,7 @@ class Limits:
     heartbeat_burst: float = 40.0
     # Raft Fetches parked at once per principal and address (CP_LONG_POLL_MAX_PER_PEER); one
     # more is answered at once with what there is. 0: no limit.
-    max_long_polls_per_peer: int = 64
+    max_long_polls_per_peer: int = 1000
 
 
 class TooManyItems(InvalidRequest):
