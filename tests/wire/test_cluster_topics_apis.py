@@ -700,8 +700,9 @@ def test_metadata_for_1000_topics_of_10_partitions(
     cached_ms = (time.perf_counter() - started) * 1000
     stock = StockMetadataResponse.decode(data, version=12)
     assert len(stock.topics) == 1000 and sum(len(t.partitions) for t in stock.topics) == 10_000
+    # The figures are printed, not asserted (speed lives in bench/: make bench-wire); the
+    # answer being the very bytes of the first (`is data`) with one query shows the cache.
     print(
         f"\nMetadata v12 1,000 x 10: first {first_ms:.0f} ms, "
         f"cached {cached_ms:.1f} ms, {len(data)} bytes"
     )
-    assert cached_ms < 50
