@@ -80,12 +80,12 @@ class MetadataFetchQuerySerializer(StrictSerializer):
         max_value=INT64_MAX,
         required=False,
         help_text="Its broker epoch (with broker_id): not its current registration's, it is "
-        "answered STALE_BROKER_EPOCH at once, never parked.",
+        "answered STALE_BROKER_EPOCH at once, never parked. Without broker_id it is ignored.",
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if "broker_epoch" in attrs and "broker_id" not in attrs:
-            raise serializers.ValidationError({"broker_epoch": "needs broker_id."})
+        if "broker_id" not in attrs:
+            attrs.pop("broker_epoch", None)  # an epoch alone names no broker: nothing to check
         limit = settings.CP_FETCH_MAX_BYTES
         attrs["max_records"] = min(attrs["max_records"], settings.CP_FETCH_MAX_RECORDS)
         attrs["max_bytes"] = min(attrs.get("max_bytes", limit), limit)

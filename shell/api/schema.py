@@ -49,6 +49,12 @@ PUBLIC_ONLY_STATUSES = {
     "429": "Request rate limit of the principal exceeded (THROTTLING_QUOTA_EXCEEDED); retry "
     "after Retry-After",
 }
+# The internal listener's rate: a broker's heartbeats and registrations (CP_HEARTBEAT_RATE_LIMIT).
+BROKER_RATE_PATHS = ("/internal/v1/broker-heartbeat", "/internal/v1/broker-registration")
+BROKER_RATE_STATUSES = {
+    "429": "This broker's heartbeats and registrations exceed CP_HEARTBEAT_RATE_LIMIT "
+    "(THROTTLING_QUOTA_EXCEEDED): not applied; retry after Retry-After",
+}
 NO_NUL = "^[^\\u0000]*$"
 RETRY_AFTER = {"Retry-After": {"schema": {"type": "integer"}, "description": "Seconds"}}
 
@@ -75,6 +81,8 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
         statuses = dict(ERROR_STATUSES)
         if path.startswith("/api/"):
             statuses.update(PUBLIC_ONLY_STATUSES)
+        if path in BROKER_RATE_PATHS:
+            statuses.update(BROKER_RATE_STATUSES)
         for method, operation in operations.items():
             if method.startswith("x-") or not isinstance(operation, dict):
                 continue
