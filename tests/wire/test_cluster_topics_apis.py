@@ -694,6 +694,9 @@ def test_metadata_for_1000_topics_of_10_partitions(
     with django_assert_max_num_queries(6):
         data = call(3, 12, metadata_request(12, None), tokens["admin"])
     first_ms = (time.perf_counter() - started) * 1000
+    # The token's principal is cached 5 s; a loaded machine may take longer than that to
+    # build the first answer. A small request first keeps the count below the answer's cache.
+    call(3, 12, metadata_request(12, []), tokens["admin"])
     started = time.perf_counter()
     with django_assert_max_num_queries(1):
         assert call(3, 12, metadata_request(12, None), tokens["admin"]) is data
