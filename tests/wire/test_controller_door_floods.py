@@ -8,17 +8,16 @@ read would time out."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
 
-from brokers import services
 from controlplane.runtime.lease import cluster_get_or_create, cluster_read
 from controlplane.runtime.notifier import notifier
 from devtools.stack import wait_for
+from tests.api.test_internal_listener_floods import HeldHeartbeats
 from tests.wire.conftest import RunningListener, start_listener
 from tests.wire.test_broker_lifecycle import heartbeat, registration
 from tests.wire.test_controller_door_heartbeats import (
@@ -63,24 +62,6 @@ def listener(transactional_db: None) -> Iterator[RunningListener]:
 
 def counted(counter: Any) -> float:
     return float(counter.labels("CONTROLLER")._value.get())
-
-
-class HeldHeartbeats:
-    """Broker `held`'s heartbeats wait in the controller until released (a heartbeat that
-    moves the broker's state waits for a busy controller); the others go through."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, held: int) -> None:
-        self.release = threading.Event()
-        self.entered = 0
-        beat = services.broker_heartbeat
-
-        def held_beat(*, payload: dict[str, Any], context: Any) -> dict[str, Any]:
-            if payload["broker_id"] == held:
-                self.entered += 1
-                self.release.wait(timeout=30)
-            return beat(payload=payload, context=context)
-
-        monkeypatch.setattr(services, "broker_heartbeat", held_beat)
 
 
 def test_a_broker_flooding_heartbeats_takes_one_thread_and_is_throttled(
