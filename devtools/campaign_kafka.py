@@ -67,6 +67,7 @@ PARTITIONS = 12
 MIN_INSYNC_REPLICAS = 2
 HEARTBEAT_MS = 500
 CHECKPOINT_MS = 1000
+REPLICA_FETCH_BACKOFF_S = 1.0  # Kafka's replica.fetch.backoff.ms, left at its default
 LISTENER = "serve_kafka_controller"
 BROKER_PROPERTIES = {
     "broker.heartbeat.interval.ms": str(HEARTBEAT_MS),

@@ -166,9 +166,13 @@ def real_broker_faults(report: dict[str, Any], faults: dict[str, Any]) -> None:
     paused = pause["extra"]
     assert paused["partitions_it_led"] >= 1 and paused["paused_s"] >= session_s - heartbeat_s
     # After SIGCONT (whether by resumed heartbeats or a new registration, as stock Kafka does):
-    # unfenced within a session, every ISR whole within a session more.
+    # unfenced within a session; every ISR whole within a session more, and two of the brokers'
+    # own fetch retries (replica.fetch.backoff.ms): the resumed broker catches up as a follower
+    # of the partitions it led, its leaders ask for its return (AlterPartition) as it does, all
+    # in JVMs on two loaded cores (runs measured 3.1 s, 3.7 s and 6.0 s).
     assert paused["unfenced_after_sigcont_s"] <= session_s, paused
-    assert paused["isr_whole_after_sigcont_s"] - paused["unfenced_after_sigcont_s"] <= session_s
+    rejoined_s = paused["isr_whole_after_sigcont_s"] - paused["unfenced_after_sigcont_s"]
+    assert rejoined_s <= session_s + 2 * campaign_kafka.REPLICA_FETCH_BACKOFF_S, paused
     lost = lost_dir["extra"]
     assert lost["partitions_in_it_it_led"] >= 1 and lost["broker_unfenced_throughout"], lost
     # Found by the broker's next checkpoint in it and reported in its next heartbeat (the
