@@ -12,6 +12,21 @@ throughout. Then, twice:
 - its restart, then a controlled shutdown (SIGTERM) of the busiest broker: the same time,
   counted from the signal (no session timeout: the broker asks to leave).
 
+Then, the stopped broker back and every ISR whole, a controller failover: `kill -9` of the
+active controller (here: one `run_controller` with a hot standby; Kafka's: the quorum leader of
+three `process.roles=controller` nodes), a topic created through a broker at once (the broker
+forwards it to whichever controller takes over), and `controller_failover_s`: the time from the
+kill until every broker's own Metadata names a live leader for each of its partitions. A standby
+here takes over once the lease (`CP_CONTROLLER_LEASE_MS`, `--lease-ms`) lapsed; Kafka's voters
+elect a new leader once their fetch timeout (`controller.quorum.fetch.timeout.ms`, 2 s) lapsed.
+
+Then Kafka's own Java AdminClient
+(`bench/java/CreateTopics.java`) creates `--create-topics` topics of `--create-partitions`
+partitions (replication factor 2) through the first broker (forwarded to the controller), in
+calls of `--create-batch` topics made at once (Kafka's controller refuses one operation of more
+than 10,000 records): the time until its answer, and until that broker describes a leader for every
+partition. Each side's controller process's peak memory (VmHWM) is reported beside the other's.
+
 Each phase also has the producer's p99 acknowledgement latency while it lasted (sends that
 failed counted apart). This control plane's side is the real stack (PostgreSQL, Redis, gunicorn,
 `run_controller`, `serve_kafka` with a CONTROLLER listener); Kafka's is one controller node
@@ -30,6 +45,7 @@ import os
 import platform
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -45,6 +61,9 @@ from stock_kafka import jars as kafka
 from stock_kafka.broker import KafkaBroker
 
 RESULTS = Path(__file__).resolve().parent / "results"
+CREATE_TOPICS_SOURCE = Path(__file__).resolve().parent / "java" / "CreateTopics.java"
+BULK_PREFIX = "bulk-"
+AFTER_FAILOVER = f"{BULK_PREFIX}after-controller-failover"  # allowed here as the bulk topics
 TOPIC = "failover"
 NODE_IDS = (1, 2, 3)
 KAFKA_CONTROLLER_ID = 3000
@@ -111,13 +130,13 @@ class Producing:
         self.producer.close(timeout=30)
 
 
-def described(bootstrap: str) -> list[dict[str, Any]]:
+def described(bootstrap: str, name: str = TOPIC) -> list[dict[str, Any]]:
     """The topic's partitions as the broker at `bootstrap` knows them (its own Metadata)."""
     from kafka import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     try:
-        (topic,) = admin.describe_topics([TOPIC])
+        (topic,) = admin.describe_topics([name])
     finally:
         admin.close()
     return list(topic["partitions"])
@@ -135,6 +154,23 @@ def isrs_whole(brokers: Sequence[KafkaBroker], partitions: int) -> bool:
     return len(seen) == partitions and all(
         set(p["isr_nodes"]) == set(p["replica_nodes"]) for p in seen
     )
+
+
+def logs_created(brokers: Sequence[KafkaBroker], partitions: int) -> bool:
+    """Every broker has made the log of every replica it holds: the brokers have done with the
+    topic's creation (a new partition's ISR is whole in the metadata before any log exists, so
+    `isrs_whole` alone could start a failure while the brokers are still making logs)."""
+    seen = described(brokers[0].bootstrap)
+    if len(seen) != partitions:
+        return False
+    for broker in brokers:
+        made = {entry.name for d in broker.data_dirs for entry in d.iterdir()}
+        held = {
+            f"{TOPIC}-{p['partition_index']}" for p in seen if broker.node_id in p["replica_nodes"]
+        }
+        if not held <= made:
+            return False
+    return True
 
 
 def busiest(brokers: Sequence[KafkaBroker]) -> KafkaBroker:
@@ -225,14 +261,20 @@ def create_topic(bootstrap: str, partitions: int) -> None:
 
 
 def measure(
-    brokers: list[KafkaBroker], partitions: int, create: Callable[[], None]
+    brokers: list[KafkaBroker],
+    args: argparse.Namespace,
+    create: Callable[[], None],
+    kill_controller: Callable[[], None],
 ) -> dict[str, Any]:
+    partitions = args.partitions
     wait_until(lambda: all(answering(b) for b in brokers), 180, "the brokers up", every=1)
     create()
     wait_until(
         lambda: live_leaders_everywhere(brokers, -2, partitions), 300, "the topic led", every=1
     )
-    # Followers caught up before any failure (on a loaded machine they take a while).
+    # Every log made and every follower caught up before any failure (on a loaded machine the
+    # brokers take a while).
+    wait_until(lambda: logs_created(brokers, partitions), 300, "every log made", every=1)
     wait_until(lambda: isrs_whole(brokers, partitions), 300, "every ISR whole", every=1)
     producing = Producing(",".join(b.bootstrap for b in brokers))
     try:
@@ -242,7 +284,102 @@ def measure(
         producing.stop()  # every send answered: the windows' figures are whole
     for phase in phases.values():
         phase["produce"] = producing.window(*phase.pop("window"))
+    all_back(brokers, args.partitions)
+    phases["controller_failover"] = controller_failover(brokers, kill_controller)
+    if args.create_topics:
+        phases["create_topics"] = create_topics_phase(brokers, args)
     return phases
+
+
+def all_back(brokers: list[KafkaBroker], partitions: int) -> None:
+    """Every broker running and every ISR whole again."""
+    for broker in brokers:
+        if not broker.running:
+            broker.start(format_storage=False)
+    wait_until(lambda: all(answering(b) for b in brokers), 180, "the brokers up", every=1)
+    wait_until(lambda: isrs_whole(brokers, partitions), 300, "every ISR whole", every=1)
+
+
+def controller_failover(
+    brokers: list[KafkaBroker], kill_controller: Callable[[], None]
+) -> dict[str, Any]:
+    """kill -9 of the active controller, then a topic created through the first broker; the
+    time until every broker's own Metadata names a live leader for each of its partitions."""
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewTopic
+    from kafka.errors import TopicAlreadyExistsError
+
+    partitions = 3
+    admin = KafkaAdminClient(bootstrap_servers=brokers[0].bootstrap, request_timeout_ms=120_000)
+    try:
+        began = time.monotonic()
+        kill_controller()
+
+        def create() -> bool:
+            # An earlier try's may have been created, answered too late.
+            with contextlib.suppress(TopicAlreadyExistsError):
+                admin.create_topics([NewTopic(AFTER_FAILOVER, partitions, 2)])
+            return True
+
+        wait_until(
+            create,
+            120,
+            "a topic created after the controller's kill",
+            every=0.05,
+        )
+        created = time.monotonic() - began
+    finally:
+        admin.close()
+
+    def led_everywhere() -> bool:
+        for broker in brokers:
+            seen = [p["leader_id"] for p in described(broker.bootstrap, AFTER_FAILOVER)]
+            if len(seen) != partitions or any(leader < 0 for leader in seen):
+                return False
+        return True
+
+    wait_until(led_everywhere, 120, "the new topic led in every broker's Metadata", every=0.05)
+    elapsed = time.monotonic() - began
+    log(f"controller failover: created after {created:.2f} s, led everywhere after {elapsed:.2f} s")
+    return {"topic_created_s": round(created, 3), "controller_failover_s": round(elapsed, 3)}
+
+
+def create_topics_phase(brokers: list[KafkaBroker], args: argparse.Namespace) -> dict[str, Any]:
+    """Every broker running and every ISR whole again, then the AdminClient's creation."""
+    all_back(brokers, args.partitions)
+    command = kafka.java_command(
+        str(CREATE_TOPICS_SOURCE),
+        [
+            brokers[0].bootstrap,
+            BULK_PREFIX,
+            str(args.create_topics),
+            str(args.create_partitions),
+            "2",
+            str(args.create_batch),
+        ],
+        heap=args.heap,
+    )
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"CreateTopics failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    # Its one line of figures, among whatever the client's logging printed.
+    (line,) = (x for x in done.stdout.splitlines() if x.startswith("CreateTopics {"))
+    result: dict[str, Any] = json.loads(line.removeprefix("CreateTopics "))
+    log(
+        f"{args.create_topics} topics x {args.create_partitions}: answered after "
+        f"{result['acknowledged_ms']:.0f} ms, every partition led after "
+        f"{result['every_partition_led_ms']:.0f} ms"
+    )
+    return result
+
+
+def peak_rss_mib(pid: int | None) -> float | None:
+    """A process's peak resident memory (VmHWM), MiB; None once it is gone."""
+    with contextlib.suppress(OSError, TypeError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    return None
 
 
 def answering(broker: KafkaBroker) -> bool:
@@ -258,11 +395,14 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         **BENCH_SETTINGS,
         "CP_BROKER_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
         "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": "5",
+        **({"CP_CONTROLLER_LEASE_MS": str(args.lease_ms)} if args.lease_ms else {}),
     }
     with running_stack(work / "stack", settings=settings) as stack:
         web = stack.start_web(workers=1, threads=8)
-        stack.start_controller("controller", KAFKA_CONTROLLER_ID)
+        controller = stack.start_controller("controller", KAFKA_CONTROLLER_ID)
         stack.wait_active("controller")
+        # The hot standby (the same controller id: the one voter the brokers know).
+        standby = stack.start_controller("standby", KAFKA_CONTROLLER_ID)
         port = start_controller_listener(stack)
         brokers = brokers_under(
             stack,
@@ -284,30 +424,62 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 }
                 answer = http.post("/api/v1/create-topics", json=body).json()
                 assert answer["topics"][0]["error_code"] == 0, answer
+                # The AdminClient's topics come through a broker's PLAINTEXT listener, so as
+                # User:ANONYMOUS: allowed to create and describe them (Kafka's side has no
+                # authorizer; this side authorizes every forwarded write).
+                allowed = [
+                    {
+                        "resource_type": "TOPIC",
+                        "resource_name": BULK_PREFIX,
+                        "pattern_type": "PREFIXED",
+                        "principal": "User:ANONYMOUS",
+                        "host": "*",
+                        "operation": operation,
+                        "permission_type": "ALLOW",
+                    }
+                    for operation in ("CREATE", "DESCRIBE")
+                ]
+                granted = http.post("/api/v1/create-acls", json={"creations": allowed}).json()
+                assert all(r["error_code"] == 0 for r in granted["results"]), granted
 
+        def kill_controller() -> None:
+            phases["controller_peak_rss_mib"] = peak_rss_mib(controller.pid)
+            stack.kill("controller")
+
+        phases: dict[str, Any] = {}
         with brokers_running(brokers):
-            return measure(brokers, args.partitions, create)
+            phases.update(measure(brokers, args, create, kill_controller))
+            phases["standby_peak_rss_mib"] = peak_rss_mib(standby.pid)
+            return phases
 
 
 def kafkas_own_cluster(
-    work: Path, heap: str, controller_overrides: dict[str, str]
-) -> tuple[KafkaController, list[KafkaBroker]]:
-    """Kafka's own KRaft controller (one `process.roles=controller` node) and the three brokers
-    under it, on plaintext listeners: the side-by-side benchmarks' other side."""
+    work: Path, heap: str, controller_overrides: dict[str, str], voters: int = 1
+) -> tuple[list[KafkaController], list[KafkaBroker]]:
+    """Kafka's own KRaft controllers (`voters` nodes of `process.roles=controller`) and the
+    three brokers under them, on plaintext listeners: the side-by-side benchmarks' other side."""
     cluster_id = kafka_cluster_id()
-    controller = KafkaController(
-        node_id=KAFKA_CONTROLLER_ID,
-        cluster_id=cluster_id,
-        controller="",
-        principal="",
-        token="",
-        work_dir=work / "kafka-controller",
-        heap=heap,
-        overrides=controller_overrides,
-    )
+    controllers = [
+        KafkaController(
+            node_id=KAFKA_CONTROLLER_ID + i,
+            cluster_id=cluster_id,
+            controller="",
+            principal="",
+            token="",
+            work_dir=work / ("kafka-controller" if i == 0 else f"kafka-controller-{i}"),
+            heap=heap,
+            overrides=controller_overrides,
+        )
+        for i in range(voters)
+    ]
+    quorum = ",".join(f"{c.node_id}@{c.host}:{c.port}" for c in controllers)
+    for controller in controllers:
+        controller.overrides["controller.quorum.voters"] = quorum
+    controller = controllers[0]
     plain = {
         **BROKER_SETTINGS,
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "controller.quorum.voters": quorum,
     }
     brokers = [
         KafkaBroker(
@@ -323,17 +495,50 @@ def kafkas_own_cluster(
         )
         for node in NODE_IDS
     ]
-    return controller, brokers
+    return controllers, brokers
 
 
 def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    controller, brokers = kafkas_own_cluster(
-        work, args.heap, {"broker.session.timeout.ms": str(args.session_timeout_ms)}
+    controllers, brokers = kafkas_own_cluster(
+        work, args.heap, {"broker.session.timeout.ms": str(args.session_timeout_ms)}, voters=3
     )
-    with controller, brokers_running(brokers):
-        return measure(
-            brokers, args.partitions, lambda: create_topic(brokers[0].bootstrap, args.partitions)
+    phases: dict[str, Any] = {}
+
+    def kill_controller() -> None:
+        leader = next(c for c in controllers if c.node_id == quorum_leader(controllers))
+        phases["controller_peak_rss_mib"] = peak_rss_mib(leader.pid)
+        leader.kill()
+
+    with contextlib.ExitStack() as running:
+        for controller in controllers:
+            running.enter_context(controller)
+        running.enter_context(brokers_running(brokers))
+        phases.update(
+            measure(
+                brokers,
+                args,
+                lambda: create_topic(brokers[0].bootstrap, args.partitions),
+                kill_controller,
+            )
         )
+        phases["standby_peak_rss_mib"] = max(
+            peak_rss_mib(c.pid) or 0.0 for c in controllers if c.running
+        )
+        return phases
+
+
+def quorum_leader(controllers: Sequence[KafkaController]) -> int:
+    """The quorum's leader, as Kafka's MetadataQuorumCommand describes it."""
+    live = next(c for c in controllers if c.running)
+    command = kafka.java_command(
+        kafka.tool_class("MetadataQuorumCommand"),
+        ["--bootstrap-controller", f"{live.host}:{live.port}", "describe", "--status"],
+    )
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("LeaderId:"):
+            return int(line.split(":")[1])
+    raise RuntimeError(f"no LeaderId in {done.stdout}")
 
 
 def kafka_cluster_id() -> str:
@@ -353,6 +558,20 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=3000)
     parser.add_argument("--session-timeout-ms", type=int, default=3000)
     parser.add_argument("--heap", default=kafka.DEFAULT_HEAP)
+    parser.add_argument("--create-topics", type=int, default=1000, help="0: no creation phase")
+    parser.add_argument("--create-partitions", type=int, default=10)
+    parser.add_argument(
+        "--create-batch",
+        type=int,
+        default=500,
+        help="topics per createTopics call (Kafka's controller takes 10,000 records at most)",
+    )
+    parser.add_argument(
+        "--lease-ms",
+        type=int,
+        default=0,
+        help="this side's CP_CONTROLLER_LEASE_MS (0: its default, 6000)",
+    )
     parser.add_argument("--logs", default=None, help="keep the stacks' and brokers' logs here")
     args = parser.parse_args()
     if not kafka.installed():
@@ -369,6 +588,7 @@ def main() -> None:
         "partitions": args.partitions,
         "replication_factor": 2,
         "session_timeout_ms": args.session_timeout_ms,
+        "controller_lease_ms": args.lease_ms or None,
         "heap": args.heap,
         "cpus": os.cpu_count(),
         "machine": platform.machine(),

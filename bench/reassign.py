@@ -370,7 +370,7 @@ def on_start(brokers: list[KafkaBroker], partitions: int) -> bool:
 
 
 def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    controller, brokers = kafkas_own_cluster(work, args.heap, {})
+    (controller,), brokers = kafkas_own_cluster(work, args.heap, {})
 
     def create() -> None:
         from kafka import KafkaAdminClient
