@@ -912,3 +912,24 @@ def test_an_inner_not_controller_is_the_envelopes_own_error() -> None:
     assert retried(answered(ErrorCode.request_timed_out)) == 7
     assert retried(answered(ErrorCode.not_controller, ErrorCode.none)) is None
     assert retried(answered(ErrorCode.topic_authorization_failed)) is None
+    # Two different retried codes are no whole-request error; no item, no error either.
+    assert retried(answered(ErrorCode.not_controller, ErrorCode.request_timed_out)) is None
+    assert retried(answered()) is None
+    # Answered at its first item, whatever its size.
+    assert retried(answered(ErrorCode.none, *[ErrorCode.not_controller] * 10_000)) is None
+
+
+def test_kafka_codes_turn_house_codes_into_unknown_server_error() -> None:
+    """A house error code Kafka does not define is UNKNOWN_SERVER_ERROR (-1), however deep; an
+    answer with none is passed on as it is, not copied."""
+    from wire.apis.common import kafka_codes
+
+    house = max(int(code) for code in ErrorCode) + 1000
+    answer = {"error_code": 0, "topics": [{"error_code": 36, "configs": [{"error_code": house}]}]}
+    assert kafka_codes(answer) == {
+        "error_code": 0,
+        "topics": [{"error_code": 36, "configs": [{"error_code": -1}]}],
+    }
+    assert answer["topics"][0]["configs"][0]["error_code"] == house  # the caller's, unchanged
+    clean = {"topics": [{"error_code": 0, "name": "t"}], "error_code": None}
+    assert kafka_codes(clean) is clean

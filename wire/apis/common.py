@@ -20,18 +20,31 @@ KNOWN_CODES = frozenset(int(code.value) for code in ErrorCode)
 
 
 def kafka_codes(value: Any) -> Any:
-    """`value` with every `error_code` one Kafka defines (a house code: UNKNOWN_SERVER_ERROR)."""
+    """`value` with every `error_code` one Kafka defines (a house code: UNKNOWN_SERVER_ERROR);
+    `value` itself when it has no house code (most answers: nothing copied)."""
+    return _recoded(value) if _has_house_code(value) else value
+
+
+def _is_house_code(key: str, code: Any) -> bool:
+    return key == "error_code" and code is not None and int(code) not in KNOWN_CODES
+
+
+def _has_house_code(value: Any) -> bool:
     if isinstance(value, dict):
-        return {
-            k: (
-                -1
-                if k == "error_code" and v is not None and int(v) not in KNOWN_CODES
-                else kafka_codes(v)
-            )
+        return any(
+            _is_house_code(k, v) or (isinstance(v, (dict, list)) and _has_house_code(v))
             for k, v in value.items()
-        }
+        )
     if isinstance(value, list):
-        return [kafka_codes(item) for item in value]
+        return any(_has_house_code(item) for item in value if isinstance(item, (dict, list)))
+    return False
+
+
+def _recoded(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: -1 if _is_house_code(k, v) else _recoded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_recoded(item) for item in value]
     return value
 
 

@@ -12,6 +12,7 @@ NOT_CONTROLLER and REQUEST_TIMED_OUT are the Envelope's own errors, so the broke
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import ipaddress
 import logging
@@ -39,7 +40,6 @@ from shell.api.envelope import (
 )
 from wire.apis.base import CONTROLLER_ONLY, WIRE_APIS, WireApi, WireRequest, wire_api
 from wire.apis.unsupported import unsupported_answer
-from wire.convert import to_data
 from wire.protocol import (
     SIZE,
     InvalidRequest,
@@ -152,22 +152,29 @@ def _inner(data: bytes) -> tuple[RequestHeader, Any, WireApi | None]:
 
 def _retried_by_the_sender(response: Any) -> int | None:
     """NOT_CONTROLLER or REQUEST_TIMED_OUT when that is the inner request's whole answer (the
-    whole-request error every item carries): the broker retries the Envelope."""
-    codes: set[int] = set()
+    whole-request error every item carries): the broker retries the Envelope.
 
-    def walk(value: Any) -> None:
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if key == "error_code" and isinstance(item, int):
-                    codes.add(item)
-                else:
-                    walk(item)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item)
-
-    walk(to_data(response))
-    return codes.pop() if len(codes) == 1 and codes <= _RETRIED else None
+    Walks the response entity itself and stops at the first code that rules it out (any other
+    code, or a second one): an answered request is known from its first item, whatever its size.
+    """
+    found: int | None = None
+    pending: list[Any] = [response]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, (list, tuple)):
+            pending.extend(reversed(value))
+            continue
+        if not dataclasses.is_dataclass(value):
+            continue
+        for field in dataclasses.fields(value):
+            item = getattr(value, field.name)
+            if field.name == "error_code" and isinstance(item, int):
+                if int(item) not in _RETRIED or found not in (None, int(item)):
+                    return None
+                found = int(item)
+            elif isinstance(item, (list, tuple)) or dataclasses.is_dataclass(item):
+                pending.append(item)
+    return found
 
 
 def _encoded(header: RequestHeader, response: Any) -> bytes:
