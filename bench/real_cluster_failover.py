@@ -344,6 +344,16 @@ def controller_failover(
     return {"topic_created_s": round(created, 3), "controller_failover_s": round(elapsed, 3)}
 
 
+def require_a_jdk() -> None:
+    """Java runs a program from its source only with a JDK's compiler (a JRE's `java` cannot)."""
+    java = Path(kafka.java_executable()).resolve()
+    if not java.with_name("javac").exists():
+        raise SystemExit(
+            f"{java} is a JRE: the creation phase runs Kafka's AdminClient from its source and "
+            "needs a JDK (Debian: openjdk-17-jdk-headless), or --create-topics 0"
+        )
+
+
 def create_topics_phase(brokers: list[KafkaBroker], args: argparse.Namespace) -> dict[str, Any]:
     """Every broker running and every ISR whole again, then the AdminClient's creation."""
     all_back(brokers, args.partitions)
@@ -576,6 +586,8 @@ def main() -> None:
     args = parser.parse_args()
     if not kafka.installed():
         raise SystemExit(f"no Kafka jars in {kafka.libs_dir()} (bash scripts/install-kafka.sh)")
+    if args.create_topics:
+        require_a_jdk()
     with contextlib.ExitStack() as scope:
         logs = args.logs or scope.enter_context(tempfile.TemporaryDirectory(prefix="bench-rcf-"))
         work = Path(logs).resolve()
