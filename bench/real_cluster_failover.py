@@ -29,8 +29,8 @@ partition. Each side's controller process's peak memory (VmHWM) is reported besi
 
 Each phase also has the producer's p99 acknowledgement latency while it lasted (sends that
 failed counted apart). This control plane's side is the real stack (PostgreSQL, Redis, gunicorn,
-`run_controller`, `serve_kafka` with a CONTROLLER listener); Kafka's is one controller node
-(`process.roles=controller`, `broker.session.timeout.ms` the same).
+`run_controller` and its hot standby, `serve_kafka` with a CONTROLLER listener); Kafka's is three
+controller nodes (`process.roles=controller`, `broker.session.timeout.ms` the same).
 
     .venv/bin/python -m bench.real_cluster_failover [--partitions 3000]
 Writes bench/results/real_cluster_failover.json and prints it; progress goes to stderr.
@@ -264,7 +264,7 @@ def measure(
     brokers: list[KafkaBroker],
     args: argparse.Namespace,
     create: Callable[[], None],
-    kill_controller: Callable[[], None],
+    kill_controller: Callable[[], Callable[[], object]],
 ) -> dict[str, Any]:
     partitions = args.partitions
     wait_until(lambda: all(answering(b) for b in brokers), 180, "the brokers up", every=1)
@@ -301,10 +301,12 @@ def all_back(brokers: list[KafkaBroker], partitions: int) -> None:
 
 
 def controller_failover(
-    brokers: list[KafkaBroker], kill_controller: Callable[[], None]
+    brokers: list[KafkaBroker], kill_controller: Callable[[], Callable[[], object]]
 ) -> dict[str, Any]:
     """kill -9 of the active controller, then a topic created through the first broker; the
-    time until every broker's own Metadata names a live leader for each of its partitions."""
+    time until every broker's own Metadata names a live leader for each of its partitions.
+    `kill_controller()` finds the active controller (before the clock starts) and returns its
+    kill."""
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
     from kafka.errors import TopicAlreadyExistsError
@@ -312,8 +314,9 @@ def controller_failover(
     partitions = 3
     admin = KafkaAdminClient(bootstrap_servers=brokers[0].bootstrap, request_timeout_ms=120_000)
     try:
+        kill = kill_controller()
         began = time.monotonic()
-        kill_controller()
+        kill()
 
         def create() -> bool:
             # An earlier try's may have been created, answered too late.
@@ -452,9 +455,9 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                 granted = http.post("/api/v1/create-acls", json={"creations": allowed}).json()
                 assert all(r["error_code"] == 0 for r in granted["results"]), granted
 
-        def kill_controller() -> None:
+        def kill_controller() -> Callable[[], object]:
             phases["controller_peak_rss_mib"] = peak_rss_mib(controller.pid)
-            stack.kill("controller")
+            return lambda: stack.kill("controller")
 
         phases: dict[str, Any] = {}
         with brokers_running(brokers):
@@ -514,10 +517,10 @@ def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     )
     phases: dict[str, Any] = {}
 
-    def kill_controller() -> None:
+    def kill_controller() -> Callable[[], object]:
         leader = next(c for c in controllers if c.node_id == quorum_leader(controllers))
         phases["controller_peak_rss_mib"] = peak_rss_mib(leader.pid)
-        leader.kill()
+        return leader.kill
 
     with contextlib.ExitStack() as running:
         for controller in controllers:
