@@ -54,6 +54,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.kafka_controllers import (
+    BROKER_SETTINGS,
+    KAFKA_CONTROLLER_ID,
+    NODE_IDS,
+    kafkas_own_cluster,
+    quorum_leader,
+)
 from bench.replica_state import bearer_client
 from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
 from devtools.stack import BENCH_SETTINGS, running_stack
@@ -65,29 +72,10 @@ CREATE_TOPICS_SOURCE = Path(__file__).resolve().parent / "java" / "CreateTopics.
 BULK_PREFIX = "bulk-"
 AFTER_FAILOVER = f"{BULK_PREFIX}after-controller-failover"  # allowed here as the bulk topics
 TOPIC = "failover"
-NODE_IDS = (1, 2, 3)
-KAFKA_CONTROLLER_ID = 3000
 
 
 def log(message: str) -> None:
     print(f"[bench-real-cluster-failover] {message}", file=sys.stderr, flush=True)
-
-
-class KafkaController(KafkaBroker):
-    """Kafka's own KRaft controller: one `process.roles=controller` node, PLAINTEXT."""
-
-    def properties(self) -> dict[str, str]:
-        endpoint = f"CONTROLLER://{self.host}:{self.port}"
-        return {
-            "process.roles": "controller",
-            "node.id": str(self.node_id),
-            "listeners": endpoint,
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-            "controller.quorum.voters": f"{self.node_id}@{self.host}:{self.port}",
-            "log.dirs": str(self.data_dir),
-            **self.overrides,
-        }
 
 
 class Producing:
@@ -239,14 +227,6 @@ def failover(brokers: list[KafkaBroker], partitions: int) -> dict[str, Any]:
     assert leaving.process is not None
     leaving.process.wait(timeout=60)
     return result
-
-
-BROKER_SETTINGS = {
-    "broker.heartbeat.interval.ms": "500",
-    "replica.lag.time.max.ms": "5000",
-    "leader.imbalance.check.interval.seconds": "5",
-    "num.partitions": "1",
-}
 
 
 def create_topic(bootstrap: str, partitions: int) -> None:
@@ -466,51 +446,6 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             return phases
 
 
-def kafkas_own_cluster(
-    work: Path, heap: str, controller_overrides: dict[str, str], voters: int = 1
-) -> tuple[list[KafkaController], list[KafkaBroker]]:
-    """Kafka's own KRaft controllers (`voters` nodes of `process.roles=controller`) and the
-    three brokers under them, on plaintext listeners: the side-by-side benchmarks' other side."""
-    cluster_id = kafka_cluster_id()
-    controllers = [
-        KafkaController(
-            node_id=KAFKA_CONTROLLER_ID + i,
-            cluster_id=cluster_id,
-            controller="",
-            principal="",
-            token="",
-            work_dir=work / ("kafka-controller" if i == 0 else f"kafka-controller-{i}"),
-            heap=heap,
-            overrides=controller_overrides,
-        )
-        for i in range(voters)
-    ]
-    quorum = ",".join(f"{c.node_id}@{c.host}:{c.port}" for c in controllers)
-    for controller in controllers:
-        controller.overrides["controller.quorum.voters"] = quorum
-    controller = controllers[0]
-    plain = {
-        **BROKER_SETTINGS,
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "controller.quorum.voters": quorum,
-    }
-    brokers = [
-        KafkaBroker(
-            node_id=node,
-            cluster_id=cluster_id,
-            controller=f"127.0.0.1:{controller.port}",
-            controller_id=KAFKA_CONTROLLER_ID,
-            principal="unused",
-            token="unused",
-            work_dir=work / f"kafka-{node}",
-            heap=heap,
-            overrides=plain,
-        )
-        for node in NODE_IDS
-    ]
-    return controllers, brokers
-
-
 def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     controllers, brokers = kafkas_own_cluster(
         work, args.heap, {"broker.session.timeout.ms": str(args.session_timeout_ms)}, voters=3
@@ -538,28 +473,6 @@ def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             peak_rss_mib(c.pid) or 0.0 for c in controllers if c.running
         )
         return phases
-
-
-def quorum_leader(controllers: Sequence[KafkaController]) -> int:
-    """The quorum's leader, as Kafka's MetadataQuorumCommand describes it."""
-    live = next(c for c in controllers if c.running)
-    command = kafka.java_command(
-        kafka.tool_class("MetadataQuorumCommand"),
-        ["--bootstrap-controller", f"{live.host}:{live.port}", "describe", "--status"],
-    )
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
-    for line in done.stdout.splitlines():
-        if line.startswith("LeaderId:"):
-            return int(line.split(":")[1])
-    raise RuntimeError(f"no LeaderId in {done.stdout}")
-
-
-def kafka_cluster_id() -> str:
-    """A new cluster id as `kafka-storage random-uuid` makes one (16 random bytes, base64)."""
-    import base64
-    import uuid
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def main() -> None:

@@ -40,12 +40,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.real_cluster_failover import (
-    BROKER_SETTINGS,
-    KAFKA_CONTROLLER_ID,
-    answering,
-    kafkas_own_cluster,
-)
+from bench.kafka_controllers import BROKER_SETTINGS, KAFKA_CONTROLLER_ID, kafkas_own_cluster
+from bench.real_cluster_failover import answering
 from bench.replica_state import bearer_client, controller_commits
 from bench.verify import fail_unless_clean, verify_stack
 from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
