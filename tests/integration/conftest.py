@@ -11,11 +11,28 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _pytest.reports import TestReport
 
 from devtools.stack import Stack, delete_keys, redis_url, running_stack, unique_key_prefix, wait_for
 from tests.conftest import need_postgres, need_redis
 
 __all__ = ["Stack", "wait_for"]
+
+LOG_TAIL_LINES = 60
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """When a full-stack test fails, its processes' last log lines join the failure's report:
+    a run on another machine (CI) leaves no logs behind to read afterwards."""
+    report: TestReport = yield
+    tmp_path = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.when == "call" and report.failed and tmp_path is not None:
+        for log in sorted(Path(tmp_path).rglob("*.log")):
+            lines = log.read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:]
+            tail = "\n".join(line[:400] for line in lines)
+            report.sections.append((f"{log.relative_to(tmp_path)}, last lines", tail))
+    return report
 
 
 @pytest.fixture

@@ -40,6 +40,10 @@ pytestmark = pytest.mark.integration
 
 SECRET_KEY = "dev-only-insecure-key-change-me"  # the stacks' (CP_SECRET_KEY is not set there)
 HOSTS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
+# A new source topic crosses five processes before its remote topic shows on B (A's web, the
+# node running MirrorSourceConnector, the leader, B's controller, the node running the task),
+# each retrying on its own backoff: on two cores under a full CI run, 30 s was once not enough.
+FLOWS_WITHIN_S = 60
 
 
 def mirror_config(a: Cluster, b: Cluster, secrets: Path, topics: str) -> str:
@@ -197,7 +201,7 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     ):
         a.admin("/api/v1/create-acls", {"creations": [entry]})
     a.create_topic("orders.eu", 3, **{"retention.ms": "3600000", "min.insync.replicas": "1"})
-    wait_for(lambda: b.topics().get("A.orders.eu") == 3, 30, "A.orders.eu on B", 0.2)
+    wait_for(lambda: b.topics().get("A.orders.eu") == 3, FLOWS_WITHIN_S, "A.orders.eu on B", 0.2)
     assert "sent to the leader at " + leader_url in source_node.output()
     assert "persisted task configs of MirrorSourceConnector" in nodes[0].output()
     hops = audit(b, api="PutMirrorTaskConfigs", outcome="SUCCESS")
@@ -258,7 +262,7 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     # No cycle: a topic that came from B is never replicated back; others are.
     a.create_topic("B.orders.us")
     a.create_topic("C.orders.asia")
-    wait_for(lambda: "A.C.orders.asia" in b.topics(), 30, "A.C.orders.asia on B", 0.2)
+    wait_for(lambda: "A.C.orders.asia" in b.topics(), FLOWS_WITHIN_S, "A.C.orders.asia on B", 0.2)
     assert "A.B.orders.us" not in b.topics()
     topics = {t["source_topic"]: t for t in b.flow("A", "B")["topics"]}
     assert "B.orders.us" not in topics
@@ -270,7 +274,9 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
 
     # The source grows: so does the remote topic.
     a.admin("/api/v1/create-partitions", {"topics": [{"name": "orders.eu", "count": 5}]})
-    wait_for(lambda: b.topics().get("A.orders.eu") == 5, 30, "A.orders.eu grown to 5", 0.2)
+    wait_for(
+        lambda: b.topics().get("A.orders.eu") == 5, FLOWS_WITHIN_S, "A.orders.eu grown to 5", 0.2
+    )
 
     # --- references stay references; each node resolves its own -----------------------------
     stored = (
@@ -388,7 +394,12 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     # --- live filter change, pause and resume -----------------------------------------------
     b.put_mirror_config(mirror_config(a, b, secrets, r".*orders.*, payments, invoices"))
     a.create_topic("invoices")
-    wait_for(lambda: "A.invoices" in b.topics(), 30, "A.invoices after the filter changed", 0.2)
+    wait_for(
+        lambda: "A.invoices" in b.topics(),
+        FLOWS_WITHIN_S,
+        "A.invoices after the filter changed",
+        0.2,
+    )
     status, _ = send(
         b.url + "/api/v1/mirror/flows/A/B/pause",
         "PUT",
@@ -415,7 +426,10 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         {"Authorization": f"Bearer {b.token('admin')}"},
     )
     wait_for(
-        lambda: "A.orders.while-paused" in b.topics(), 30, "the paused topic after resume", 0.2
+        lambda: "A.orders.while-paused" in b.topics(),
+        FLOWS_WITHIN_S,
+        "the paused topic after resume",
+        0.2,
     )
 
     # --- kill the leader: a new one is elected and new topics still flow --------------------
@@ -425,7 +439,10 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     assert after["generation"] > generation
     a.create_topic("orders.after-failover", 2)
     wait_for(
-        lambda: b.topics().get("A.orders.after-failover") == 2, 30, "a topic after failover", 0.2
+        lambda: b.topics().get("A.orders.after-failover") == 2,
+        FLOWS_WITHIN_S,
+        "a topic after failover",
+        0.2,
     )
     flow = b.flow("A", "B")
     assert flow["lagging_topics"] == [] or wait_for(
