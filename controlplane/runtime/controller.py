@@ -63,6 +63,9 @@ from controlplane.runtime.metadata_log import (
 )
 from controlplane.runtime.notifier import notifier
 from controlplane.runtime.plugins import add_once
+from controlplane.runtime.presence import POLL_S as PRESENCE_POLL_S
+from controlplane.runtime.presence import Presence
+from controlplane.runtime.presence import supported as presence_supported
 from controlplane.runtime.projections import load_image
 from controlplane.runtime.request_ids import (
     collisions_announce,
@@ -132,8 +135,9 @@ class ControllerRuntime:
     def is_active(self) -> bool:
         return self.lease is not None and self.lease.expires_ms > now_ms()
 
-    def ensure_active(self) -> Lease:
-        """Hold a fresh lease, taking it over when free; NOT_CONTROLLER otherwise."""
+    def ensure_active(self, take_over_from: tuple[str, int] | None = None) -> Lease:
+        """Hold a fresh lease, taking it over when free (or from a holder known dead,
+        `take_over_from`); NOT_CONTROLLER otherwise."""
         with self._lock:
             now = now_ms()
             if self.lease is not None and self.lease.expires_ms - now > self.lease_ms // 2:
@@ -145,7 +149,10 @@ class ControllerRuntime:
                     return renewed
                 self._deactivate("the lease lapsed or was taken over")
             acquired = lease_acquire(
-                node_id=self.node_id, controller_id=self.controller_id, lease_ms=self.lease_ms
+                node_id=self.node_id,
+                controller_id=self.controller_id,
+                lease_ms=self.lease_ms,
+                take_over_from=take_over_from,
             )
             if acquired is None:
                 raise ApiError(Errors.NOT_CONTROLLER, "This node is not the active controller.")
@@ -599,23 +606,41 @@ def start_timer_thread(runtime: ControllerRuntime) -> threading.Event:
     return stop
 
 
-def wait_until_active(runtime: ControllerRuntime, stop: threading.Event) -> Lease:
+def wait_until_active(
+    runtime: ControllerRuntime, stop: threading.Event, presence: Presence | None = None
+) -> Lease:
     """Standby: follow the log and try to take the lease until it is ours. Each commit's notice
     (controlplane.runtime.notifier) wakes it, so its image trails the log by one commit; without
     a notice (none published, one lost, no Redis) it looks again within a quarter lease, and it
-    reads on at once while a round finds more records than it replays."""
+    reads on at once while a round finds more records than it replays.
+
+    With a `presence` (controlplane.runtime.presence), it opens its own named session and looks
+    for the lease holder's every `presence.POLL_S`: a holder it saw present whose session is
+    gone (a controller killed outright) has its lease taken over at once, not waited out."""
     idle_s = min(1.0, runtime.lease_ms / 4000)
+    watching = presence is not None and presence_supported()
+    poll_s = min(idle_s, PRESENCE_POLL_S) if watching else idle_s
+    next_round = 0.0
     while not stop.is_set():
         generation = notifier.generation
         behind = False
         try:
             close_old_connections()
-            behind = runtime.follow_log() >= FOLLOW_MAX_RECORDS
-            return runtime.ensure_active()
+            dead = presence.holder_gone() if presence is not None and watching else None
+            if dead is not None:
+                logger.warning(
+                    "controller %s (epoch %d) is gone (its session ended): taking over",
+                    dead[0],
+                    dead[1],
+                )
+            if dead is not None or time.monotonic() >= next_round:
+                behind = runtime.follow_log() >= FOLLOW_MAX_RECORDS
+                next_round = 0.0 if behind else time.monotonic() + idle_s
+                return runtime.ensure_active(take_over_from=dead)
         except ApiError:
             pass
         except DatabaseError:
             logger.warning("standby controller cannot reach the database", exc_info=True)
-        if not behind:
-            notifier.wait(generation, idle_s)
+        if not behind and notifier.wait(generation, poll_s):
+            next_round = 0.0  # the log grew: follow it now
     raise SystemExit(0)

@@ -55,14 +55,23 @@ def cluster_get_or_create() -> Cluster:
         return Cluster.objects.get(pk=1)
 
 
-def lease_acquire(*, node_id: str, controller_id: int, lease_ms: int) -> Lease | None:
-    """Take the lease if it is free or lapsed (epoch + 1), renew it if it is ours."""
+def lease_acquire(
+    *,
+    node_id: str,
+    controller_id: int,
+    lease_ms: int,
+    take_over_from: tuple[str, int] | None = None,
+) -> Lease | None:
+    """Take the lease if it is free or lapsed (epoch + 1), renew it if it is ours. With
+    `take_over_from` (a holder and its epoch, whose controller is known dead: its session ended,
+    controlplane.runtime.presence), take it from that holder under that epoch before it lapses."""
     cluster_get_or_create()
     with transaction.atomic():
         cluster = Cluster.objects.select_for_update().get(pk=1)
         now = now_ms()
         ours = cluster.lease_holder == node_id and cluster.lease_expires_ms >= now
-        if not ours and cluster.lease_expires_ms >= now:
+        dead = take_over_from == (cluster.lease_holder, cluster.controller_epoch)
+        if not ours and not dead and cluster.lease_expires_ms >= now:
             return None
         if not ours:
             cluster.controller_epoch += 1

@@ -1,7 +1,8 @@
 """The foundation on real parts: PostgreSQL, Redis, gunicorn and `run_controller` Celery workers.
 
 Covers the broker lifecycle through the controller queue, session-expiry fencing by the active
-controller's timer, failover after kill -9 (epoch + 1), a paused old controller that wakes up and
+controller's timer, failover after kill -9 (epoch + 1; at once, not after the lease, since the
+killed controller's database session ended with it), a paused old controller that wakes up and
 is fenced, and `verify_metadata` after all of it.
 """
 
@@ -10,10 +11,13 @@ from __future__ import annotations
 import signal
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from devtools.stack import running_stack
+from tests.conftest import need_postgres, need_redis
 from tests.integration.conftest import Stack, wait_for
 
 pytestmark = pytest.mark.integration
@@ -158,6 +162,33 @@ def test_failover_after_kill_9_bumps_the_epoch_and_fences_the_old_one(stack: Sta
     assert "NOT_CONTROLLER" in refused.stdout, refused.stdout + refused.stderr
     assert "fenced" in refused.stdout
     verify(stack)
+
+
+def test_a_standby_takes_over_from_a_killed_controller_before_its_lease_lapses(
+    tmp_path: Path,
+) -> None:
+    """A minute's lease cannot lapse within the wait below: the standby took over because the
+    killed controller's session ended (controlplane.runtime.presence), and says so."""
+    need_postgres()
+    need_redis()
+    with running_stack(tmp_path / "logs", settings={"CP_CONTROLLER_LEASE_MS": "60000"}) as stack:
+        stack.start_controller("controller-a", 3000)
+        first_epoch = stack.wait_active("controller-a")
+        stack.start_controller("controller-b", 3001)
+        stack.start_web()
+        register(stack, 1)
+        standby_log = tmp_path / "logs" / "controller-b.log"
+        wait_for(lambda: standby_log.exists(), 30, "the standby's log")
+        time.sleep(2)  # the standby has looked for the holder's session many times by now
+        assert stack.lease()[0] == "controller-a"  # present: a live lease is never taken
+
+        stack.kill("controller-a", signal.SIGKILL)
+        assert stack.wait_active("controller-b", timeout=30) == first_epoch + 1
+        said = standby_log.read_text()
+        assert f"controller controller-a (epoch {first_epoch}) is gone" in said, said
+        register(stack, 2)  # and it commits
+        assert stack.lease() == ("controller-b", first_epoch + 1, 3001)
+        verify(stack)
 
 
 OLD_EPOCH_WRITE = """

@@ -20,6 +20,7 @@ from django.db.backends.signals import connection_created
 from controlplane.celery import app
 from controlplane.runtime.controller import get_runtime, start_timer_thread, wait_until_active
 from controlplane.runtime.lease import Lease
+from controlplane.runtime.presence import Presence
 
 logger = logging.getLogger("controlplane.controller")
 
@@ -35,7 +36,10 @@ class Command(BaseCommand):
         runtime = get_runtime()
         runtime.on_deactivate = _exit_on_lost_lease
         stop = threading.Event()
-        lease = wait_until_active(runtime, stop)
+        # Held until the process ends: standbys take over the moment its session does.
+        self.presence = Presence(runtime.node_id)
+        self.presence.start(stop)
+        lease = wait_until_active(runtime, stop, self.presence)
         self.stdout.write(
             f"controller {runtime.node_id} active with epoch {lease.epoch}", ending="\n"
         )
