@@ -17,7 +17,8 @@ active controller (here: one `run_controller` with a hot standby; Kafka's: the q
 three `process.roles=controller` nodes), a topic created through a broker at once (the broker
 forwards it to whichever controller takes over), and `controller_failover_s`: the time from the
 kill until every broker's own Metadata names a live leader for each of its partitions. A standby
-here takes over once the lease (`CP_CONTROLLER_LEASE_MS`, `--lease-ms`) lapsed; Kafka's voters
+here takes over once the killed controller's database session ended (at once; the lease,
+`CP_CONTROLLER_LEASE_MS`, `--lease-ms`, bounds the paused or cut-off holder only); Kafka's voters
 elect a new leader once their fetch timeout (`controller.quorum.fetch.timeout.ms`, 2 s) lapsed.
 
 Then Kafka's own Java AdminClient
