@@ -14,11 +14,11 @@ class AuditConfig(AppConfig):
         from audit.services import CommitAudit, audit_executed
         from audit.timer import export_when_due
         from controlplane.rpc import register_auditor
-        from controlplane.runtime.controller import register_timer_job
         from controlplane.runtime.fencing import register_fencing_listener
         from controlplane.runtime.metadata_log import register_commit_audit
         from controlplane.runtime.request_ids import register_collision_listener
         from controlplane.runtime.snapshots import register_retention_floor
+        from controlplane.runtime.timer import register_timer_job
 
         register_auditor(audit_executed)
         register_commit_audit(CommitAudit())

@@ -75,7 +75,8 @@ def run(sizes: list[int], profile_dir: str | None) -> dict[str, Any]:
     from django.core.management import call_command
 
     call_command("migrate", "--noinput", verbosity=0)
-    from controlplane.runtime.controller import get_runtime, start_timer_thread
+    from controlplane.runtime.controller import get_runtime
+    from controlplane.runtime.timer import start_timer_thread
 
     runtime = get_runtime()
     epochs = register_brokers(runtime)

@@ -109,11 +109,12 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
 
     call_command("migrate", "--noinput", verbosity=0)
     from controlplane.runtime import controller as controller_module
+    from controlplane.runtime.timer import start_timer_thread
 
     runtime = controller_module.get_runtime()
     epochs = register_brokers(runtime)
     sessions = SessionsKeptAlive(runtime, BROKERS)  # heartbeats, as web nodes record them
-    timer = controller_module.start_timer_thread(runtime)  # goes on with what is left to move
+    timer = start_timer_thread(runtime)  # goes on with what is left to move
     started = time.perf_counter()
     create_topics(runtime, size)
     log(f"{size} partitions created in {time.perf_counter() - started:.1f} s")

@@ -27,8 +27,8 @@ class ControlPlaneConfig(AppConfig):
 
         # Metadata snapshots: written when due (the active controller's timer), and their gauge.
         from controlplane.metrics import register_scrape_collector
-        from controlplane.runtime.controller import register_timer_job
         from controlplane.runtime.snapshots import metadata_snapshot_when_due
+        from controlplane.runtime.timer import register_timer_job
         from controlplane.snapshot_metrics import SnapshotCollector
 
         register_timer_job(metadata_snapshot_when_due)

@@ -12,7 +12,8 @@ def _start_embedded_controller() -> None:
     from controlplane.runtime.executor import executor
 
     if executor().in_process and os.environ.get("CP_EMBEDDED_CONTROLLER", "1") == "1":
-        from controlplane.runtime.controller import get_runtime, start_timer_thread
+        from controlplane.runtime.controller import get_runtime
+        from controlplane.runtime.timer import start_timer_thread
 
         start_timer_thread(get_runtime())
 

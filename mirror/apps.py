@@ -8,8 +8,8 @@ class MirrorConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from controlplane.runtime.controller import register_timer_job
         from controlplane.runtime.projections import register_projection
+        from controlplane.runtime.timer import register_timer_job
         from mirror.projection import MirrorProjection
         from mirror.timer import mirror_members_expire
 

@@ -7,8 +7,8 @@ class ReplicasConfig(AppConfig):
 
     def ready(self) -> None:
         from controlplane.metrics import register_scrape_collector
-        from controlplane.runtime.controller import register_timer_job
         from controlplane.runtime.projections import register_projection
+        from controlplane.runtime.timer import register_timer_job
         from replicas.health_projection import HealthProjection
         from replicas.metrics import ReplicationCollector
         from replicas.projection import TopicProjection

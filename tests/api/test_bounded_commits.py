@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from controlplane.models import MetadataRecord
-from controlplane.runtime import controller as controller_module
+from controlplane.runtime import timer as timer_module
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent
 from controlplane.runtime.lease import now_ms
@@ -134,7 +134,7 @@ def test_fencing_rounds_go_on_while_a_job_runs(monkeypatch: pytest.MonkeyPatch) 
         started.set()
         release.wait(timeout=20)
 
-    monkeypatch.setattr(controller_module, "TIMER_JOBS", [slow_job])
+    monkeypatch.setattr(timer_module, "TIMER_JOBS", [slow_job])
     stop = threading.Event()
     timer = threading.Thread(target=runtime.run_forever, args=(stop, 0.05), daemon=True)
     timer.start()

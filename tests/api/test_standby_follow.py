@@ -1,4 +1,4 @@
-"""A standby controller's loop (controlplane.runtime.controller.wait_until_active) on the real
+"""A standby controller's loop (controlplane.runtime.standby_loop.wait_until_active) on the real
 database: woken by each commit's notice it follows the log as it is written, without a notice it
 still catches up, and where it stands is what `kafka_controller_standby_lag_records` reads."""
 
@@ -11,7 +11,7 @@ import pytest
 
 from controlplane.models import Cluster, ControllerNode
 from controlplane.runtime import notifier as notifier_module
-from controlplane.runtime.controller import ControllerRuntime, get_runtime, wait_until_active
+from controlplane.runtime.controller import ControllerRuntime, get_runtime
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.snapshots import metadata_snapshot_create
 from controlplane.runtime.standby import (
@@ -23,6 +23,7 @@ from controlplane.runtime.standby import (
     controller_node_report,
     standby_lag_records,
 )
+from controlplane.runtime.standby_loop import wait_until_active
 from devtools.stack import wait_for
 from tests.api.test_standby import some_writes, standby_runtime, tables_image
 

@@ -10,7 +10,6 @@ from django.apps import apps
 
 from controlplane.metrics import SCRAPE_COLLECTORS
 from controlplane.rpc import AUDITORS
-from controlplane.runtime.controller import TIMER_JOBS
 from controlplane.runtime.fencing import FENCING_LISTENERS
 from controlplane.runtime.metadata_log import COMMIT_AUDIT
 from controlplane.runtime.plugins import add_once
@@ -22,6 +21,7 @@ from controlplane.runtime.projections import (
 )
 from controlplane.runtime.request_ids import COLLISION_LISTENERS
 from controlplane.runtime.snapshots import RETENTION_FLOORS
+from controlplane.runtime.timer import TIMER_JOBS
 
 
 def _registries() -> dict[str, list[Any]]:

@@ -18,9 +18,11 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db.backends.signals import connection_created
 
 from controlplane.celery import app
-from controlplane.runtime.controller import get_runtime, start_timer_thread, wait_until_active
+from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.lease import Lease
 from controlplane.runtime.presence import Presence
+from controlplane.runtime.standby_loop import wait_until_active
+from controlplane.runtime.timer import start_timer_thread
 
 logger = logging.getLogger("controlplane.controller")
 
