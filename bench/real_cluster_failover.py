@@ -33,8 +33,16 @@ failed counted apart). This control plane's side is the real stack (PostgreSQL, 
 `run_controller` and its hot standby, `serve_kafka` with a CONTROLLER listener); Kafka's is three
 controller nodes (`process.roles=controller`, `broker.session.timeout.ms` the same).
 
+With `--led-by-first`, every partition's preferred leader is the first broker (its second
+replica alternating between the other two), so that the kill -9 and the controlled shutdown are
+of a broker leading every partition; before the shutdown, the first broker leads them all again
+(the preferred leaders' election, `leader.imbalance.check.interval.seconds` 5).
+
     .venv/bin/python -m bench.real_cluster_failover [--partitions 3000]
-Writes bench/results/real_cluster_failover.json and prints it; progress goes to stderr.
+    .venv/bin/python -m bench.real_cluster_failover --partitions 10000 --led-by-first \
+        --create-topics 0
+Writes bench/results/real_cluster_failover.json (with `--led-by-first`:
+real_cluster_failover_led_by_first.json) and prints it; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -214,7 +222,7 @@ def sigterm(broker: KafkaBroker) -> None:
     broker.process.send_signal(signal.SIGTERM)
 
 
-def failover(brokers: list[KafkaBroker], partitions: int) -> dict[str, Any]:
+def failover(brokers: list[KafkaBroker], partitions: int, led_by_first: bool) -> dict[str, Any]:
     """kill -9 of the busiest broker, its restart, a controlled shutdown of the busiest."""
     result: dict[str, Any] = {}
     victim, result["kill_9"] = lose_busiest(brokers, partitions, "kill -9", KafkaBroker.kill)
@@ -222,6 +230,14 @@ def failover(brokers: list[KafkaBroker], partitions: int) -> dict[str, Any]:
     wait_until(lambda: answering(victim) and leaders(victim.bootstrap), 120, "the restart")
     wait_until(lambda: isrs_whole(brokers, partitions), 300, "back in every ISR", every=1)
     time.sleep(6)  # the preferred leaders back (leader.imbalance.check.interval.seconds 5)
+    if led_by_first:
+        first = brokers[0].node_id
+        wait_until(
+            lambda: set(leaders(brokers[0].bootstrap).values()) == {first},
+            300,
+            "the first broker leading every partition again",
+            every=1,
+        )
     leaving, result["controlled_shutdown"] = lose_busiest(
         brokers, partitions, "controlled shutdown", sigterm
     )
@@ -230,13 +246,25 @@ def failover(brokers: list[KafkaBroker], partitions: int) -> dict[str, Any]:
     return result
 
 
-def create_topic(bootstrap: str, partitions: int) -> None:
+def led_by_first(partitions: int) -> dict[int, list[int]]:
+    """Every partition's replicas, the first broker first (its preferred leader), the second
+    replica alternating between the other two brokers."""
+    first, *others = NODE_IDS
+    return {i: [first, others[i % len(others)]] for i in range(partitions)}
+
+
+def create_topic(bootstrap: str, partitions: int, placed_by_us: bool) -> None:
     from kafka import KafkaAdminClient
     from kafka.admin import NewTopic
 
+    topic = (
+        NewTopic(TOPIC, -1, -1, replica_assignments=led_by_first(partitions))
+        if placed_by_us
+        else NewTopic(TOPIC, partitions, 2)
+    )
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=120_000)
     try:
-        admin.create_topics([NewTopic(TOPIC, partitions, 2)], timeout_ms=120_000)
+        admin.create_topics([topic], timeout_ms=120_000)
     finally:
         admin.close()
 
@@ -260,7 +288,7 @@ def measure(
     producing = Producing(",".join(b.bootstrap for b in brokers))
     try:
         time.sleep(3)
-        phases = failover(brokers, partitions)
+        phases = failover(brokers, partitions, args.led_by_first)
     finally:
         producing.stop()  # every send answered: the windows' figures are whole
     for phase in phases.values():
@@ -411,11 +439,24 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
         def create() -> None:  # as the admin (a broker's PLAINTEXT client is ANONYMOUS here)
             with bearer_client(web.base, stack.tokens["admin"], timeout_s=120) as http:
-                body = {
-                    "topics": [
-                        {"name": TOPIC, "num_partitions": args.partitions, "replication_factor": 2}
-                    ]
-                }
+                topic: dict[str, Any] = (
+                    {
+                        "name": TOPIC,
+                        "num_partitions": -1,
+                        "replication_factor": -1,
+                        "assignments": [
+                            {"partition_index": i, "broker_ids": replicas}
+                            for i, replicas in led_by_first(args.partitions).items()
+                        ],
+                    }
+                    if args.led_by_first
+                    else {
+                        "name": TOPIC,
+                        "num_partitions": args.partitions,
+                        "replication_factor": 2,
+                    }
+                )
+                body = {"topics": [topic]}
                 answer = http.post("/api/v1/create-topics", json=body).json()
                 assert answer["topics"][0]["error_code"] == 0, answer
                 # The AdminClient's topics come through a broker's PLAINTEXT listener, so as
@@ -466,7 +507,7 @@ def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             measure(
                 brokers,
                 args,
-                lambda: create_topic(brokers[0].bootstrap, args.partitions),
+                lambda: create_topic(brokers[0].bootstrap, args.partitions, args.led_by_first),
                 kill_controller,
             )
         )
@@ -499,6 +540,11 @@ def main() -> None:
         default=0,
         help="this side's CP_CONTROLLER_LEASE_MS (0: its default, 6000)",
     )
+    parser.add_argument(
+        "--led-by-first",
+        action="store_true",
+        help="the first broker is every partition's preferred leader (the failures are of it)",
+    )
     parser.add_argument("--logs", default=None, help="keep the stacks' and brokers' logs here")
     args = parser.parse_args()
     if not kafka.installed():
@@ -516,6 +562,7 @@ def main() -> None:
         "kafka_version": kafka.pinned_version(),
         "partitions": args.partitions,
         "replication_factor": 2,
+        "led_by_first": args.led_by_first,
         "session_timeout_ms": args.session_timeout_ms,
         "controller_lease_ms": args.lease_ms or None,
         "heap": args.heap,
@@ -525,7 +572,8 @@ def main() -> None:
         "kafka_controller": result_kafka,
     }
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / "real_cluster_failover.json"
+    name = "real_cluster_failover_led_by_first" if args.led_by_first else "real_cluster_failover"
+    out = RESULTS / f"{name}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
