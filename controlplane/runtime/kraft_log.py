@@ -28,7 +28,8 @@ from controlplane.controller.kraft.batches import decode_batches, encode_batch
 from controlplane.controller.kraft.frames import KafkaRecord
 from controlplane.controller.kraft.snapshot import kafka_snapshot
 from controlplane.controller.records import Record, UnknownRecordType, record_from_data
-from controlplane.models import MetadataRecord, MetadataSnapshot
+from controlplane.models import MetadataSnapshot
+from controlplane.runtime.log_rows import log_rows
 from controlplane.runtime.snapshot_format import SnapshotDamaged
 from controlplane.runtime.snapshot_reads import metadata_snapshot_get, metadata_snapshot_load
 
@@ -44,13 +45,13 @@ class EpochStart:
 def log_entries(first: int, last: int | None = None) -> Iterator[tuple[LogEntry, str | None]]:
     """The log's records from `first` (through `last`), each with the type it was stored as
     when no record type of this version knows it (served as a NoOpRecord)."""
-    rows = MetadataRecord.objects.filter(offset__gte=first)
-    if last is not None:
-        rows = rows.filter(offset__lte=last)
-    values = rows.order_by("offset").values_list(
-        "offset", "controller_epoch", "timestamp_ms", "record_type", "data"
+    values = log_rows(
+        ("offset", "controller_epoch", "timestamp_ms", "record_type", "data"),
+        after=first - 1,
+        through=last,
+        page_rows=READ_CHUNK,
     )
-    for offset, epoch, timestamp_ms, record_type, data in values.iterator(chunk_size=READ_CHUNK):
+    for offset, epoch, timestamp_ms, record_type, data in values:
         try:
             record = record_from_data(record_type, data)
             unknown = None

@@ -10,6 +10,7 @@ from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import record_from_data
 from controlplane.models import MetadataRecord, MetadataSnapshot
 from controlplane.runtime.lease import cluster_read
+from controlplane.runtime.log_rows import log_rows
 from controlplane.runtime.projections import consistent_read, load_image
 from controlplane.runtime.snapshot_format import SnapshotDamaged
 from controlplane.runtime.snapshot_reads import metadata_snapshot_load
@@ -25,12 +26,8 @@ def image_from_log() -> tuple[MetadataImage, list[str]]:
     if first is not None and first > 0:
         image, problems = _image_from_snapshot(first)
     delta = MetadataDelta(image)
-    rows = (
-        MetadataRecord.objects.filter(offset__gt=image.last_offset)
-        .order_by("offset")
-        .values_list("offset", "record_type", "data")
-    )
-    for offset, record_type, data in rows.iterator(chunk_size=5000):
+    rows = log_rows(("offset", "record_type", "data"), after=image.last_offset)
+    for offset, record_type, data in rows:
         if offset != delta.next_offset:
             problems.append(f"gap in the log: expected offset {delta.next_offset}, found {offset}")
             delta.last_offset = offset - 1

@@ -21,8 +21,9 @@ import logging
 
 from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.records import record_from_data
-from controlplane.models import Cluster, ControllerNode, MetadataRecord, MetadataSnapshot
+from controlplane.models import Cluster, ControllerNode, MetadataSnapshot
 from controlplane.runtime.lease import now_ms
+from controlplane.runtime.log_rows import log_rows
 from controlplane.runtime.projections import consistent_read, load_image
 from controlplane.runtime.snapshot_format import image_checksum
 
@@ -137,10 +138,11 @@ def snapshot_image() -> MetadataImage | None:
 
 def replay_after(image: MetadataImage, *, max_records: int) -> int:
     """Replay into `image` the committed records after its offset (at most `max_records`)."""
-    rows = (
-        MetadataRecord.objects.filter(offset__gt=image.last_offset)
-        .order_by("offset")
-        .values_list("offset", "record_type", "data")[:max_records]
+    rows = log_rows(
+        ("offset", "record_type", "data"),
+        after=image.last_offset,
+        limit=max_records,
+        page_rows=max_records,
     )
     delta = MetadataDelta(image)
     for offset, record_type, data in rows:
