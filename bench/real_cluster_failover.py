@@ -34,9 +34,8 @@ failed counted apart). This control plane's side is the real stack (PostgreSQL, 
 controller nodes (`process.roles=controller`, `broker.session.timeout.ms` the same).
 
 With `--led-by-first`, every partition's preferred leader is the first broker (its second
-replica alternating between the other two), so that the kill -9 and the controlled shutdown are
-of a broker leading every partition; before the shutdown, the first broker leads them all again
-(the preferred leaders' election, `leader.imbalance.check.interval.seconds` 5).
+replica alternating between the other two), and the failure is the controlled shutdown of that
+broker, leading every partition (no kill -9: its restart would recover every log first).
 
     .venv/bin/python -m bench.real_cluster_failover [--partitions 3000]
     .venv/bin/python -m bench.real_cluster_failover --partitions 10000 --led-by-first \
@@ -223,26 +222,21 @@ def sigterm(broker: KafkaBroker) -> None:
 
 
 def failover(brokers: list[KafkaBroker], partitions: int, led_by_first: bool) -> dict[str, Any]:
-    """kill -9 of the busiest broker, its restart, a controlled shutdown of the busiest."""
+    """kill -9 of the busiest broker, its restart, a controlled shutdown of the busiest. With
+    every partition led by the first broker, its controlled shutdown only: after a kill -9 its
+    restart recovers every one of its logs first (not within minutes at 10,000 on two cores)."""
     result: dict[str, Any] = {}
-    victim, result["kill_9"] = lose_busiest(brokers, partitions, "kill -9", KafkaBroker.kill)
-    victim.start(format_storage=False)
-    wait_until(lambda: answering(victim) and leaders(victim.bootstrap), 120, "the restart")
-    wait_until(lambda: isrs_whole(brokers, partitions), 300, "back in every ISR", every=1)
-    time.sleep(6)  # the preferred leaders back (leader.imbalance.check.interval.seconds 5)
-    if led_by_first:
-        first = brokers[0].node_id
-        wait_until(
-            lambda: set(leaders(brokers[0].bootstrap).values()) == {first},
-            300,
-            "the first broker leading every partition again",
-            every=1,
-        )
+    if not led_by_first:
+        victim, result["kill_9"] = lose_busiest(brokers, partitions, "kill -9", KafkaBroker.kill)
+        victim.start(format_storage=False)
+        wait_until(lambda: answering(victim) and leaders(victim.bootstrap), 120, "the restart")
+        wait_until(lambda: isrs_whole(brokers, partitions), 300, "back in every ISR", every=1)
+        time.sleep(6)  # the preferred leaders back (leader.imbalance.check.interval.seconds 5)
     leaving, result["controlled_shutdown"] = lose_busiest(
         brokers, partitions, "controlled shutdown", sigterm
     )
     assert leaving.process is not None
-    leaving.process.wait(timeout=60)
+    leaving.process.wait(timeout=300)
     return result
 
 
@@ -543,7 +537,7 @@ def main() -> None:
     parser.add_argument(
         "--led-by-first",
         action="store_true",
-        help="the first broker is every partition's preferred leader (the failures are of it)",
+        help="the first broker leads every partition, and its controlled shutdown is the failure",
     )
     parser.add_argument("--logs", default=None, help="keep the stacks' and brokers' logs here")
     args = parser.parse_args()
