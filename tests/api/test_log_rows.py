@@ -42,9 +42,7 @@ def test_every_row_in_offset_order_with_its_data_decoded_as_the_orm_does(
 
 
 @pytest.mark.parametrize("page_rows", [1, 3, 7, 1000])
-def test_pages_go_on_where_the_last_one_stopped(
-    log: list[tuple[Any, ...]], page_rows: int
-) -> None:
+def test_pages_go_on_where_the_last_one_stopped(log: list[tuple[Any, ...]], page_rows: int) -> None:
     assert list(log_rows(COLUMNS, after=-1, page_rows=page_rows)) == log
 
 
