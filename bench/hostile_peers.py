@@ -295,7 +295,7 @@ def main() -> None:
             measured = measure(stack, work, args)
             verdict = verify_stack(stack)
     result = {
-        "kafka_version": kafka.pinned_version(),
+        "kafka_version": kafka.chosen_version(),
         "stock_brokers": len(NODE_IDS),
         "session_timeout_ms": args.session_timeout_ms,
         "heartbeat_interval_ms": HEARTBEAT_MS,

@@ -198,7 +198,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     finally:
         http.close()
     return {
-        "kafka_version": kafka.pinned_version(),
+        "kafka_version": kafka.chosen_version(),
         "heap": args.heap,
         "session_timeout_ms": args.session_timeout_ms,
         "cpus": os.cpu_count(),

@@ -564,7 +564,7 @@ def main() -> None:
         log("Kafka's own controller")
         result_kafka = kafkas(args, work)
     result = {
-        "kafka_version": kafka.pinned_version(),
+        "kafka_version": kafka.chosen_version(),
         "partitions": args.partitions,
         "replication_factor": 2,
         "led_by_first": args.led_by_first,

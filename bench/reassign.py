@@ -394,7 +394,7 @@ def real(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     theirs = kafkas(args, work)
     log(f"  {theirs}")
     return {
-        "kafka_version": kafka.pinned_version(),
+        "kafka_version": kafka.chosen_version(),
         "partitions": args.real_partitions,
         "replication_factor": 2,
         "move": "each partition's second replica, broker 2 -> broker 3 (Kafka's tool, --execute)",
