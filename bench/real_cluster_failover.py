@@ -40,8 +40,11 @@ broker, leading every partition (no kill -9: its restart would recover every log
     .venv/bin/python -m bench.real_cluster_failover [--partitions 3000]
     .venv/bin/python -m bench.real_cluster_failover --partitions 10000 --led-by-first \
         --create-topics 0
+    .venv/bin/python -m bench.real_cluster_failover --sides ours \
+        --setting CP_MAX_PARTITION_CHANGES_PER_COMMIT=10000      # one side, a setting changed
 Writes bench/results/real_cluster_failover.json (with `--led-by-first`:
-real_cluster_failover_led_by_first.json) and prints it; progress goes to stderr.
+real_cluster_failover_led_by_first.json; one side only: `..._ours_only.json`, `..._kafka_only.json`)
+and prints it; progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -423,6 +426,7 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "CP_BROKER_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
         "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": "5",
         **({"CP_CONTROLLER_LEASE_MS": str(args.lease_ms)} if args.lease_ms else {}),
+        **dict(setting.split("=", 1) for setting in args.setting),
     }
     with running_stack(work / "stack", settings=settings) as stack:
         web = stack.start_web(workers=1, threads=8)
@@ -550,8 +554,23 @@ def main() -> None:
         action="store_true",
         help="the first broker leads every partition, and its controlled shutdown is the failure",
     )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a setting of this side's stack (repeatable), e.g. CP_FOO=1",
+    )
+    parser.add_argument(
+        "--sides",
+        choices=("both", "ours", "kafka"),
+        default="both",
+        help="run this side, Kafka's, or both (the default: a ratio needs both)",
+    )
     parser.add_argument("--logs", default=None, help="keep the stacks' and brokers' logs here")
     args = parser.parse_args()
+    if any("=" not in setting for setting in args.setting):
+        parser.error("--setting takes NAME=VALUE")
     if not kafka.installed():
         raise SystemExit(f"no Kafka jars in {kafka.libs_dir()} (bash scripts/install-kafka.sh)")
     if args.create_topics:
@@ -559,10 +578,13 @@ def main() -> None:
     with contextlib.ExitStack() as scope:
         logs = args.logs or scope.enter_context(tempfile.TemporaryDirectory(prefix="bench-rcf-"))
         work = Path(logs).resolve()
-        log("this control plane")
-        result_ours = ours(args, work)
-        log("Kafka's own controller")
-        result_kafka = kafkas(args, work)
+        result_ours = result_kafka = None
+        if args.sides in ("both", "ours"):
+            log("this control plane")
+            result_ours = ours(args, work)
+        if args.sides in ("both", "kafka"):
+            log("Kafka's own controller")
+            result_kafka = kafkas(args, work)
     result = {
         "kafka_version": kafka.chosen_version(),
         "partitions": args.partitions,
@@ -571,6 +593,7 @@ def main() -> None:
         "session_timeout_ms": args.session_timeout_ms,
         "controller_lease_ms": args.lease_ms or None,
         "heap": args.heap,
+        "settings": dict(setting.split("=", 1) for setting in args.setting),
         "cpus": os.cpu_count(),
         "machine": platform.machine(),
         "this_control_plane": result_ours,
@@ -578,6 +601,8 @@ def main() -> None:
     }
     RESULTS.mkdir(exist_ok=True)
     name = "real_cluster_failover_led_by_first" if args.led_by_first else "real_cluster_failover"
+    if args.sides != "both":
+        name += f"_{args.sides}_only"
     out = RESULTS / f"{name}.json"
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))

@@ -5,10 +5,11 @@ Per size a fresh PostgreSQL database and the real controller (`ControllerRuntime
 commit path: 100 brokers registered and unfenced, topics of 10,000 partitions (RF 3) where broker
 0 leads every 50th partition and is a follower of as many, the others led round-robin. Then broker
 0's heartbeat with want_shut_down (it moves to CONTROLLED_SHUTDOWN: every leadership moves away
-and it leaves every ISR, in one commit), then the heartbeats of the others at the new offset and
-broker 0's second heartbeat (answered should_shut_down). Per size: the first heartbeat's handle,
-encode, transaction and image application in ms, the second heartbeat's time, and the growth
-per changed partition from the smallest size to the largest (goal: about 1).
+and it leaves every ISR, up to CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT partitions in its own commit,
+the rest in the fencing rounds' bounded commits), then the heartbeats of the others at the new
+offset and broker 0's second heartbeat (answered should_shut_down). Per size: the first
+heartbeat's handle, encode, transaction and image application in ms, the second heartbeat's
+time, and the growth per changed partition from the smallest size to the largest (goal: about 1).
 
     python -m bench.shutdown_scale                          # 100,000 and 1,000,000
     python -m bench.shutdown_scale --sizes 100000 --profile /tmp/prof   # cProfile per size
@@ -132,8 +133,9 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
             profiler.disable()
         first_s = time.perf_counter() - started
         left_after_first = len(leaderships(runtime.image, SHUTTING))
-        # What one commit did not move, the controller's fencing rounds move next (bounded
-        # commits of CP_MAX_PARTITION_CHANGES_PER_COMMIT, the controller free in between).
+        # What the heartbeat's commit did not move (CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT), the
+        # controller's fencing rounds move next (bounded commits of
+        # CP_MAX_PARTITION_CHANGES_PER_COMMIT, the controller free in between).
         deadline = time.monotonic() + 300
         while leaderships(runtime.image, SHUTTING) and time.monotonic() < deadline:
             time.sleep(0.01)

@@ -240,6 +240,10 @@ CP_FENCING_OVERLOAD_LAG_MS = env_int("CP_FENCING_OVERLOAD_LAG_MS", 2000)
 # 10,000 takes 0.3-0.6 s on a loaded 2-core machine, and half of it keeps the timer's rounds
 # within 500 ms for the same total time, make bench-commit).
 CP_MAX_PARTITION_CHANGES_PER_COMMIT = env_int("CP_MAX_PARTITION_CHANGES_PER_COMMIT", 5_000)
+# The heartbeat that begins a controlled shutdown changes at most this many partitions in its own
+# commit (Kafka's max.records.per.user.op): a broker leading up to 10,000 hands them all over in
+# one change, as under Kafka's controller; the rest, if any, follow in the bounds above.
+CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT = env_int("CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT", 10_000)
 # The metadata fetch (GET /internal/v1/metadata): a broker asking for more records or bytes
 # than these gets this many (clamped, never refused; an answer always carries at least one
 # record, as Kafka's fetch). Encoded answers are kept per web process, LRU by bytes

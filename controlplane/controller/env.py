@@ -27,6 +27,14 @@ DEFAULT_FENCING_HOLD_OFF_MAX_MS = 30_000
 # shutdown) or a report names many (AlterReplicaState): Kafka bounds one operation's records the
 # same way (max.records.per.user.op). The runtime passes CP_MAX_PARTITION_CHANGES_PER_COMMIT.
 MAX_PARTITION_CHANGES_PER_COMMIT = 5_000
+# What the heartbeat that begins a controlled shutdown (or asks to be fenced) changes at most in
+# its own commit: Kafka's cap on one operation (max.records.per.user.op), so that a broker
+# leading up to that many hands every leadership over in one change, as under Kafka's
+# controller. A Kafka broker applies the next metadata change only once it has made the last
+# one's leaders: in two changes, the second half waits for the first half's work. Beyond it, the
+# fencing rounds go on in commits of `max_partition_changes`. The runtime passes
+# CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT.
+MAX_SHUTDOWN_CHANGES_PER_COMMIT = 10_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -56,6 +64,8 @@ class ControllerEnv:
     # How many partitions one commit changes at most when brokers leave (fencing, controlled
     # shutdown); the rest follow in the next commits (`moves_pending`).
     max_partition_changes: int = MAX_PARTITION_CHANGES_PER_COMMIT
+    # How many the heartbeat that begins a controlled shutdown changes at most in its commit.
+    max_shutdown_changes: int = MAX_SHUTDOWN_CHANGES_PER_COMMIT
     # Static broker configs (num.partitions, default.replication.factor, ...) from settings.
     static_configs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     # n random bytes; the operating system's by default, a seeded generator's in tests.

@@ -341,6 +341,7 @@ class ControllerRuntime(ControllerTimer):
                 fencing_hold_off_max_ms=settings.CP_FENCING_HOLD_OFF_MAX_MS,
                 fencing_hold_off_min_brokers=settings.CP_FENCING_HOLD_OFF_MIN_BROKERS,
                 max_partition_changes=settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT,
+                max_shutdown_changes=settings.CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT,
             )
             try:
                 return run_events(image, events, env, now=now, prior=prior, failed=failed)

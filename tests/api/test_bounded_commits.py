@@ -191,30 +191,46 @@ def test_fencing_a_broker_that_leads_more_than_a_commit_moves_in_bounded_commits
     assert metadata_verify() == []
 
 
-def test_a_controlled_shutdown_moves_in_bounded_commits_and_is_told_to_stop_after(
-    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
-) -> None:
-    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+def _four_brokers_one_leading_250(
+    api: Api, tokens: dict[str, str], register: Callable[..., int]
+) -> dict[int, int]:
+    """Four unfenced brokers, every one heard and caught up; broker 1 leads 250 partitions.
+    Their epochs."""
     epochs = {b: register(b, unfence=True) for b in range(4)}
     _topic(api, tokens["admin"], "led", 250, leader=1)
     runtime = get_runtime()
     runtime.fence_round()
     for b in range(4):
         runtime.sessions.touch(b, now_ms=now_ms(), metadata_offset=10**12)
+    return epochs
+
+
+def _shutdown_heartbeat(api: Api, token: str, broker_id: int, epoch: int) -> dict[str, Any]:
+    """A heartbeat asking to shut down, from a broker that has seen every offset."""
+    status, body = api.post(
+        "/internal/v1/broker-heartbeat",
+        {
+            "broker_id": broker_id,
+            "broker_epoch": epoch,
+            "current_metadata_offset": 10**12,
+            "want_shut_down": True,
+        },
+        token=token,
+    )
+    assert status == 200, body
+    return body
+
+
+def test_a_controlled_shutdown_moves_in_bounded_commits_and_is_told_to_stop_after(
+    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+) -> None:
+    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+    settings.CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT = LIMIT
+    epochs = _four_brokers_one_leading_250(api, tokens, register)
+    runtime = get_runtime()
 
     def shutdown_heartbeat() -> dict[str, Any]:
-        status, body = api.post(
-            "/internal/v1/broker-heartbeat",
-            {
-                "broker_id": 1,
-                "broker_epoch": epochs[1],
-                "current_metadata_offset": 10**12,
-                "want_shut_down": True,
-            },
-            token=tokens["broker"],
-        )
-        assert status == 200, body
-        return body
+        return _shutdown_heartbeat(api, tokens["broker"], 1, epochs[1])
 
     first = shutdown_heartbeat()
     assert not first["should_shut_down"]
@@ -222,6 +238,28 @@ def test_a_controlled_shutdown_moves_in_bounded_commits_and_is_told_to_stop_afte
     assert _fence_rounds_until_done() == [LIMIT, 50]  # the rest, 100 a commit
     assert _led_by(1) == 0
     assert shutdown_heartbeat()["should_shut_down"]
+    assert metadata_verify() == []
+
+
+def test_a_controlled_shutdown_moves_up_to_its_own_bound_in_one_commit(
+    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+) -> None:
+    """The heartbeat that begins a controlled shutdown is one operation, bounded as Kafka bounds
+    one (CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT): a broker leading up to that many hands every
+    leadership over in its one commit; what is left beyond it follows in the fencing rounds'
+    own (smaller) bound."""
+    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+    settings.CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT = 2 * LIMIT
+    epochs = _four_brokers_one_leading_250(api, tokens, register)
+    runtime = get_runtime()
+    before = MetadataRecord.objects.count()
+    body = _shutdown_heartbeat(api, tokens["broker"], 1, epochs[1])
+    assert body["error_code"] == 0 and not body["should_shut_down"], body
+    # One commit: the broker's registration change and 200 partition changes.
+    assert MetadataRecord.objects.count() - before == 1 + 2 * LIMIT
+    assert _led_by(1) == 50 and runtime.moves_pending
+    assert _fence_rounds_until_done() == [50]
+    assert _led_by(1) == 0
     assert metadata_verify() == []
 
 

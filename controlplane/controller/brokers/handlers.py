@@ -51,7 +51,9 @@ def _broker_heartbeat(
         request,
         sessions=env.sessions,
         configs=env.configs(view),
-        max_moves=env.max_partition_changes,
+        # A broker's own state change (a controlled shutdown, or asking to be fenced): one
+        # operation, bounded as Kafka bounds one.
+        max_moves=env.max_shutdown_changes,
     )
 
 
