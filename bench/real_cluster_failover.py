@@ -40,8 +40,8 @@ broker, leading every partition (no kill -9: its restart would recover every log
     .venv/bin/python -m bench.real_cluster_failover [--partitions 3000]
     .venv/bin/python -m bench.real_cluster_failover --partitions 10000 --led-by-first \
         --create-topics 0
-    .venv/bin/python -m bench.real_cluster_failover --sides ours \
-        --setting CP_MAX_PARTITION_CHANGES_PER_COMMIT=10000      # one side, a setting changed
+    .venv/bin/python -m bench.real_cluster_failover --partitions 10000 --led-by-first \
+        --create-topics 0 --sides ours --setting CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT=5000
 Writes bench/results/real_cluster_failover.json (with `--led-by-first`:
 real_cluster_failover_led_by_first.json; one side only: `..._ours_only.json`, `..._kafka_only.json`)
 and prints it; progress goes to stderr.
@@ -426,7 +426,7 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         "CP_BROKER_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
         "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": "5",
         **({"CP_CONTROLLER_LEASE_MS": str(args.lease_ms)} if args.lease_ms else {}),
-        **dict(setting.split("=", 1) for setting in args.setting),
+        **args.settings,
     }
     with running_stack(work / "stack", settings=settings) as stack:
         web = stack.start_web(workers=1, threads=8)
@@ -571,6 +571,7 @@ def main() -> None:
     args = parser.parse_args()
     if any("=" not in setting for setting in args.setting):
         parser.error("--setting takes NAME=VALUE")
+    args.settings = dict(setting.split("=", 1) for setting in args.setting)
     if not kafka.installed():
         raise SystemExit(f"no Kafka jars in {kafka.libs_dir()} (bash scripts/install-kafka.sh)")
     if args.create_topics:
@@ -593,7 +594,7 @@ def main() -> None:
         "session_timeout_ms": args.session_timeout_ms,
         "controller_lease_ms": args.lease_ms or None,
         "heap": args.heap,
-        "settings": dict(setting.split("=", 1) for setting in args.setting),
+        "settings": args.settings,
         "cpus": os.cpu_count(),
         "machine": platform.machine(),
         "this_control_plane": result_ours,

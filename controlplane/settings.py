@@ -234,11 +234,12 @@ CP_BROKER_ID_RANGE = broker_id_range(os.environ.get("CP_BROKER_ID_RANGE", "0-214
 CP_FENCING_HOLD_OFF_MIN_BROKERS = env_int("CP_FENCING_HOLD_OFF_MIN_BROKERS", 3)
 CP_FENCING_HOLD_OFF_MAX_MS = env_int("CP_FENCING_HOLD_OFF_MAX_MS", 30_000)
 CP_FENCING_OVERLOAD_LAG_MS = env_int("CP_FENCING_OVERLOAD_LAG_MS", 2000)
-# One commit changes at most this many partitions when brokers leave (fencing, controlled
-# shutdown) or a report names many (AlterReplicaState); the rest follow in the next commits, the
-# controller free in between (Kafka's max.records.per.user.op, 10,000 there: our commit of
-# 10,000 takes 0.3-0.6 s on a loaded 2-core machine, and half of it keeps the timer's rounds
-# within 500 ms for the same total time, make bench-commit).
+# One commit changes at most this many partitions when brokers leave (fencing, and what a
+# controlled shutdown leaves beyond its own commit, below) or a report names many
+# (AlterReplicaState); the rest follow in the next commits, the controller free in between
+# (Kafka's max.records.per.user.op, 10,000 there: our commit of 10,000 takes 0.3-0.6 s on a
+# loaded 2-core machine, and half of it keeps the timer's rounds within 500 ms for the same
+# total time, make bench-commit).
 CP_MAX_PARTITION_CHANGES_PER_COMMIT = env_int("CP_MAX_PARTITION_CHANGES_PER_COMMIT", 5_000)
 # The heartbeat that begins a controlled shutdown changes at most this many partitions in its own
 # commit (Kafka's max.records.per.user.op): a broker leading up to 10,000 hands them all over in

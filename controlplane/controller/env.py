@@ -23,9 +23,10 @@ DEFAULT_FENCING_HOLD_OFF_MIN_BROKERS = 3
 DEFAULT_FENCING_HOLD_OFF_MAX_MS = 30_000
 
 
-# What one commit changes of partitions at most when brokers leave (fencing, controlled
-# shutdown) or a report names many (AlterReplicaState): Kafka bounds one operation's records the
-# same way (max.records.per.user.op). The runtime passes CP_MAX_PARTITION_CHANGES_PER_COMMIT.
+# What one commit changes of partitions at most when brokers leave (fencing, and what a
+# controlled shutdown leaves beyond its own commit) or a report names many (AlterReplicaState):
+# Kafka bounds one operation's records the same way (max.records.per.user.op). The runtime passes
+# CP_MAX_PARTITION_CHANGES_PER_COMMIT.
 MAX_PARTITION_CHANGES_PER_COMMIT = 5_000
 # What the heartbeat that begins a controlled shutdown (or asks to be fenced) changes at most in
 # its own commit: Kafka's cap on one operation (max.records.per.user.op), so that a broker
