@@ -10,7 +10,9 @@ stock broker says, from two sources of the broker's own:
 
 The controller's view is its tables (`view_of_tables`: what the REST API and the console show)
 or its image (`view_of_image`). A broker lags the controller by a fetch at most, so
-`agreement` asks again until every broker agrees or its time is up, and reports either way.
+`agreement` asks again until every broker agrees or its time is up, and reports either way;
+given the controller's log end, it counts only an attempt over which the log stood still (the
+brokers are read seconds after the controller: a change committed in between is no difference).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from stock_kafka.broker import KafkaBroker
 METADATA_LOG = "__cluster_metadata-0"
 DUMP_HEAP = "128m"
 SHOWN = 10  # differences shown per broker and source
+MOVING_LOG_GRACE = 3  # how many times its timeout an agreement waits for a log that stands still
 
 
 def metadata_log_dir(broker: KafkaBroker) -> Path:
@@ -120,30 +123,45 @@ def agreement(
     brokers: Sequence[KafkaBroker],
     *,
     timeout_s: float = 30,
+    log_end: Callable[[], int] | None = None,
 ) -> dict[str, Any]:
     """Ask until every live broker's Metadata and replica agree with the controller's view (read
     afresh each time), or `timeout_s` passed: `agree`, the attempts, the seconds, and the last
-    differences (a few per broker and source) when they never agreed."""
+    differences (a few per broker and source) when they never agreed.
+
+    An attempt reads the controller's view, then the brokers' (seconds later: a JVM dumps the
+    replicas). With `log_end` (the controller's committed log end), an attempt during which the
+    log moved compared the brokers with a view older than theirs: its differences are no
+    verdict. Past `timeout_s` such an attempt is followed by another, up to `MOVING_LOG_GRACE`
+    times `timeout_s`, so that a disagreement reported is one over a log that stood still
+    (`log_moved_in_the_last_attempt` says when even that bound passed first)."""
     live = [b for b in brokers if b.running]
     began = time.monotonic()
-    attempts = 0
+    attempts = still = 0
     last: dict[int, dict[str, Any]] = {}
     while True:
         attempts += 1
+        before = None if log_end is None else log_end()
         try:
             last = differences(controller_view(), live)
         except (OSError, RuntimeError) as error:  # a broker between answers: ask again
             last = {-1: {"metadata": [repr(error)], "dump_log": []}}
-        if not any(d["metadata"] or d["dump_log"] for d in last.values()):
+        moved = log_end is not None and log_end() != before
+        still += not moved
+        differ = any(d["metadata"] or d["dump_log"] for d in last.values())
+        if not differ:
             break
-        if time.monotonic() - began > timeout_s:
+        elapsed = time.monotonic() - began
+        if elapsed > timeout_s and (not moved or elapsed > MOVING_LOG_GRACE * timeout_s):
             break
         time.sleep(0.5)
-    agree = not any(d["metadata"] or d["dump_log"] for d in last.values())
+    agree = not differ
     return {
         "agree": agree,
         "brokers": sorted(b.node_id for b in live),
         "attempts": attempts,
+        "still_attempts": still if log_end is not None else None,
+        "log_moved_in_the_last_attempt": moved,
         "seconds": round(time.monotonic() - began, 2),
         "differences": {
             node: {source: lines[:SHOWN] for source, lines in found.items() if lines}

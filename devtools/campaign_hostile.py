@@ -14,12 +14,17 @@ and the flood reports what it held and what the listeners closed.
 `one_image`: the controller's view of every broker and partition (its tables, what the REST API
 and the console show) against each live stock broker's own Metadata and `kafka-dump-log` of its
 own replica of `__cluster_metadata` (devtools.broker_views), asked until they agree or
-`AGREE_WITHIN_S` passed: reported per fault, and the campaign's test asserts they agreed.
+`AGREE_WITHIN_S` passed (a difference found while the controller's log moved is no verdict: the
+brokers are read seconds after the tables): reported per fault, with one differing topic's
+records from both sides when they disagree, and the campaign's test asserts they agreed.
 """
 
 from __future__ import annotations
 
+import base64
+import re
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from devtools import broker_views
@@ -34,6 +39,9 @@ FLOOD_CONNECTIONS = 1000
 FINDINGS_SMALL = 27
 FLOOD_S = 30.0
 AGREE_WITHIN_S = 30.0
+EVIDENCE_RECORDS = 8  # a differing topic's last records, from each side, in the report
+_TOPIC_ID = re.compile(r"partition \('([0-9a-f-]{36})', \d+\)")
+_TOPIC_NAME = re.compile(r"partition \('([^']+)', \d+\)")
 HOST = "127.0.0.1"
 
 
@@ -90,8 +98,70 @@ def one_image(campaign: FaultCampaign) -> dict[str, Any] | None:
     brokers in this campaign)."""
     if campaign.real is None or not campaign.real.brokers:
         return None
-    return broker_views.agreement(
+    found = broker_views.agreement(
         lambda: view_of_tables(campaign.stack.sql),
         campaign.real.brokers,
         timeout_s=AGREE_WITHIN_S,
+        log_end=lambda: log_end(campaign),
     )
+    if not found["agree"]:
+        try:
+            found["evidence"] = disagreement_evidence(campaign, found["differences"])
+        except Exception as error:  # the report matters more than its evidence
+            found["evidence"] = repr(error)
+    return found
+
+
+def log_end(campaign: FaultCampaign) -> int:
+    """The controller's committed log end (moved in every commit's transaction)."""
+    return int(campaign.stack.sql("SELECT last_offset FROM cp_cluster WHERE id = 1")[0][0])
+
+
+def disagreement_evidence(
+    campaign: FaultCampaign, differences: dict[Any, dict[str, list[str]]]
+) -> dict[str, Any]:
+    """For a disagreement: the log's head, and one differing topic's records as the controller's
+    log holds them and as each live broker's replica does (offset, type, what they set), to
+    tell a record the controller never committed from a table that missed one."""
+    lines = [line for found in differences.values() for ls in found.values() for line in ls]
+    topic_id = next((m.group(1) for line in lines if (m := _TOPIC_ID.search(line))), None)
+    if topic_id is None:
+        names = [m.group(1) for line in lines if (m := _TOPIC_NAME.search(line))]
+        rows = (
+            campaign.stack.sql("SELECT topic_id FROM cp_topic WHERE name = %s", names[0])
+            if names
+            else []
+        )
+        topic_id = str(rows[0][0]) if rows else None
+    head = campaign.stack.sql("SELECT last_offset, controller_epoch FROM cp_cluster WHERE id = 1")
+    evidence: dict[str, Any] = {"log_head": [list(r) for r in head], "topic_id": topic_id}
+    if topic_id is None:
+        return evidence
+    evidence["controller_log"] = [
+        [int(offset), int(epoch), str(kind), broker_id, str(request_id), data]
+        for offset, epoch, kind, broker_id, request_id, data in campaign.stack.sql(
+            'SELECT "offset", controller_epoch, record_type, broker_id, request_id, data::text'
+            " FROM cp_metadata_record"
+            " WHERE data->>'topic_id' = %s ORDER BY \"offset\"",
+            topic_id,
+        )
+    ][-EVIDENCE_RECORDS:]
+    kafka_id = base64.urlsafe_b64encode(uuid.UUID(topic_id).bytes).rstrip(b"=").decode()
+    live = [b for b in campaign.real.brokers if b.running] if campaign.real else []
+    try:
+        chosen = {b.node_id: broker_views.replica_files(b) for b in live}
+        files = [f for snap, segs in chosen.values() for f in (snap, *segs) if f]
+        printed = broker_views.dump_log(files)
+        evidence["broker_logs"] = {
+            node_id: [
+                line.strip()
+                for f in (snap, *segs)
+                if f
+                for line in printed.get(f, "").splitlines()
+                if kafka_id in line
+            ][-EVIDENCE_RECORDS:]
+            for node_id, (snap, segs) in chosen.items()
+        }
+    except (OSError, RuntimeError) as error:
+        evidence["broker_logs"] = repr(error)
+    return evidence

