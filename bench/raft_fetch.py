@@ -7,9 +7,10 @@ are created until the log holds about `--records` records. For each size (10,000
 records by default) a follower reads the log from offset 0 up to that size, as a broker that
 catches up does (Fetch: 8 MiB a request; REST: `max_records` pages, JSON):
 
-- `first_ms`: the first catch-up after the log grew (the listener encodes the batches then);
-- `warm`: p50/p99 of later catch-ups (the same bytes, encoded once);
-- `concurrent_followers`: N followers catching up at once, each one's time (encode once,
+- `first_ms`: the first catch-up after the log grew (the listener takes the new batches in then:
+  those the controller stored with its commits, or the rows of a range without them, encoded);
+- `warm`: p50/p99 of later catch-ups (the same bytes, taken in once);
+- `concurrent_followers`: N followers catching up at once, each one's time (taken in once,
   served to N brokers).
 
     make bench-raft-fetch      # or: .venv/bin/python -m bench.raft_fetch [--help]

@@ -89,6 +89,22 @@ class MetadataRecord(models.Model):
         ]
 
 
+class KafkaBatch(models.Model):
+    """One commit's records in Kafka's record-batch format, as the brokers fetch them from
+    `__cluster_metadata`: written by the controller in the commit's own transaction (it holds
+    the records and the state their encoding needs), so the Kafka protocol listener serves
+    these bytes instead of reading the rows back and encoding them again. A range without
+    batches (a log written before they were kept) is encoded from the rows, as before them."""
+
+    base_offset = models.BigIntegerField(primary_key=True)
+    last_offset = models.BigIntegerField()
+    epoch = models.IntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        db_table = "cp_kafka_batch"
+
+
 class AppliedRequest(models.Model):
     """A write the controller applied, by principal and request id: that principal's retry
     answers this instead of reapplying. Request ids belong to their principal (for an Envelope,

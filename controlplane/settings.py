@@ -245,6 +245,10 @@ CP_MAX_PARTITION_CHANGES_PER_COMMIT = env_int("CP_MAX_PARTITION_CHANGES_PER_COMM
 # commit (Kafka's max.records.per.user.op): a broker leading up to 10,000 hands them all over in
 # one change, as under Kafka's controller; the rest, if any, follow in the bounds above.
 CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT = env_int("CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT", 10_000)
+# The controller keeps each commit's records in Kafka's batch format (cp_kafka_batch), written in
+# the commit, and the Kafka protocol listener serves those bytes to the brokers' fetches instead of
+# encoding the rows again (off: the listener encodes every record from the rows).
+CP_STORE_KAFKA_BATCHES = env_bool("CP_STORE_KAFKA_BATCHES", True)
 # The metadata fetch (GET /internal/v1/metadata): a broker asking for more records or bytes
 # than these gets this many (clamped, never refused; an answer always carries at least one
 # record, as Kafka's fetch). Encoded answers are kept per web process, LRU by bytes

@@ -43,6 +43,7 @@ from controlplane.runtime.ingress import (
     LagWindow,
     TimerLag,
 )
+from controlplane.runtime.kraft_log import commit_encoder
 from controlplane.runtime.lease import (
     Lease,
     lease_acquire,
@@ -260,7 +261,11 @@ class ControllerRuntime(ControllerTimer):
             try:
                 with connection.execute_wrapper(statements):
                     self.lease = log_commit(
-                        lease=lease, delta=delta, writes=writes, lease_ms=self.lease_ms
+                        lease=lease,
+                        delta=delta,
+                        writes=writes,
+                        lease_ms=self.lease_ms,
+                        kafka_encoder=commit_encoder(image),
                     )
                 break
             except DuplicateWrite as duplicate:

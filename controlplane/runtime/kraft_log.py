@@ -17,8 +17,12 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
+from django.conf import settings
+from django.db import connection
+
+from controlplane.controller.image.metadata import MetadataImage
 from controlplane.controller.kraft import (
     DEFAULT_METADATA_VERSION,
     BrokerDirectories,
@@ -49,14 +53,18 @@ class EpochStart:
     start_offset: int
 
 
-def log_entries(first: int, last: int | None = None) -> Iterator[tuple[LogEntry, str | None]]:
-    """The log's records from `first` (through `last`), each with the type it was stored as
-    when no record type of this version knows it (served as a NoOpRecord)."""
+def log_entries(
+    first: int, last: int | None = None, record_types: Collection[str] = ()
+) -> Iterator[tuple[LogEntry, str | None]]:
+    """The log's records from `first` (through `last`; only of `record_types` when named),
+    each with the type it was stored as when no record type of this version knows it (served
+    as a NoOpRecord)."""
     values = log_rows(
         ("offset", "controller_epoch", "timestamp_ms", "record_type", "data"),
         after=first - 1,
         through=last,
         page_rows=READ_CHUNK,
+        record_types=record_types,
     )
     for offset, epoch, timestamp_ms, record_type, data in values:
         try:
@@ -81,10 +89,54 @@ def encoder_state_at(first: int) -> tuple[BrokerDirectories, int, str | None]:
         image = metadata_snapshot_load(snapshot=snapshot).image()
     except SnapshotDamaged as error:
         return BrokerDirectories(), DEFAULT_METADATA_VERSION, f"the snapshot is damaged: {error}"
+    directories, level = encoder_state_of(image)
+    return directories, level, None
+
+
+def encoder_state_of(image: MetadataImage) -> tuple[BrokerDirectories, int]:
+    """What encoding the records after `image` needs: its registrations' log dirs and its
+    metadata.version (O(brokers))."""
     directories = BrokerDirectories(
         {b.broker_id: (b.epoch, b.log_dirs) for b in image.brokers.values()}
     )
-    return directories, image.metadata_version or DEFAULT_METADATA_VERSION, None
+    return directories, image.metadata_version or DEFAULT_METADATA_VERSION
+
+
+def commit_encoder(image: MetadataImage) -> KafkaLogEncoder | None:
+    """The encoder of the next commit's Kafka batches (`image` is the state before it), or None
+    when batches are not kept (CP_STORE_KAFKA_BATCHES)."""
+    if not settings.CP_STORE_KAFKA_BATCHES:
+        return None
+    directories, level = encoder_state_of(image)
+    return KafkaLogEncoder(level, directories=directories)
+
+
+# What the encoder keeps from the records it does not encode (KafkaLogEncoder.observe).
+STATE_RECORDS = ("RegisterBrokerRecord", "UnregisterBrokerRecord", "FeatureLevelRecord")
+STORED_PAGE = 64  # batches per read: a commit is one to a few
+
+
+def stored_batches(first: int, last: int) -> tuple[list[EncodedBatch], int | None]:
+    """The controller's stored batches that follow one another from offset `first` and end by
+    `last`, and, when none starts at `first`, where the next one within `last` starts (None:
+    no batch is stored there)."""
+    q = connection.ops.quote_name
+    sql = (
+        f"SELECT base_offset, last_offset, epoch, data FROM {q('cp_kafka_batch')} "
+        "WHERE base_offset >= %s AND last_offset <= %s ORDER BY base_offset LIMIT %s"
+    )
+    found: list[EncodedBatch] = []
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [first, last, STORED_PAGE])
+            page = cursor.fetchall()
+        for base, end, epoch, data in page:
+            if base != first:
+                return found, (None if found else base)
+            found.append(EncodedBatch(base, end, epoch, bytes(data)))
+            first = end + 1
+        if len(page) < STORED_PAGE:
+            return found, None
 
 
 class KraftLog:
@@ -96,30 +148,59 @@ class KraftLog:
         self.cluster_id = cluster_id
         directories, level, _ = encoder_state_at(start_offset)
         self._encoder = KafkaLogEncoder(level, directories=directories)
+        self._encoder_at = start_offset  # the encoder's state is the log's before this offset
         self._batches: list[EncodedBatch] = []
         self._bases: list[int] = []
         self._epochs: list[EpochStart] = []
         self.end_offset = start_offset  # exclusive: the next offset to encode
+        self.stored_records = 0  # how many records were served from the controller's batches
 
     def extend_to(self, last_offset: int) -> None:
-        """Encode what the log holds through `last_offset` (committed), once."""
+        """Take in what the log holds through `last_offset` (committed), once: the batches the
+        controller stored with its commits, and the rows of any range without them encoded
+        here."""
         if last_offset < self.end_offset:
             return
         with self._lock:
             if last_offset < self.end_offset:
                 return
             began, first = time.perf_counter(), self.end_offset
-            entries = (entry for entry, _ in log_entries(self.end_offset, last_offset))
-            for batch in self._encoder.batches(entries):
-                self._append(batch)
+            encoded = 0
+            while self.end_offset <= last_offset:
+                stored, next_base = stored_batches(self.end_offset, last_offset)
+                if stored:
+                    for batch in stored:
+                        self._append(batch)
+                    self.stored_records += stored[-1].last_offset + 1 - stored[0].base_offset
+                    continue
+                through = last_offset if next_base is None else next_base - 1
+                before = self.end_offset
+                self._encode_rows(through)
+                encoded += self.end_offset - before
+                if self.end_offset <= through:
+                    break  # rows gone under the read (retention moved the start): read again
             if self.end_offset - first >= LOGGED_EXTENSION_RECORDS:
                 logger.info(
-                    "read and encoded offsets %d-%d (%d records) for the brokers' fetches in %d ms",
+                    "took in offsets %d-%d (%d records, %d of them encoded from the rows) for "
+                    "the brokers' fetches in %d ms",
                     first,
                     self.end_offset - 1,
                     self.end_offset - first,
+                    encoded,
                     (time.perf_counter() - began) * 1000,
                 )
+
+    def _encode_rows(self, through: int) -> None:
+        """Encode the rows from the log end through `through`, the encoder first brought to
+        the log end past the stored batches (their registrations and metadata.version)."""
+        if self._encoder_at < self.end_offset:
+            for entry, _ in log_entries(self._encoder_at, self.end_offset - 1, STATE_RECORDS):
+                self._encoder.observe(entry.record)
+            self._encoder.next_offset = self.end_offset
+        entries = (entry for entry, _ in log_entries(self.end_offset, through))
+        for batch in self._encoder.batches(entries):
+            self._append(batch)
+        self._encoder_at = self.end_offset
 
     def _append(self, batch: EncodedBatch) -> None:
         if not self._epochs or self._epochs[-1].epoch != batch.epoch:

@@ -14,7 +14,7 @@ on exactly where the last one stopped, within one transaction or across commits.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -34,14 +34,19 @@ def log_rows(
     through: int | None = None,
     limit: int | None = None,
     page_rows: int = PAGE_ROWS,
+    record_types: Collection[str] = (),
 ) -> Iterator[tuple[Any, ...]]:
-    """The log's rows after offset `after` (through `through`; at most `limit`), each the
-    values of `columns` in order: "offset" first, "data" last (decoded)."""
+    """The log's rows after offset `after` (through `through`; at most `limit`; only of
+    `record_types` when named), each the values of `columns` in order: "offset" first, "data"
+    last (decoded)."""
     if not columns or columns[0] != "offset" or columns[-1] != "data":
         raise ValueError("log_rows: the columns start with offset and end with data")
     q = connection.ops.quote_name
     selected = ", ".join(q(c) for c in columns)
     bound = "" if through is None else f" AND {q('offset')} <= %s"
+    types = sorted(record_types)
+    if types:
+        bound += f" AND {q('record_type')} IN ({', '.join('%s' for _ in types)})"
     sql = (
         f"SELECT {selected} FROM {MetadataRecord._meta.db_table} "
         f"WHERE {q('offset')} > %s{bound} ORDER BY {q('offset')} LIMIT %s"
@@ -51,6 +56,7 @@ def log_rows(
     while left is None or left > 0:
         size = page_rows if left is None else min(page_rows, left)
         params: list[Any] = [last] if through is None else [last, through]
+        params += types
         with connection.cursor() as cursor:
             cursor.execute(sql, [*params, size])
             page = cursor.fetchall()

@@ -11,6 +11,7 @@ import collections
 import contextvars
 import dataclasses
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
@@ -19,6 +20,7 @@ from django.db import IntegrityError, connection, transaction
 
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
+from controlplane.controller.kraft import KafkaLogEncoder, LogEntry
 from controlplane.controller.records import Record
 from controlplane.runtime.bulk import Column, Write, prepared_upsert
 from controlplane.runtime.conversation import (
@@ -34,6 +36,8 @@ from controlplane.runtime.plugins import add_once
 from controlplane.runtime.projections import prepare_delta
 from controlplane.runtime.single_writer import commit_scope
 from controlplane.runtime.write_behind import WriteBehind
+
+logger = logging.getLogger(__name__)
 
 # When the last commit's transaction began (after its records were encoded), for the timings
 # the controller logs of large commits.
@@ -108,13 +112,17 @@ def log_commit(
     delta: MetadataDelta,
     writes: Sequence[AppliedWrite],
     lease_ms: int = 0,
+    kafka_encoder: KafkaLogEncoder | None = None,
 ) -> Lease:
     """Commit `delta`'s records and projections; answers the lease as the commit left it.
 
     With `lease_ms`, the commit also renews the lease (until `lease_ms` after its statements
     ran): it holds the cluster row's lock and has just checked the lease is its own, so a
     batch that takes long to encode (100,000 partition changes) never lets its lease lapse in
-    the middle, as when the lease was renewed only between batches."""
+    the middle, as when the lease was renewed only between batches.
+
+    With `kafka_encoder` (the state before `delta`), the records are also kept in Kafka's
+    batch format (cp_kafka_batch), in the same transaction: what the brokers fetch."""
     if not delta.replayed:
         return lease
     remembered = [
@@ -155,6 +163,11 @@ def log_commit(
     def statements() -> Iterator[Write]:
         yield append
         yield from prepare_delta(delta, writes, timestamp)  # built as the writer runs
+        yield prepared_upsert(  # encoded as the writer runs too
+            table="cp_kafka_batch",
+            columns=KAFKA_BATCH_COLUMNS,
+            rows=_kafka_batch_rows(kafka_encoder, delta, lease.epoch, timestamp),
+        )
         yield remember
         yield from audit
 
@@ -377,6 +390,30 @@ def _log_rows(
             )
         )
     return rows
+
+
+KAFKA_BATCH_COLUMNS = [
+    Column("base_offset", "bigint"),
+    Column("last_offset", "bigint"),
+    Column("epoch", "int"),
+    Column("data", "bytea"),
+]
+
+
+def _kafka_batch_rows(
+    encoder: KafkaLogEncoder | None, delta: MetadataDelta, epoch: int, timestamp: int
+) -> list[tuple[object, ...]]:
+    """The commit's records as Kafka batches (the brokers' fetch serves them), or none: a
+    commit whose records cannot be encoded is still committed, and the Kafka protocol listener
+    encodes that range from the rows, as for a log written before batches were kept."""
+    if encoder is None:
+        return []
+    entries = (LogEntry(offset, epoch, timestamp, record) for offset, record in delta.replayed)
+    try:
+        return [(b.base_offset, b.last_offset, b.epoch, b.data) for b in encoder.batches(entries)]
+    except Exception:
+        logger.exception("the commit's records are kept without their Kafka batches")
+        return []
 
 
 def _broker_id(record: Record) -> int | None:

@@ -19,7 +19,7 @@ from typing import Any
 from django.db import connections
 from django.db.backends.signals import connection_created
 
-LOG_TABLES = frozenset({"cp_metadata_record", "cp_applied_request"})
+LOG_TABLES = frozenset({"cp_metadata_record", "cp_kafka_batch", "cp_applied_request"})
 # COPY ... FROM too: large commits copy their rows (controlplane.runtime.bulk).
 _WRITE = re.compile(
     r'^\s*(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM|COPY)\s+"?(\w+)"?(?!.*\bTO\s+STDOUT)',
@@ -27,7 +27,9 @@ _WRITE = re.compile(
 )
 _writing: contextvars.ContextVar[bool] = contextvars.ContextVar("projection_writes", default=False)
 _retaining: contextvars.ContextVar[bool] = contextvars.ContextVar("log_retention", default=False)
-_DELETE_LOG = re.compile(r'^\s*DELETE\s+FROM\s+"?cp_metadata_record"?\s', re.IGNORECASE)
+_DELETE_LOG = re.compile(
+    r'^\s*DELETE\s+FROM\s+"?(?:cp_metadata_record|cp_kafka_batch)"?\s', re.IGNORECASE
+)
 
 
 class ProjectionWriteOutsideCommit(AssertionError):
@@ -47,8 +49,8 @@ def commit_scope() -> Iterator[None]:
 @contextlib.contextmanager
 def retention_scope() -> Iterator[None]:
     """Log retention (controlplane.runtime.snapshots): the records before the oldest kept
-    snapshot are deleted. Only a DELETE of metadata records is let through here; every other
-    write of the log and the projections is still refused."""
+    snapshot are deleted. Only a DELETE of metadata records (and their Kafka batches) is let
+    through here; every other write of the log and the projections is still refused."""
     token = _retaining.set(True)
     try:
         yield

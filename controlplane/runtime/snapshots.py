@@ -422,6 +422,9 @@ def _log_delete_before(cut: int) -> int:
                     [start, high],
                 )
                 removed += cursor.rowcount
+                # A batch that starts before the new start goes with it (a broker fetching
+                # from the start reads the rest of it encoded from the rows).
+                cursor.execute("DELETE FROM cp_kafka_batch WHERE base_offset < %s", [high])
                 Cluster.objects.filter(pk=1, log_start_offset__lt=high).update(
                     log_start_offset=high
                 )

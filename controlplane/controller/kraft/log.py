@@ -133,7 +133,7 @@ class KafkaLogEncoder:
             ):
                 yield self._batch(first, pending)
                 pending, size, first = [], 0, None
-            self._observe(entry.record)
+            self.observe(entry.record)
             pending.append(record)
             size += len(record.value)
             first = first or entry
@@ -141,7 +141,9 @@ class KafkaLogEncoder:
         if first is not None:
             yield self._batch(first, pending)
 
-    def _observe(self, record: Record) -> None:
+    def observe(self, record: Record) -> None:
+        """Take in what a record changes for the records after it (registrations' log dirs,
+        metadata.version), for a reader that skips encoding it."""
         self.directories.observe(record)
         if isinstance(record, FeatureLevelRecord) and record.name == METADATA_VERSION_FEATURE:
             metadata_version(record.feature_level)  # a level this module cannot write: refused
