@@ -94,7 +94,8 @@ class KafkaBatch(models.Model):
     `__cluster_metadata`: written by the controller in the commit's own transaction (it holds
     the records and the state their encoding needs), so the Kafka protocol listener serves
     these bytes instead of reading the rows back and encoding them again. A range without
-    batches (a log written before they were kept) is encoded from the rows, as before them."""
+    batches (CP_STORE_KAFKA_BATCHES off, or a commit that could not be encoded) is encoded from
+    the rows."""
 
     base_offset = models.BigIntegerField(primary_key=True)
     last_offset = models.BigIntegerField()
