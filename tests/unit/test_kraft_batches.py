@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from controlplane.controller.kraft import batches, frames
 from controlplane.controller.kraft.batches import MalformedRecords, decode_batches, encode_batch
+from controlplane.controller.kraft.codec import write_varint
 from controlplane.controller.kraft.frames import KafkaRecord
 from controlplane.controller.kraft.log import decode_records
 
@@ -149,3 +150,23 @@ def test_compressed_and_other_magic_batches_are_refused() -> None:
     batch[17:21] = struct.pack(">I", crc32c.crc32c(bytes(batch[21:])))
     with pytest.raises(MalformedRecords, match="compressed"):
         decode_batches(bytes(batch))
+
+
+@given(st.integers(-(2**31), 2**31 - 1))
+def test_a_records_framing_writes_varints_as_kafka_does(value: int) -> None:
+    reference = bytearray()
+    write_varint(reference, value)
+    assert batches._varint(value) == bytes(reference)
+
+
+def test_a_batch_of_ten_thousand_records_and_long_values_round_trips() -> None:
+    """Offset deltas and lengths past one and two varint bytes (10,000 records, values of
+    100 bytes to 20 kB): each record's framing reads back."""
+    values = [b"x" * size for size in (100, 200, 16_000, 20_000)]
+    records = [
+        KafkaRecord("FeatureLevelRecord", 12, 0, values[i % len(values)]) for i in range(10_000)
+    ]
+    (batch,) = decode_batches(encode_batch(7, records, epoch=3, timestamp_ms=11))
+    assert [(r.offset, r.key, r.value) for r in batch.records] == [
+        (7 + i, None, record.value) for i, record in enumerate(records)
+    ]

@@ -31,6 +31,7 @@ from controlplane.controller.kraft.twins import (
     MIGRATING_DIRECTORY,
     TWINNED_RECORD_TYPES,
     UNASSIGNED_DIRECTORY,
+    spec_kafka_record,
 )
 from controlplane.controller.kraft.versions import UnsupportedMetadataVersion
 from controlplane.controller.mirror_records import MirrorMakerConfigRecord
@@ -321,6 +322,55 @@ def test_every_twinned_house_record_says_the_same_in_kafkas_record(
     decoded = decode_metadata_value(kafka_record(record, level, dirs).value)
     assert (decoded.name, decoded.version) == (name, version)
     assert {k: v for k, v in decoded.fields.items() if k in fields} == fields
+
+
+SMALL_BROKERS = st.integers(0, 5)
+DIRECTORY_STATES = st.dictionaries(
+    SMALL_BROKERS, st.tuples(EPOCHS, st.lists(IDS, max_size=3).map(tuple)), max_size=6
+)
+SMALL_BROKER_LISTS = st.lists(SMALL_BROKERS, max_size=4).map(tuple)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.one_of(
+        PARTITIONS,
+        PARTITION_CHANGES,
+        st.builds(
+            PartitionRecord, st.integers(0, 9), IDS, SMALL_BROKER_LISTS, st.just(()), st.just(-1)
+        ),
+        st.builds(PartitionChangeRecord, st.integers(0, 9), IDS, replicas=SMALL_BROKER_LISTS),
+    ),
+    LEVELS,
+    DIRECTORY_STATES,
+)
+def test_partition_records_are_framed_byte_for_byte_as_their_field_specs_frame_them(
+    record: Record, level: int, registrations: dict[int, tuple[int, tuple[str, ...]]]
+) -> None:
+    """The partition records' own writers (kraft.partition_frames) against the spec-driven
+    writer, with brokers registered with no, one or several dirs (a replica's default dir)."""
+    dirs = BrokerDirectories(registrations)
+    framed = kafka_record(record, level, dirs)
+    assert framed == spec_kafka_record(record, level, dirs)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        PartitionRecord(0, str(uuid.uuid4()), (2**31,), (), 0),
+        PartitionRecord(0, str(uuid.uuid4()), (1,), (1,), 1, leader_epoch=-(2**31) - 1),
+        PartitionChangeRecord(0, str(uuid.uuid4()), isr=(2**31,)),
+        PartitionChangeRecord(2**31, str(uuid.uuid4()), leader=1),
+        PartitionChangeRecord(0, "not-an-id", leader=1),
+    ],
+)
+def test_partition_records_out_of_kafkas_range_are_refused_as_the_specs_refuse_them(
+    record: Record,
+) -> None:
+    with pytest.raises(ValueError):
+        spec_kafka_record(record, 25)
+    with pytest.raises(ValueError):
+        kafka_record(record, 25)
 
 
 def test_every_house_record_type_of_the_kafka_kind_has_a_twin() -> None:

@@ -13,6 +13,7 @@ Pure: bytes in, bytes out. Layered bottom to top:
 
 from controlplane.controller.kraft.batches import RecordBatch, decode_batches, encode_batch
 from controlplane.controller.kraft.codec import MalformedRecords
+from controlplane.controller.kraft.directories import BrokerDirectories, kafka_uuid
 from controlplane.controller.kraft.frames import (
     DecodedRecord,
     KafkaRecord,
@@ -31,12 +32,7 @@ from controlplane.controller.kraft.log import (
     records_within,
     segment_file_name,
 )
-from controlplane.controller.kraft.twins import (
-    TWINNED_RECORD_TYPES,
-    BrokerDirectories,
-    kafka_record,
-    kafka_uuid,
-)
+from controlplane.controller.kraft.twins import TWINNED_RECORD_TYPES, kafka_record
 from controlplane.controller.kraft.versions import (
     DEFAULT_METADATA_VERSION,
     METADATA_VERSIONS,

@@ -13,13 +13,14 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from controlplane.controller.kraft.batches import decode_batches, encode_batch
 from controlplane.controller.kraft.codec import MalformedRecords
+from controlplane.controller.kraft.directories import BrokerDirectories
 from controlplane.controller.kraft.frames import (
     DecodedRecord,
     KafkaRecord,
     decode_control,
     decode_metadata_value,
 )
-from controlplane.controller.kraft.twins import BrokerDirectories, kafka_record
+from controlplane.controller.kraft.twins import kafka_record
 from controlplane.controller.kraft.versions import (
     DEFAULT_METADATA_VERSION,
     METADATA_VERSION_FEATURE,

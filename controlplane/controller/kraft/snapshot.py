@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from controlplane.controller.kraft.batches import encode_batch
+from controlplane.controller.kraft.directories import BrokerDirectories
 from controlplane.controller.kraft.frames import KafkaRecord, control_record
-from controlplane.controller.kraft.twins import BrokerDirectories, kafka_record
+from controlplane.controller.kraft.twins import kafka_record
 from controlplane.controller.kraft.versions import (
     DEFAULT_METADATA_VERSION,
     METADATA_VERSION_FEATURE,

@@ -30,9 +30,8 @@ What Kafka's records carry that ours do not, or the other way round:
 from __future__ import annotations
 
 import base64
-import binascii
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from controlplane.controller import records
@@ -42,7 +41,8 @@ from controlplane.controller.acls.bindings import (
     PatternType,
     ResourceType,
 )
-from controlplane.controller.kraft import schemas
+from controlplane.controller.kraft import partition_frames, schemas
+from controlplane.controller.kraft.directories import BrokerDirectories, kafka_uuid
 from controlplane.controller.kraft.frames import KafkaRecord, control_record, metadata_record
 from controlplane.controller.kraft.versions import (
     METADATA_VERSION_FEATURE,
@@ -69,7 +69,6 @@ from controlplane.controller.records import (
     RemoveTopicRecord,
     TopicRecord,
     UnregisterBrokerRecord,
-    default_log_dir,
 )
 from controlplane.controller.scram_records import (
     MECHANISM_TYPES,
@@ -88,53 +87,6 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 CONFIG_RESOURCE_TYPE_IDS = {"TOPIC": 2, "BROKER": 4, "CLIENT_METRICS": 16, "GROUP": 32}
 
 
-def kafka_uuid(value: str) -> uuid.UUID:
-    """A house id as Kafka's Uuid: a UUID string, or Kafka's own 22-character base64 form."""
-    try:
-        return uuid.UUID(value)
-    except ValueError:
-        pass
-    if len(value) == 22:
-        try:
-            raw = base64.urlsafe_b64decode(value + "==")
-        except (binascii.Error, ValueError):
-            raw = b""
-        if len(raw) == 16:
-            return uuid.UUID(bytes=raw)
-    raise ValueError(f"{value!r} is neither a UUID nor a Kafka Uuid")
-
-
-class BrokerDirectories:
-    """The log dirs of each broker's current registration, kept up to date by `observe`-ing
-    the log's records in order (a RegisterBrokerRecord sets them, an UnregisterBrokerRecord
-    drops them). Start it from a snapshot's brokers to serve a log that starts later."""
-
-    def __init__(
-        self, registrations: Mapping[int, tuple[int, Sequence[str]]] | None = None
-    ) -> None:
-        # broker id -> (broker epoch, log dirs as the registration lists them)
-        self._registrations: dict[int, tuple[int, tuple[str, ...]]] = {
-            broker: (epoch, tuple(dirs)) for broker, (epoch, dirs) in (registrations or {}).items()
-        }
-
-    def observe(self, record: Record) -> None:
-        if isinstance(record, RegisterBrokerRecord):
-            self._registrations[record.broker_id] = (record.broker_epoch, record.log_dirs)
-        elif isinstance(record, UnregisterBrokerRecord):
-            self._registrations.pop(record.broker_id, None)
-
-    def log_dirs(self, broker_id: int, broker_epoch: int | None = None) -> tuple[str, ...] | None:
-        """The dirs the broker's registration lists (at `broker_epoch` when given), or None."""
-        registration = self._registrations.get(broker_id)
-        if registration is None or broker_epoch not in (None, registration[0]):
-            return None
-        return registration[1]
-
-    def default_directory(self, broker_id: int) -> uuid.UUID:
-        """Where a new replica on the broker goes, as Kafka's controller decides it."""
-        return kafka_uuid(default_log_dir(self.log_dirs(broker_id)))
-
-
 Twin = tuple[int, int, dict[str, Any]]  # apiKey, version, fields
 _Mapper = Callable[[Any, MetadataVersion, BrokerDirectories], Twin | None]
 
@@ -146,7 +98,21 @@ def kafka_record(
 
     `directories` (the registrations so far) decides PartitionRecord directories and
     BrokerRegistrationChangeRecord LogDirs; without it every replica is UNASSIGNED and log dir
-    changes are left out. It is read, never advanced: `BrokerDirectories.observe` does that."""
+    changes are left out. It is read, never advanced: `BrokerDirectories.observe` does that.
+    The partition records, most of any large log, are framed by `partition_frames`; the rest
+    by their field specs (`spec_kafka_record`)."""
+    framed = _FRAMED.get(type(record))
+    if framed is None:
+        return spec_kafka_record(record, metadata_version_level, directories)
+    mv = metadata_version(metadata_version_level)
+    return framed(record, mv, directories or BrokerDirectories())
+
+
+def spec_kafka_record(
+    record: Record, metadata_version_level: int, directories: BrokerDirectories | None = None
+) -> KafkaRecord:
+    """`kafka_record` through the field specs alone (`frames.metadata_record`): the reference
+    the partition records' own writers are held to."""
     mv = metadata_version(metadata_version_level)
     control = _CONTROL_MAPPERS.get(type(record))
     if control is not None:
@@ -420,6 +386,10 @@ _MAPPERS: dict[type[Record], _Mapper] = {
     AccessControlEntryRecord: _acl,
     RemoveAccessControlEntryRecord: _remove_acl,
     **_SCRAM_MAPPERS,
+}
+_FRAMED: dict[type[Record], Callable[[Any, MetadataVersion, BrokerDirectories], KafkaRecord]] = {
+    PartitionRecord: partition_frames.partition_record,
+    PartitionChangeRecord: partition_frames.partition_change_record,
 }
 
 
