@@ -22,6 +22,8 @@ from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16
 
+from wire.lengths import LengthPastEnd, check_lengths
+
 SIZE = struct.Struct(">i")
 KEY_VERSION_CORRELATION = struct.Struct(">hhi")
 API_VERSIONS_KEY = 18
@@ -83,6 +85,10 @@ def read_body(header: RequestHeader, frame: bytes) -> Any:
     """The request body as kio's entity of its version. Trailing bytes after the body are
     tolerated, as Kafka tolerates them (librdkafka's all-topics Metadata carries three)."""
     request_class = load_request_schema(header.api_key, header.api_version)
+    try:
+        check_lengths(request_class, frame, header.body_offset)  # before kio reserves them
+    except LengthPastEnd as error:
+        raise InvalidRequest(f"Malformed request body: {error}") from None
     try:
         body, _size = entity_reader(request_class)(frame, header.body_offset)
     except Exception as error:

@@ -89,3 +89,16 @@ class RawClient:
             return self.sock.recv(1) == b""
         except (ConnectionResetError, TimeoutError):
             return False
+
+
+def api_versions_error(host: str, port: int) -> int:
+    """A fresh connection's ApiVersions v3 answer's error code: 0 while the listener serves."""
+    from kio.schema.api_versions.v3 import request as api_versions_v3
+
+    with RawClient(host, port) as client:
+        answer = client.request(
+            api_versions_v3.ApiVersionsRequest(
+                client_software_name="f", client_software_version="1"
+            )
+        )
+    return int(answer.error_code)

@@ -40,6 +40,7 @@ from shell.api.envelope import (
 )
 from wire.apis.base import CONTROLLER_ONLY, WIRE_APIS, WireApi, WireRequest, wire_api
 from wire.apis.unsupported import unsupported_answer
+from wire.lengths import check_lengths
 from wire.protocol import (
     SIZE,
     InvalidRequest,
@@ -80,6 +81,7 @@ def decode_principal(data: bytes | None) -> AuthenticatedPrincipal:
     if version != DefaultPrincipalData.__version__:
         raise failure
     try:
+        check_lengths(DefaultPrincipalData, data, _PRINCIPAL_VERSION.size)
         decoded, _ = entity_reader(DefaultPrincipalData)(memoryview(data), _PRINCIPAL_VERSION.size)
     except Exception:  # any byte string at all may have been sent
         raise failure from None
