@@ -58,11 +58,11 @@ class _Layout:
     tagged: dict[int, Shape]
 
 
-def check_lengths(entity_class: type, frame: bytes | memoryview, offset: int) -> None:
-    """LengthPastEnd when `entity_class` read from `frame` at `offset` announces a length
-    past the frame's end."""
+def check_lengths(entity_class: type, frame: bytes | memoryview, offset: int) -> int:
+    """Where `entity_class` read from `frame` at `offset` ends; LengthPastEnd when it
+    announces a length past the frame's end."""
     flexible = bool(getattr(entity_class, "__flexible__", False))
-    _entity(entity_class, frame, offset, len(frame), flexible)
+    return _entity(entity_class, frame, offset, len(frame), flexible)
 
 
 @functools.cache
@@ -72,10 +72,12 @@ def _layout(entity_class: type) -> _Layout:
     for field in dataclasses.fields(entity_class):
         shape = _shape(field)
         tag = field.metadata.get("tag")
-        if tag is None:
-            untagged.append(shape)
-        else:
+        if tag is not None:
             tagged[int(tag)] = shape
+        elif shape[0] == "fixed" and untagged and untagged[-1][0] == "fixed":
+            untagged[-1] = ("fixed", untagged[-1][1] + shape[1])  # one check for a run
+        else:
+            untagged.append(shape)
     return _Layout(tuple(untagged), tagged)
 
 
