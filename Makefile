@@ -151,7 +151,7 @@ bench-hostile-peers: install-test services
 bench-real-broker: install-test services
 	$(PY) -m bench.real_broker $(BENCH_ARGS)
 
-## bench-real-cluster-failover: three stock brokers lose the busiest (kill -9, then SIGTERM), then Kafka's AdminClient creates 1,000 topics x 10 through one, here and under Kafka's own controller
+## bench-real-cluster-failover: three stock brokers lose the busiest (kill -9, then SIGTERM), the controller is killed, Kafka's AdminClient reassigns 3,000 partitions and creates 1,000 topics x 10 through one, here and under Kafka's own controller
 bench-real-cluster-failover: install-test services
 	$(PY) -m bench.real_cluster_failover $(BENCH_ARGS)
 

@@ -21,12 +21,18 @@ here takes over once the killed controller's database session ended (at once; th
 `CP_CONTROLLER_LEASE_MS`, `--lease-ms`, bounds the paused or cut-off holder only); Kafka's voters
 elect a new leader once their fetch timeout (`controller.quorum.fetch.timeout.ms`, 2 s) lapsed.
 
-Then Kafka's own Java AdminClient
-(`bench/java/CreateTopics.java`) creates `--create-topics` topics of `--create-partitions`
-partitions (replication factor 2) through the first broker (forwarded to the controller), in
-calls of `--create-batch` topics made at once (Kafka's controller refuses one operation of more
-than 10,000 records): the time until its answer, and until that broker describes a leader for every
-partition. Each side's controller process's peak memory (VmHWM) is reported beside the other's.
+Then Kafka's own Java AdminClient (`bench/java/ReassignPartitions.java`) reassigns every
+partition of the topic through the first broker in one call (KIP-455; each keeps its leader and
+moves its follower to the broker holding none of it): the time until the controller lists no
+reassignment left, and until that broker describes every partition on its new replicas, all in
+sync (`--no-reassign` skips it; `--led-by-first` has no such phase).
+
+Then the AdminClient (`bench/java/CreateTopics.java`) creates `--create-topics` topics of
+`--create-partitions` partitions (replication factor 2) through the first broker (forwarded to
+the controller), in calls of `--create-batch` topics made at once (Kafka's controller refuses
+one operation of more than 10,000 records): the time until its answer, and until that broker
+describes a leader for every partition. Each side's controller process's peak memory (VmHWM)
+is reported beside the other's.
 
 Each phase also has the producer's p99 acknowledgement latency while it lasted (sends that
 failed counted apart). This control plane's side is the real stack (PostgreSQL, Redis, gunicorn,
@@ -80,6 +86,7 @@ from stock_kafka.broker import KafkaBroker
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CREATE_TOPICS_SOURCE = Path(__file__).resolve().parent / "java" / "CreateTopics.java"
+REASSIGN_SOURCE = Path(__file__).resolve().parent / "java" / "ReassignPartitions.java"
 BULK_PREFIX = "bulk-"
 AFTER_FAILOVER = f"{BULK_PREFIX}after-controller-failover"  # allowed here as the bulk topics
 TOPIC = "failover"
@@ -303,6 +310,8 @@ def measure(
         phase["produce"] = producing.window(*phase.pop("window"))
     all_back(brokers, args.partitions)
     phases["controller_failover"] = controller_failover(brokers, kill_controller)
+    if args.reassign:
+        phases["reassign_partitions"] = reassign_phase(brokers, args)
     if args.create_topics:
         phases["create_topics"] = create_topics_phase(brokers, args)
     return phases
@@ -369,16 +378,151 @@ def require_a_jdk() -> None:
     java = Path(kafka.java_executable()).resolve()
     if not java.with_name("javac").exists():
         raise SystemExit(
-            f"{java} is a JRE: the creation phase runs Kafka's AdminClient from its source and "
-            "needs a JDK (Debian: openjdk-17-jdk-headless), or --create-topics 0"
+            f"{java} is a JRE: the reassignment and creation phases run Kafka's AdminClient from "
+            "its source and need a JDK (Debian: openjdk-17-jdk-headless), or --create-topics 0 "
+            "--no-reassign"
         )
+
+
+def java_figures(source: Path, args: Sequence[str], heap: str) -> dict[str, Any]:
+    """Run one of bench/java's AdminClient programs; its one line of figures ("Name {json}"),
+    among whatever the client's logging printed."""
+    command = kafka.java_command(str(source), args, heap=heap)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{source.stem} failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+    prefix = f"{source.stem} "
+    (line,) = (x for x in done.stdout.splitlines() if x.startswith(prefix + "{"))
+    figures: dict[str, Any] = json.loads(line.removeprefix(prefix))
+    return figures
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _machine_busy_s() -> float:
+    """CPU time the whole machine spent busy (every core; /proc/stat), in seconds."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+    return (user + nice + system + irq + softirq + steal) / _TICKS
+
+
+def _process_cpu_s(pid: int | None, *, children: bool = False) -> float:
+    """A process's CPU time (user + system, all its threads; with `children`, its waited-for
+    children's too), in seconds; 0 once it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (OSError, TypeError):
+        return 0.0
+    fields = stat.rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+    utime, stime, cutime, cstime = map(int, fields[11:15])
+    return (utime + stime + (cutime + cstime if children else 0)) / _TICKS
+
+
+# The controller side's processes, by what their command line names (the first that matches).
+_PROCESS_KINDS = (
+    ("run_controller", "run_controller"),
+    ("serve_kafka", "serve_kafka"),
+    ("gunicorn", "web"),
+    ("postgres", "postgresql"),
+    ("redis-server", "redis"),
+    ("kafka.Kafka", "kafka_controllers"),  # the brokers are counted apart, by pid
+)
+
+
+def _controller_side_by_kind(brokers: set[int]) -> dict[str, float]:
+    """CPU time of every running process the kinds name, summed by kind (a process that exits
+    in the window takes its time with it: the phases here start and stop none)."""
+    spent: dict[str, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) in brokers:
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        kind = next((k for needle, k in _PROCESS_KINDS if needle in command), None)
+        if kind == "run_controller":  # the active one and its standby, by their node ids
+            kind += ":" + _environment(entry).get("CP_NODE_ID", "?")
+        if kind is not None:
+            spent[kind] = spent.get(kind, 0.0) + _process_cpu_s(int(entry.name))
+    return spent
+
+
+def _environment(process: Path) -> dict[str, str]:
+    try:
+        pairs = (process / "environ").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return {}
+    return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
+
+
+class CpuWindow:
+    """Where the machine's CPU went during a phase: the brokers' JVMs, the bench itself (with
+    the AdminClient programs it runs) and everything else, which on each side is its controller
+    (here: PostgreSQL, Redis, gunicorn, run_controller and its standby, serve_kafka; Kafka's:
+    the three controller JVMs), also by process kind."""
+
+    def __init__(self, brokers: Sequence[KafkaBroker]) -> None:
+        self.brokers = brokers
+        self.started = self._sample()
+        self.kinds_started = self._kinds()
+
+    def _sample(self) -> tuple[float, float, float]:
+        brokers = sum(_process_cpu_s(b.pid) for b in self.brokers)
+        return _machine_busy_s(), brokers, _process_cpu_s(os.getpid(), children=True)
+
+    def _kinds(self) -> dict[str, float]:
+        return _controller_side_by_kind({b.pid for b in self.brokers if b.pid is not None})
+
+    def figures(self) -> dict[str, Any]:
+        machine, brokers, bench = (
+            after - before for after, before in zip(self._sample(), self.started, strict=True)
+        )
+        kinds = self._kinds()
+        return {
+            "cpu_s_machine": round(machine, 1),
+            "cpu_s_brokers": round(brokers, 1),
+            "cpu_s_bench_clients": round(bench, 1),
+            "cpu_s_controller_side": round(max(0.0, machine - brokers - bench), 1),
+            "cpu_s_controller_side_by_process": {
+                kind: round(spent - self.kinds_started.get(kind, 0.0), 1)
+                for kind, spent in sorted(kinds.items())
+            },
+        }
+
+
+def cpu_line(figures: dict[str, Any]) -> str:
+    return (
+        f"CPU {figures['cpu_s_machine']} s: brokers {figures['cpu_s_brokers']} s, controller "
+        f"side {figures['cpu_s_controller_side']} s, bench {figures['cpu_s_bench_clients']} s"
+    )
+
+
+def reassign_phase(brokers: list[KafkaBroker], args: argparse.Namespace) -> dict[str, Any]:
+    """Every broker running and every ISR whole again, then Kafka's AdminClient reassigns every
+    partition of the topic through the first broker (each keeps its leader, its follower moves
+    to the broker holding none of it): the time until the controller lists no reassignment,
+    and until that broker describes every partition on its new replicas, all in sync."""
+    all_back(brokers, args.partitions)
+    cpu = CpuWindow(brokers)
+    result = java_figures(REASSIGN_SOURCE, [brokers[0].bootstrap, TOPIC], args.heap)
+    result.update(cpu.figures())
+    log(
+        f"reassigning {result['partitions']} partitions: answered after "
+        f"{result['acknowledged_ms']:.0f} ms, completed after "
+        f"{result['reassignments_completed_ms']:.0f} ms, every partition moved after "
+        f"{result['every_partition_moved_ms']:.0f} ms; {cpu_line(result)}"
+    )
+    return result
 
 
 def create_topics_phase(brokers: list[KafkaBroker], args: argparse.Namespace) -> dict[str, Any]:
     """Every broker running and every ISR whole again, then the AdminClient's creation."""
     all_back(brokers, args.partitions)
-    command = kafka.java_command(
-        str(CREATE_TOPICS_SOURCE),
+    cpu = CpuWindow(brokers)
+    result = java_figures(
+        CREATE_TOPICS_SOURCE,
         [
             brokers[0].bootstrap,
             BULK_PREFIX,
@@ -387,18 +531,13 @@ def create_topics_phase(brokers: list[KafkaBroker], args: argparse.Namespace) ->
             "2",
             str(args.create_batch),
         ],
-        heap=args.heap,
+        args.heap,
     )
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"CreateTopics failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-    # Its one line of figures, among whatever the client's logging printed.
-    (line,) = (x for x in done.stdout.splitlines() if x.startswith("CreateTopics {"))
-    result: dict[str, Any] = json.loads(line.removeprefix("CreateTopics "))
+    result.update(cpu.figures())
     log(
         f"{args.create_topics} topics x {args.create_partitions}: answered after "
         f"{result['acknowledged_ms']:.0f} ms, every partition led after "
-        f"{result['every_partition_led_ms']:.0f} ms"
+        f"{result['every_partition_led_ms']:.0f} ms; {cpu_line(result)}"
     )
     return result
 
@@ -482,6 +621,17 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
                         "permission_type": "ALLOW",
                     }
                     for operation in ("CREATE", "DESCRIBE")
+                ] + [
+                    {  # the reassignment phase's AlterPartitionReassignments and its listing
+                        "resource_type": "CLUSTER",
+                        "resource_name": "kafka-cluster",
+                        "pattern_type": "LITERAL",
+                        "principal": "User:ANONYMOUS",
+                        "host": "*",
+                        "operation": operation,
+                        "permission_type": "ALLOW",
+                    }
+                    for operation in ("ALTER", "DESCRIBE")
                 ]
                 granted = http.post("/api/v1/create-acls", json={"creations": allowed}).json()
                 assert all(r["error_code"] == 0 for r in granted["results"]), granted
@@ -535,6 +685,12 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=3000)
     parser.add_argument("--session-timeout-ms", type=int, default=3000)
     parser.add_argument("--heap", default=kafka.DEFAULT_HEAP)
+    parser.add_argument(
+        "--no-reassign",
+        dest="reassign",
+        action="store_false",
+        help="skip the phase that reassigns every partition of the topic",
+    )
     parser.add_argument("--create-topics", type=int, default=1000, help="0: no creation phase")
     parser.add_argument("--create-partitions", type=int, default=10)
     parser.add_argument(
@@ -572,9 +728,11 @@ def main() -> None:
     if any("=" not in setting for setting in args.setting):
         parser.error("--setting takes NAME=VALUE")
     args.settings = dict(setting.split("=", 1) for setting in args.setting)
+    if args.led_by_first:
+        args.reassign = False  # its one failure is the shutdown of the broker leading them all
     if not kafka.installed():
         raise SystemExit(f"no Kafka jars in {kafka.libs_dir()} (bash scripts/install-kafka.sh)")
-    if args.create_topics:
+    if args.create_topics or args.reassign:
         require_a_jdk()
     with contextlib.ExitStack() as scope:
         logs = args.logs or scope.enter_context(tempfile.TemporaryDirectory(prefix="bench-rcf-"))
