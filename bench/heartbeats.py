@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.cpu import proc_stat, process_cpu_s
 from bench.loadgen import LoadResult, build_request, run_in_subprocess
 from devtools.stack import (
     BENCH_SETTINGS,
@@ -95,36 +96,22 @@ def heartbeat_requests(host: str, token: str, epochs: dict[int, int], offset: in
     ]
 
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
 def server_pids(stack: Stack) -> list[int]:
     """gunicorn's workers, every PostgreSQL backend and redis-server: the server side."""
     master = stack.procs["web"].pid
     pids = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        found = proc_stat(int(entry.name)) if entry.name.isdigit() else None
+        if found is None:
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
+        name, ppid, _ = found
         if ppid == master or name.startswith(("postgres", "redis-server")):
             pids.append(int(entry.name))
     return pids
 
 
 def cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime + stime
-    return total / CLK_TCK
+    return sum(process_cpu_s(pid) for pid in pids)
 
 
 def measured(pids: list[int], run: Any) -> tuple[LoadResult, float]:

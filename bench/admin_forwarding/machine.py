@@ -3,28 +3,16 @@ its log)."""
 
 from __future__ import annotations
 
-import os
 import re
 import resource
 from pathlib import Path
 
+from bench.cpu import machine_busy_s, proc_stat
 from devtools.stack import Stack
 
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 TASK_LINE = re.compile(
     r"Task controlplane\.tasks\.controller_event\[[^\]]+\] succeeded in ([\d.e-]+)s"
 )
-
-
-def _proc_stat(pid: int) -> tuple[str, int, float] | None:
-    """(name, parent pid, CPU seconds) of a process."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    name = stat[stat.index("(") + 1 : stat.rindex(")")]
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return name, int(fields[1]), (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def cpu_snapshot(stack: Stack, controller: str) -> dict[str, float]:
@@ -36,7 +24,7 @@ def cpu_snapshot(stack: Stack, controller: str) -> dict[str, float]:
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
-        found = _proc_stat(int(entry.name))
+        found = proc_stat(int(entry.name))
         if found is None:
             continue
         name, parent, seconds = found
@@ -51,15 +39,12 @@ def cpu_snapshot(stack: Stack, controller: str) -> dict[str, float]:
             groups["redis"] += seconds
     usage = resource.getrusage(resource.RUSAGE_SELF)
     groups["bench_client"] = usage.ru_utime + usage.ru_stime
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    groups["machine_busy"] = (sum(fields[:8]) - idle) / CLK_TCK
-    groups["machine_total"] = sum(fields[:8]) / CLK_TCK
+    groups["machine_busy"] = machine_busy_s()
     return groups
 
 
 def cpu_spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    spent = {k: (after[k] - before[k]) * 1000 for k in before if k != "machine_total"}
+    spent = {k: (after[k] - before[k]) * 1000 for k in before}
     ours = sum(v for k, v in spent.items() if k != "machine_busy")
     spent["other_processes"] = max(0.0, spent["machine_busy"] - ours)
     return spent
