@@ -183,6 +183,10 @@ class WireServer:
         self.bound: list[Bound] = []
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[Any]] = set()
+        # The longest a heartbeat or registration waited between its frame and its handler
+        # (the loop, its lane, the pool) since the last take: the fencing rule's measure of
+        # this listener's deafness (controlplane.server.ingress_lag).
+        self._longest_heartbeat_wait_s = 0.0
 
     # --- lifecycle ------------------------------------------------------------------------
     async def start(self) -> list[Bound]:
@@ -475,6 +479,8 @@ class WireServer:
             refused_on_controller_listener,
         )
 
+        if api.name in HEARTBEAT_APIS:
+            self._note_heartbeat_wait(time.perf_counter() - received)
         close_old_connections()
         try:
             if gate is not None and not may_reach_the_controller(request):
@@ -493,6 +499,17 @@ class WireServer:
             close_old_connections()
         self._count(api.name, request.api_version, errors, received)
         return encode_response(request.api_key, request.api_version, request.correlation_id, body)
+
+    def _note_heartbeat_wait(self, waited_s: float) -> None:
+        # A lost race between two threads only loses a smaller wait: no lock on the hot path.
+        if waited_s > self._longest_heartbeat_wait_s:
+            self._longest_heartbeat_wait_s = waited_s
+
+    def take_longest_wait(self) -> float:
+        """The longest a heartbeat or registration waited before its handler ran since the
+        last call (s)."""
+        longest, self._longest_heartbeat_wait_s = self._longest_heartbeat_wait_s, 0.0
+        return longest
 
     @staticmethod
     def _count(name: str, version: int, errors: list[str], received: float) -> None:

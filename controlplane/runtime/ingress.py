@@ -7,8 +7,9 @@ each is measured where it happens:
 * the controller's queue: how long an event waited between a web node sending it and the
   controller taking it (the request channel, or the embedded batcher);
 * the controller's timer: how late a round of the timer ran (a paused or starved process);
-* each web process's internal listener, where brokers heartbeat: how late its event loop woke
-  and how long a request waited for a thread of the listener's pool. The web process keeps its
+* each listener process where brokers heartbeat (a web process's internal listener, and
+  `serve_kafka`'s controller listener for stock Kafka brokers): how late its event loop woke
+  and how long a heartbeat waited before its handler ran. The process keeps its
   worst lag of the last session and reports it with when it happened (`listener_lags()`: a
   Redis hash shared by every process, or this process's own dict when embedded), where the
   controller reads every process's report.
@@ -81,12 +82,19 @@ def ingress_overload(
         seen.append((lag, what, at))
     for node, (lag, at) in listeners.items():
         if at >= now_ms - window_ms:
-            seen.append((lag, f"the internal listener of {node}", at))
+            seen.append((lag, _listener_of(node), at))
     over = [s for s in seen if s[0] > bound_ms]
     if not over:
         return None
     lag, what, at = max(over)
     return f"overloaded: {what} lagged {lag} ms (bound {bound_ms} ms) {max(0, now_ms - at)} ms ago"
+
+
+def _listener_of(node: str) -> str:
+    # serve_kafka reports as kafka@host:pid (controlplane.server.ingress_lag.node_name).
+    if node.startswith("kafka@"):
+        return f"the Kafka protocol listener of {node.removeprefix('kafka@')}"
+    return f"the internal listener of {node}"
 
 
 def stale_reports(listeners: Mapping[str, tuple[int, int]], *, now_ms: int) -> list[str]:

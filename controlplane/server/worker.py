@@ -19,7 +19,6 @@ gunicorn's `--keep-alive`, on the internal listener after three heartbeat interv
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import os
 import signal
@@ -28,54 +27,7 @@ from typing import Any
 
 from gunicorn.workers import base
 
-HOUSEKEEPING_S = 1.0
-
-
-class IngressLagReporter:
-    """The internal listener's lag, for the controller's fencing rule (controlplane.runtime.
-    ingress): how late the event loop woke and how long requests waited for a thread, the worst
-    of the last session reported each second (`listener_lags`), from a thread (a store that is
-    down never blocks the loop).
-
-    The thread pool measured is the heartbeats' and registrations' (`take_longest_wait`), never
-    the metadata fetch's nor the one of AlterPartition, AlterReplicaState and Envelopes: 60
-    brokers woken by one large commit queue their refetches in the first, writes wait there for
-    the controller in the second, and neither queue is a broker's silence. Were they counted,
-    every large commit would read as an overloaded ingress and hold the fencing of brokers
-    off."""
-
-    def __init__(self, apps: list[Any]) -> None:
-        import socket
-
-        from django.conf import settings
-
-        from controlplane.runtime.ingress import LagWindow
-
-        self.apps = apps
-        self.node = f"{socket.gethostname()}:{os.getpid()}"
-        self.window = LagWindow(window_ms=settings.CP_BROKER_SESSION_TIMEOUT_MS)
-        self._reporting: asyncio.Future[None] | None = None
-
-    def measure(self, woke_late_s: float) -> None:
-        from controlplane.runtime.lease import now_ms
-
-        now = now_ms()
-        self.window.record("event loop", woke_late_s * 1000, now)
-        for app in self.apps:
-            self.window.record("thread pool", app.take_longest_wait() * 1000, now)
-        if self._reporting is None or self._reporting.done():
-            worst = self.window.worst(now)
-            lag_ms, at_ms = (worst[1], worst[2]) if worst is not None else (0, now)
-            self._reporting = asyncio.get_running_loop().run_in_executor(
-                None, self._report, lag_ms, at_ms
-            )
-
-    def _report(self, lag_ms: int, at_ms: int) -> None:
-        from controlplane.runtime.ingress import listener_lags
-
-        # A store that is down: the controller hears nobody through it anyway.
-        with contextlib.suppress(Exception):
-            listener_lags().report(self.node, lag_ms=lag_ms, at_ms=at_ms)
+from controlplane.server.ingress_lag import HOUSEKEEPING_S, IngressLagReporter, WaitSource
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -222,18 +174,18 @@ class ControlPlaneWorker(base.Worker):  # type: ignore[misc]
         )
         kafka = await _start_kafka_listener(self.log)
         internal_apps = [app for app in apps if app.name == "internal"]
-        lag = IngressLagReporter(internal_apps) if internal_apps else None
+        sources: list[WaitSource] = [*internal_apps, *([kafka] if kafka is not None else [])]
+        lag = IngressLagReporter(sources) if internal_apps else None
         try:
             while self.alive:
                 self.notify()
                 if self.ppid != os.getppid():
                     self.log.info("parent changed, shutting down: %s", self)
                     break
-                slept = asyncio.get_running_loop().time()
-                await asyncio.sleep(HOUSEKEEPING_S)
                 if lag is not None:
-                    woke_late_s = asyncio.get_running_loop().time() - slept - HOUSEKEEPING_S
-                    lag.measure(woke_late_s)
+                    await lag.sleep_and_measure()
+                else:
+                    await asyncio.sleep(HOUSEKEEPING_S)
         finally:
             for server in servers:
                 server.should_exit = True

@@ -243,6 +243,18 @@ def test_an_overload_is_a_lag_over_the_bound_within_the_session():
         "overloaded: the internal listener of web-a:1 lagged 4200 ms (bound 2000 ms) 500 ms ago"
     )
     assert stale_reports({"gone:1": (0, 0), "here:2": (0, 600_000)}, now_ms=600_001) == ["gone:1"]
+    # serve_kafka's report (stock brokers' BrokerHeartbeat) is named as that listener's.
+    kafka = ingress_overload(
+        own=None,
+        listeners={"web-a:1": (900, 9500), "kafka@host-k:7": (3100, 9800)},
+        now_ms=10_000,
+        window_ms=9000,
+        bound_ms=2000,
+    )
+    assert kafka == (
+        "overloaded: the Kafka protocol listener of host-k:7 lagged 3100 ms (bound 2000 ms)"
+        " 200 ms ago"
+    )
 
 
 # --- saying it loudly --------------------------------------------------------------------------

@@ -7,6 +7,8 @@ fetches would never be answered while they are held, and its read would time out
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -144,3 +146,42 @@ def test_heartbeats_and_registrations_are_answered_while_fetches_take_every_thre
             read = client.read_response(catch_up, correlation_id).responses[0].partitions[0]
             names = [record.name for _, record in decode_records(bytes(read.records))]
             assert names[0] == "RegisterBrokerRecord"
+
+
+def test_a_heartbeat_that_waited_for_its_pool_is_the_listeners_lag_and_fetches_are_not(
+    listener: RunningListener,
+) -> None:
+    """What serve_kafka reports to the fencing rule (controlplane.server.ingress_lag): how long
+    a heartbeat waited before its handler ran. Fetches queued behind an encoding are not a
+    broker's silence and are not counted."""
+    server = listener.server
+    heartbeats: Any = server.doors[CONTROLLER].heartbeats
+    with brokers(listener, FETCHERS + 1) as (lifeline, *fetchers):
+        epoch = unfenced_broker(lifeline, 1)
+        voter_set_written(fetchers[0])
+        cluster = cluster_read()
+        end, leader_epoch = cluster.last_offset + 1, cluster.controller_epoch
+        register(2)
+        catch_up = fetch(end, leader_epoch, leader_epoch, max_wait_ms=60_000)
+        pool: Any = server.doors[CONTROLLER].pool
+        server.take_longest_wait()
+        with an_encoding_in_progress():
+            sent = [client.send(catch_up) for client in fetchers]
+            wait_for(lambda: pool._work_queue.qsize() == FETCHERS - THREADS, 10, "a full pool")
+            assert server.take_longest_wait() == 0.0  # fetches wait: no heartbeat does
+        for client, correlation_id in zip(fetchers, sent, strict=True):
+            client.read_response(catch_up, correlation_id)
+
+        # Every thread of the heartbeats' pool taken: the next heartbeat waits for one.
+        release = threading.Event()
+        taken = [heartbeats.submit(release.wait, 30) for _ in range(heartbeats._max_workers)]
+        beat = heartbeat(1, epoch, cluster_read().last_offset)
+        correlation_id = lifeline.send(beat)
+        time.sleep(0.5)
+        release.set()
+        answer = lifeline.read_response(beat, correlation_id)
+        assert answer.error_code == ErrorCode.none
+        assert all(future.result(5) for future in taken)
+        # Its wait counts from its frame read (just after the send), through the held pool.
+        assert server.take_longest_wait() >= 0.4
+        assert server.take_longest_wait() == 0.0  # taken: the next report starts afresh

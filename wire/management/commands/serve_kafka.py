@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from prometheus_client import start_http_server
 
+from controlplane.server.ingress_lag import IngressLagReporter, node_name, report_until
 from wire.apis import load_all
 from wire.listeners import parse_listeners
 from wire.metrics import scraped_registry
@@ -210,5 +211,9 @@ class Command(BaseCommand):
                 f"({listener.protocol}, {listener.role})",
             )
         self.stdout.flush()
+        # The fencing rule hears how late this listener answers brokers' heartbeats.
+        lag = IngressLagReporter([server], node_name(kafka_listener=True))
+        reporting = asyncio.create_task(report_until(lag, stop))
         await stop.wait()
+        await reporting
         await server.close()
