@@ -68,7 +68,7 @@ typecheck: install-test-python
 ## test: install what the tests need, then lint, type checks and the whole suite
 test: install-test services lint typecheck
 	DATABASE_URL=$(TEST_DATABASE_URL) DJANGO_ALLOW_ASYNC_UNSAFE=true \
-		$(VENV)/bin/pytest -p no:cacheprovider $(PYTEST_ARGS)
+		$(VENV)/bin/pytest -p no:cacheprovider --durations=30 $(PYTEST_ARGS)
 
 ## test-fast: the pure core, API and server-rendered UI tests (no services, no browser, no Spark)
 test-fast: install-test-python
