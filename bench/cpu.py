@@ -59,8 +59,10 @@ _PROCESS_KINDS = (
 
 
 def _controller_side_by_kind(brokers: set[int]) -> dict[str, float]:
-    """CPU time of every running process the kinds name, summed by kind (a process that exits
-    in the window takes its time with it: the phases here start and stop none)."""
+    """CPU time of every running process the kinds name, with the children it has reaped,
+    summed by kind. The reaped children's time keeps the window's difference whole: PostgreSQL's
+    backends come and go, and one that exits in the window moves its time to the postmaster's
+    count instead of taking it away (the difference would come out negative)."""
     spent: dict[str, float] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) in brokers:
@@ -73,7 +75,7 @@ def _controller_side_by_kind(brokers: set[int]) -> dict[str, float]:
         if kind == "run_controller":  # the active one and its standby, by their node ids
             kind += ":" + _environment(entry).get("CP_NODE_ID", "?")
         if kind is not None:
-            spent[kind] = spent.get(kind, 0.0) + process_cpu_s(int(entry.name))
+            spent[kind] = spent.get(kind, 0.0) + process_cpu_s(int(entry.name), children=True)
     return spent
 
 
