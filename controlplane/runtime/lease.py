@@ -11,9 +11,10 @@ import base64
 import dataclasses
 import time
 import uuid
+from typing import NamedTuple
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from controlplane.models import Cluster
 
@@ -40,6 +41,31 @@ def cluster_read() -> Cluster:
     row with the lease), an unsaved row with the configured cluster id and an empty log."""
     cluster = Cluster.objects.filter(pk=1).first()
     return cluster if cluster is not None else Cluster(pk=1, cluster_id=settings.CP_CLUSTER_ID)
+
+
+class ClusterHead(NamedTuple):
+    """What a reader of the log's head needs of the cluster row."""
+
+    cluster_id: str
+    controller_id: int | None
+    controller_epoch: int
+    last_offset: int
+    log_start_offset: int
+
+
+def cluster_head() -> ClusterHead:
+    """The log's head and its controller, as `cluster_read` has them, in one plain query: the
+    Kafka protocol listener reads it for every Raft Fetch, and the ORM's query cost five times
+    the CPU (about 0.5 ms against 0.1 ms)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT cluster_id, controller_id, controller_epoch, last_offset, log_start_offset"
+            " FROM cp_cluster WHERE id = 1"
+        )
+        row = cursor.fetchone()
+    if row is None:  # no controller has run yet: the configured cluster id and an empty log
+        return ClusterHead(settings.CP_CLUSTER_ID, None, 0, -1, 0)
+    return ClusterHead(*row)
 
 
 def cluster_get_or_create() -> Cluster:

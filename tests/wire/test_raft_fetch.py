@@ -21,7 +21,7 @@ from controlplane.models import MetadataRecord
 from controlplane.principals import principal_create
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerEvent, RequestContext
-from controlplane.runtime.lease import cluster_get_or_create, cluster_read
+from controlplane.runtime.lease import cluster_get_or_create, cluster_head, cluster_read
 from tests.conftest import registration_body
 from tests.wire.conftest import RunningListener
 from tests.wire.rawclient import RawClient
@@ -149,6 +149,24 @@ def test_a_follower_reads_the_whole_log_in_kafkas_batches(
     # At the end, without waiting: nothing, the same high watermark.
     end = only(follower.request(fetch(cluster.last_offset + 1, epoch, epoch)))
     assert bytes(end.records) == b"" and end.high_watermark == cluster.last_offset + 1
+
+
+def test_the_head_a_fetch_reads_is_the_cluster_rows() -> None:
+    def as_read() -> tuple[object, ...]:
+        row = cluster_read()
+        return (
+            row.cluster_id,
+            row.controller_id,
+            row.controller_epoch,
+            row.last_offset,
+            row.log_start_offset,
+        )
+
+    assert tuple(cluster_head()) == as_read()  # before any controller ran: no row yet
+    register(1)
+    head = cluster_head()
+    assert tuple(head) == as_read()
+    assert head.controller_epoch >= 1 and head.last_offset >= 0 and head.controller_id is not None
 
 
 def test_epochs_and_divergence(follower: Any) -> None:

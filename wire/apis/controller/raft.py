@@ -27,7 +27,7 @@ from kio.index import load_response_schema
 
 from controlplane.controller.errors import Errors
 from controlplane.runtime.kraft_log import kafka_snapshot_bytes, kraft_log
-from controlplane.runtime.lease import cluster_read
+from controlplane.runtime.lease import cluster_head
 from controlplane.runtime.notifier import notifier
 from controlplane.runtime.snapshot_reads import (
     metadata_snapshot_get,
@@ -113,7 +113,7 @@ def _at_the_start(start: int, offset: int, last_epoch: int) -> bool:
 def metadata_head_of_quorum() -> dict[str, Any]:
     """The log's head and the quorum's leader: this cluster's controller id, kept while its
     lease is only between renewals (a broker that lost its leader would refetch for nothing)."""
-    cluster = cluster_read()
+    cluster = cluster_head()
     controller = cluster.controller_id
     return {
         "cluster_id": cluster.cluster_id,
