@@ -59,6 +59,10 @@ class _Field:
     kafka_type: str | None
     optional: bool
     required: bool  # no default in the schema: a zero value is supplied when the data lacks it
+    # An integer type's inclusive range (kio's Interval types), checked here: constructing the
+    # type checks the same range through a metaclass call, most of a large answer's conversion.
+    int_range: tuple[int, int] | None = None
+    shape: str = "scalar"  # "entities", "entity", "array" or "scalar": how `_value` builds it
 
 
 @functools.cache
@@ -66,12 +70,32 @@ def _fields(cls: type) -> tuple[_Field, ...]:
     out = []
     for f in dataclasses.fields(cls):
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        kind = classify_field(f)
         out.append(
             _Field(
-                f.name, classify_field(f), f.metadata.get("kafka_type"), is_optional(f), required
+                f.name,
+                kind,
+                f.metadata.get("kafka_type"),
+                is_optional(f),
+                required,
+                _int_range(getattr(kind, "type_", None)),
+                _shape(kind),
             )
         )
     return tuple(out)
+
+
+def _shape(kind: FieldClass) -> str:
+    if isinstance(kind, EntityTupleField):
+        return "entities"
+    if isinstance(kind, EntityField):
+        return "entity"
+    return "array" if kind.is_array else "scalar"
+
+
+def _int_range(primitive: Any) -> tuple[int, int] | None:
+    low, high = getattr(primitive, "__low__", None), getattr(primitive, "__high__", None)
+    return (low, high) if isinstance(low, int) and isinstance(high, int) else None
 
 
 def from_data(cls: type, data: Mapping[str, Any]) -> Any:
@@ -86,19 +110,28 @@ def from_data(cls: type, data: Mapping[str, Any]) -> Any:
 
 
 def _value(spec: _Field, value: Any) -> Any:
-    kind = spec.kind
     if value is None and spec.optional:  # a null array is not an empty one (all keys vs none)
         return None
-    if isinstance(kind, EntityTupleField):
-        return tuple(from_data(kind.type_, item) for item in (value or ()))
-    if isinstance(kind, EntityField):
-        return None if value is None else from_data(kind.type_, value)
-    if kind.is_array:
-        return tuple(_scalar(spec, item) for item in (value or ()))
-    return _scalar(spec, value)
+    shape = spec.shape
+    if shape == "scalar":
+        return _scalar(spec, value)
+    if shape == "entities":
+        entity = spec.kind.type_
+        return tuple(from_data(entity, item) for item in (value or ()))
+    if shape == "entity":
+        return None if value is None else from_data(spec.kind.type_, value)
+    items = value or ()
+    if spec.int_range is not None:
+        low, high = spec.int_range
+        if all(type(item) is int and low <= item <= high for item in items):
+            return tuple(items)  # what `_scalar` answers for each
+    return tuple(_scalar(spec, item) for item in items)
 
 
 def _scalar(spec: _Field, value: Any) -> Any:
+    bounds = spec.int_range
+    if bounds is not None and type(value) is int and bounds[0] <= value <= bounds[1]:
+        return value  # what the type's constructor answers for an int in its range
     if value is None:
         return None if spec.optional else _zero(spec)
     match spec.kafka_type:
