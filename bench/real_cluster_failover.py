@@ -34,6 +34,10 @@ one operation of more than 10,000 records): the time until its answer, and until
 describes a leader for every partition. Each side's controller process's peak memory (VmHWM)
 is reported beside the other's.
 
+The broker failures and the creation also have a figure from the brokers' own logs
+(`leaderships_logged_s`, `leaderships_logged_ms`; bench/broker_logs.py): when the last broker
+logged taking its last new leaderships, free of the Metadata polls' resolution.
+
 Each phase also has the producer's p99 acknowledgement latency while it lasted (sends that
 failed counted apart). This control plane's side is the real stack (PostgreSQL, Redis, gunicorn,
 `run_controller` and its hot standby, `serve_kafka` with a CONTROLLER listener); Kafka's is three
@@ -71,6 +75,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.broker_logs import LeadershipLog
 from bench.cpu import CpuWindow, cpu_line
 from bench.kafka_controllers import (
     BROKER_SETTINGS,
@@ -212,16 +217,22 @@ def lose_busiest(
     leaving = busiest(brokers)
     led = list(leaders(leaving.bootstrap).values()).count(leaving.node_id)
     rest = [b for b in brokers if b is not leaving]
+    taken = LeadershipLog(rest)
     began = time.monotonic()
     signal_it(leaving)
     elapsed = wait_until(
         lambda: live_leaders_everywhere(rest, leaving.node_id, partitions), 120, f"after {what}"
     )
-    log(f"{what}: broker {leaving.node_id} led {led}; live leaders after {elapsed:.2f} s")
+    logged = taken.last_taken_s(until=time.time())
+    log(
+        f"{what}: broker {leaving.node_id} led {led}; live leaders after {elapsed:.2f} s "
+        f"(the brokers logged their last leaderships after {logged} s)"
+    )
     phase = {
         "broker": leaving.node_id,
         "led": led,
         "live_leaders_s": round(elapsed, 3),
+        "leaderships_logged_s": logged,
         "window": (began, time.monotonic()),
     }
     return leaving, phase
@@ -420,6 +431,7 @@ def create_topics_phase(brokers: list[KafkaBroker], args: argparse.Namespace) ->
     """Every broker running and every ISR whole again, then the AdminClient's creation."""
     all_back(brokers, args.partitions)
     cpu = CpuWindow(brokers)
+    taken = LeadershipLog(brokers)
     result = java_figures(
         CREATE_TOPICS_SOURCE,
         [
@@ -433,10 +445,15 @@ def create_topics_phase(brokers: list[KafkaBroker], args: argparse.Namespace) ->
         args.heap,
     )
     result.update(cpu.figures())
+    # From the AdminClient's first call, as its own figures are.
+    logged = taken.last_taken_at(until=time.time())
+    began = result.pop("began_epoch_ms") / 1000
+    result["leaderships_logged_ms"] = None if logged is None else round((logged - began) * 1000)
     log(
         f"{args.create_topics} topics x {args.create_partitions}: answered after "
         f"{result['acknowledged_ms']:.0f} ms, every partition led after "
-        f"{result['every_partition_led_ms']:.0f} ms; {cpu_line(result)}"
+        f"{result['every_partition_led_ms']:.0f} ms (the brokers logged their last leaderships "
+        f"after {result['leaderships_logged_ms']} ms); {cpu_line(result)}"
     )
     return result
 

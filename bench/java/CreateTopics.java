@@ -39,6 +39,7 @@ public class CreateTopics {
         }
         try (Admin admin = Admin.create(props)) {
             admin.describeCluster().nodes().get(); // connected before the clock starts
+            long beganEpochMs = System.currentTimeMillis(); // to read the brokers' logs against
             long began = System.nanoTime();
             List<KafkaFuture<Void>> calls = new ArrayList<>();
             for (int from = 0; from < count; from += batch) {
@@ -56,8 +57,10 @@ public class CreateTopics {
             System.out.printf(
                 "CreateTopics {\"topics\": %d, \"partitions_each\": %d, \"topics_per_call\": %d,"
                     + " \"acknowledged_ms\": %.1f,"
-                    + " \"every_partition_led_ms\": %.1f, \"describe_polls\": %d}%n",
-                count, partitions, batch, (acknowledged - began) / 1e6, (led - began) / 1e6, polls);
+                    + " \"every_partition_led_ms\": %.1f, \"describe_polls\": %d,"
+                    + " \"began_epoch_ms\": %d}%n",
+                count, partitions, batch, (acknowledged - began) / 1e6, (led - began) / 1e6, polls,
+                beganEpochMs);
         }
     }
 
