@@ -66,7 +66,6 @@ import os
 import platform
 import signal
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -75,8 +74,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.admin_client_phases import create_topics, reassign_every_partition, require_a_jdk
 from bench.broker_logs import LeadershipLog
-from bench.cpu import CpuWindow, cpu_line
+from bench.cpu import cpu_line
 from bench.kafka_controllers import (
     BROKER_SETTINGS,
     KAFKA_CONTROLLER_ID,
@@ -91,8 +91,6 @@ from stock_kafka import jars as kafka
 from stock_kafka.broker import KafkaBroker
 
 RESULTS = Path(__file__).resolve().parent / "results"
-CREATE_TOPICS_SOURCE = Path(__file__).resolve().parent / "java" / "CreateTopics.java"
-REASSIGN_SOURCE = Path(__file__).resolve().parent / "java" / "ReassignPartitions.java"
 BULK_PREFIX = "bulk-"
 AFTER_FAILOVER = f"{BULK_PREFIX}after-controller-failover"  # allowed here as the bulk topics
 TOPIC = "failover"
@@ -323,9 +321,32 @@ def measure(
     all_back(brokers, args.partitions)
     phases["controller_failover"] = controller_failover(brokers, kill_controller)
     if args.reassign:
-        phases["reassign_partitions"] = reassign_phase(brokers, args)
+        all_back(brokers, args.partitions)
+        reassigned = reassign_every_partition(brokers, TOPIC, args.heap)
+        log(
+            f"reassigning {reassigned['partitions']} partitions: answered after "
+            f"{reassigned['acknowledged_ms']:.0f} ms, completed after "
+            f"{reassigned['reassignments_completed_ms']:.0f} ms, every partition moved after "
+            f"{reassigned['every_partition_moved_ms']:.0f} ms; {cpu_line(reassigned)}"
+        )
+        phases["reassign_partitions"] = reassigned
     if args.create_topics:
-        phases["create_topics"] = create_topics_phase(brokers, args)
+        all_back(brokers, args.partitions)
+        created = create_topics(
+            brokers,
+            BULK_PREFIX,
+            args.create_topics,
+            args.create_partitions,
+            args.create_batch,
+            args.heap,
+        )
+        log(
+            f"{args.create_topics} topics x {args.create_partitions}: answered after "
+            f"{created['acknowledged_ms']:.0f} ms, every partition led after "
+            f"{created['every_partition_led_ms']:.0f} ms (the brokers logged their last "
+            f"leaderships after {created['leaderships_logged_ms']} ms); {cpu_line(created)}"
+        )
+        phases["create_topics"] = created
     return phases
 
 
@@ -383,79 +404,6 @@ def controller_failover(
     elapsed = time.monotonic() - began
     log(f"controller failover: created after {created:.2f} s, led everywhere after {elapsed:.2f} s")
     return {"topic_created_s": round(created, 3), "controller_failover_s": round(elapsed, 3)}
-
-
-def require_a_jdk() -> None:
-    """Java runs a program from its source only with a JDK's compiler (a JRE's `java` cannot)."""
-    java = Path(kafka.java_executable()).resolve()
-    if not java.with_name("javac").exists():
-        raise SystemExit(
-            f"{java} is a JRE: the reassignment and creation phases run Kafka's AdminClient from "
-            "its source and need a JDK (Debian: openjdk-17-jdk-headless), or --create-topics 0 "
-            "--no-reassign"
-        )
-
-
-def java_figures(source: Path, args: Sequence[str], heap: str) -> dict[str, Any]:
-    """Run one of bench/java's AdminClient programs; its one line of figures ("Name {json}"),
-    among whatever the client's logging printed."""
-    command = kafka.java_command(str(source), args, heap=heap)
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"{source.stem} failed: {done.stdout[-2000:]}{done.stderr[-2000:]}")
-    prefix = f"{source.stem} "
-    (line,) = (x for x in done.stdout.splitlines() if x.startswith(prefix + "{"))
-    figures: dict[str, Any] = json.loads(line.removeprefix(prefix))
-    return figures
-
-
-def reassign_phase(brokers: list[KafkaBroker], args: argparse.Namespace) -> dict[str, Any]:
-    """Every broker running and every ISR whole again, then Kafka's AdminClient reassigns every
-    partition of the topic through the first broker (each keeps its leader, its follower moves
-    to the broker holding none of it): the time until the controller lists no reassignment,
-    and until that broker describes every partition on its new replicas, all in sync."""
-    all_back(brokers, args.partitions)
-    cpu = CpuWindow(brokers)
-    result = java_figures(REASSIGN_SOURCE, [brokers[0].bootstrap, TOPIC], args.heap)
-    result.update(cpu.figures())
-    log(
-        f"reassigning {result['partitions']} partitions: answered after "
-        f"{result['acknowledged_ms']:.0f} ms, completed after "
-        f"{result['reassignments_completed_ms']:.0f} ms, every partition moved after "
-        f"{result['every_partition_moved_ms']:.0f} ms; {cpu_line(result)}"
-    )
-    return result
-
-
-def create_topics_phase(brokers: list[KafkaBroker], args: argparse.Namespace) -> dict[str, Any]:
-    """Every broker running and every ISR whole again, then the AdminClient's creation."""
-    all_back(brokers, args.partitions)
-    cpu = CpuWindow(brokers)
-    taken = LeadershipLog(brokers)
-    result = java_figures(
-        CREATE_TOPICS_SOURCE,
-        [
-            brokers[0].bootstrap,
-            BULK_PREFIX,
-            str(args.create_topics),
-            str(args.create_partitions),
-            "2",
-            str(args.create_batch),
-        ],
-        args.heap,
-    )
-    result.update(cpu.figures())
-    # From the AdminClient's first call, as its own figures are.
-    logged = taken.last_taken_at(until=time.time())
-    began = result.pop("began_epoch_ms") / 1000
-    result["leaderships_logged_ms"] = None if logged is None else round((logged - began) * 1000)
-    log(
-        f"{args.create_topics} topics x {args.create_partitions}: answered after "
-        f"{result['acknowledged_ms']:.0f} ms, every partition led after "
-        f"{result['every_partition_led_ms']:.0f} ms (the brokers logged their last leaderships "
-        f"after {result['leaderships_logged_ms']} ms); {cpu_line(result)}"
-    )
-    return result
 
 
 def peak_rss_mib(pid: int | None) -> float | None:
