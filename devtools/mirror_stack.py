@@ -17,7 +17,8 @@ import dataclasses
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +230,31 @@ class MirrorNodeProcess:
         os.killpg(self.process.pid, sig)
 
 
+# Every node started in this process, so that a failed wait can show what each one was doing.
+_started: list[MirrorNodeProcess] = []
+
+
+def dump_node_stacks() -> None:
+    """Each running node writes every thread's stack into its log (`run_mirror_node` answers
+    SIGUSR1 so); a stopped (SIGSTOP) node writes it when it is continued."""
+    for node in _started:
+        if node.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(node.process.pid, signal.SIGUSR1)
+    time.sleep(1.0)
+
+
+def wait_for_flow(
+    predicate: Callable[[], Any], timeout: float, what: str, every: float = 0.1
+) -> Any:
+    """`wait_for`, leaving the nodes' thread stacks in their logs when the wait times out."""
+    try:
+        return wait_for(predicate, timeout, what, every)
+    except AssertionError:
+        dump_node_stacks()
+        raise
+
+
 def start_mirror_node(
     coordinator: Cluster,
     *,
@@ -243,4 +269,6 @@ def start_mirror_node(
     if clusters:
         argv += ["--clusters", *clusters]
     proc = coordinator.stack.spawn(name, argv, {"MM2_REST_HOST": host, **(env or {})})
-    return MirrorNodeProcess(name, host, proc, coordinator.stack.logs / f"{name}.log")
+    node = MirrorNodeProcess(name, host, proc, coordinator.stack.logs / f"{name}.log")
+    _started[:] = [n for n in _started if n.process.poll() is None] + [node]
+    return node

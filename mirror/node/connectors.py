@@ -123,7 +123,12 @@ class Runner:
         self.state = UNASSIGNED
         self.trace: str | None = None
         self.resolution: Resolution | None = None
-        self._configured = False
+        # `reconfigure` (another thread) bumps the version; the loop sets up again whenever the
+        # version it set up from is not the latest, so a config that arrives while `setup` runs
+        # on the one before is never lost.
+        self._config_lock = threading.Lock()
+        self._config_version = 0
+        self._set_up_version: int | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._backoff = Backoff()
@@ -143,9 +148,10 @@ class Runner:
         self.close()
 
     def reconfigure(self, config: dict[str, str]) -> None:
-        if config != self.config:
-            self.config = config
-            self._configured = False
+        with self._config_lock:
+            if config != self.config:
+                self.config = config
+                self._config_version += 1
         self._wake.set()
 
     def set_paused(self, paused: bool) -> None:
@@ -168,11 +174,7 @@ class Runner:
                 self._wake.clear()
                 continue
             try:
-                if not self._configured:
-                    self.close()
-                    self.resolution = self.worker.providers.resolve(self.config)
-                    self.setup(self.resolution.values)
-                    self._configured = True
+                self._set_up_latest_config()
                 delay = self.tick()
                 self.state, self.trace = RUNNING, self._unresolved()
                 self._backoff.reset()
@@ -191,6 +193,19 @@ class Runner:
                 logger.exception("%s %s failed", self.kind, self.name)
             self._wake.wait(max(0.0, delay))
             self._wake.clear()
+
+    def _set_up_latest_config(self) -> None:
+        """Set up from the latest config unless that is the one running (a failed setup is
+        tried again on the next turn)."""
+        with self._config_lock:
+            config, version = self.config, self._config_version
+        if version == self._set_up_version:
+            return
+        self._set_up_version = None
+        self.close()
+        self.resolution = self.worker.providers.resolve(config)
+        self.setup(self.resolution.values)
+        self._set_up_version = version
 
     def _unresolved(self) -> str | None:
         return None if self.resolution is None else self.resolution.trace()

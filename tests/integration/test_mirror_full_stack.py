@@ -32,8 +32,8 @@ from devtools.mirror_stack import (
     mirror_config_text,
     running_cluster,
     start_mirror_node,
+    wait_for_flow,
 )
-from devtools.stack import wait_for
 from tests.conftest import need_postgres, need_redis
 
 pytestmark = pytest.mark.integration
@@ -176,8 +176,8 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
             )
         )
         if index == 0:
-            wait_for(lambda: stable(b, 1), 60, "the first node to lead alone", 0.3)
-    flow = wait_for(lambda: stable(b, 3), 60, "three members, Stable", 0.3)
+            wait_for_flow(lambda: stable(b, 1), 60, "the first node to lead alone", 0.3)
+    flow = wait_for_flow(lambda: stable(b, 3), 60, "three members, Stable", 0.3)
 
     # Worker ids follow KIP-710's pattern, each node's own REST host (its own env resolved).
     workers = {n["worker_id"] for n in flow["nodes"]}
@@ -201,7 +201,9 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     ):
         a.admin("/api/v1/create-acls", {"creations": [entry]})
     a.create_topic("orders.eu", 3, **{"retention.ms": "3600000", "min.insync.replicas": "1"})
-    wait_for(lambda: b.topics().get("A.orders.eu") == 3, FLOWS_WITHIN_S, "A.orders.eu on B", 0.2)
+    wait_for_flow(
+        lambda: b.topics().get("A.orders.eu") == 3, FLOWS_WITHIN_S, "A.orders.eu on B", 0.2
+    )
     assert "sent to the leader at " + leader_url in source_node.output()
     assert "persisted task configs of MirrorSourceConnector" in nodes[0].output()
     hops = audit(b, api="PutMirrorTaskConfigs", outcome="SUCCESS")
@@ -217,13 +219,13 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     assert source["worker_id"] in posters and leader in posters, posters
 
     # Config and ACL sync follow MirrorSourceConnector's rules.
-    wait_for(
+    wait_for_flow(
         lambda: dynamic_configs(b, "A.orders.eu") == {"retention.ms": "3600000"},
         30,
         "retention.ms synced, min.insync.replicas left out",
         0.3,
     )
-    wait_for(
+    wait_for_flow(
         lambda: (
             topic_acls(b, "A.orders.eu")
             == {
@@ -251,7 +253,7 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         "resources": [{"resource_type": "TOPIC", "resource_name": "orders.eu", "configs": change}]
     }
     a.admin("/api/v1/incremental-alter-configs", body)
-    wait_for(
+    wait_for_flow(
         lambda: dynamic_configs(b, "A.orders.eu") == {"retention.ms": "7200000"},
         30,
         "the changed retention.ms synced",
@@ -262,7 +264,9 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     # No cycle: a topic that came from B is never replicated back; others are.
     a.create_topic("B.orders.us")
     a.create_topic("C.orders.asia")
-    wait_for(lambda: "A.C.orders.asia" in b.topics(), FLOWS_WITHIN_S, "A.C.orders.asia on B", 0.2)
+    wait_for_flow(
+        lambda: "A.C.orders.asia" in b.topics(), FLOWS_WITHIN_S, "A.C.orders.asia on B", 0.2
+    )
     assert "A.B.orders.us" not in b.topics()
     topics = {t["source_topic"]: t for t in b.flow("A", "B")["topics"]}
     assert "B.orders.us" not in topics
@@ -274,7 +278,7 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
 
     # The source grows: so does the remote topic.
     a.admin("/api/v1/create-partitions", {"topics": [{"name": "orders.eu", "count": 5}]})
-    wait_for(
+    wait_for_flow(
         lambda: b.topics().get("A.orders.eu") == 5, FLOWS_WITHIN_S, "A.orders.eu grown to 5", 0.2
     )
 
@@ -381,7 +385,7 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     assert send(checkpoint + "/pause", "PUT", b"", {})[0] == 401
     admin = {"Authorization": f"Bearer {b.token('admin')}"}
     assert send(checkpoint + "/pause", "PUT", b"", admin)[0] == 202
-    wait_for(
+    wait_for_flow(
         lambda: connector(b.flow("A", "B"), "MirrorCheckpointConnector")["state"] == "PAUSED",
         30,
         "the checkpoint connector paused through a REST server",
@@ -394,7 +398,7 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
     # --- live filter change, pause and resume -----------------------------------------------
     b.put_mirror_config(mirror_config(a, b, secrets, r".*orders.*, payments, invoices"))
     a.create_topic("invoices")
-    wait_for(
+    wait_for_flow(
         lambda: "A.invoices" in b.topics(),
         FLOWS_WITHIN_S,
         "A.invoices after the filter changed",
@@ -407,14 +411,14 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         {"Authorization": f"Bearer {b.token('admin')}"},
     )
     assert status == 200
-    wait_for(
+    wait_for_flow(
         lambda: all(c["state"] == "PAUSED" for c in b.flow("A", "B")["connectors"]),
         30,
         "paused",
         0.3,
     )
     a.create_topic("orders.while-paused")
-    wait_for(lambda: b.flow("A", "B")["paused"], 5, "the flow to show paused", 0.2)
+    wait_for_flow(lambda: b.flow("A", "B")["paused"], 5, "the flow to show paused", 0.2)
     import time
 
     time.sleep(3)  # three refresh intervals: nothing flows while paused
@@ -425,7 +429,7 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
         b"",
         {"Authorization": f"Bearer {b.token('admin')}"},
     )
-    wait_for(
+    wait_for_flow(
         lambda: "A.orders.while-paused" in b.topics(),
         FLOWS_WITHIN_S,
         "the paused topic after resume",
@@ -434,18 +438,18 @@ def test_follower_reaches_the_leader_and_new_topics_flow_after_the_leader_dies(
 
     # --- kill the leader: a new one is elected and new topics still flow --------------------
     nodes[0].kill(signal.SIGKILL)
-    after = wait_for(lambda: stable(b, 2), 60, "a new generation without the dead leader", 0.3)
+    after = wait_for_flow(lambda: stable(b, 2), 60, "a new generation without the dead leader", 0.3)
     assert after["leader"] in {"127.0.0.3/A__B", "127.0.0.4/A__B"}
     assert after["generation"] > generation
     a.create_topic("orders.after-failover", 2)
-    wait_for(
+    wait_for_flow(
         lambda: b.topics().get("A.orders.after-failover") == 2,
         FLOWS_WITHIN_S,
         "a topic after failover",
         0.2,
     )
     flow = b.flow("A", "B")
-    assert flow["lagging_topics"] == [] or wait_for(
+    assert flow["lagging_topics"] == [] or wait_for_flow(
         lambda: b.flow("A", "B")["lagging_topics"] == [], 10, "no lagging topics", 0.3
     )
     assert flow["heartbeat_age_ms"] is not None and flow["heartbeat_age_ms"] < 10_000
@@ -482,7 +486,9 @@ def restart_web(cluster: Cluster) -> None:
         ],
         {"CP_INTERNAL_PORT": internal},
     )
-    wait_for(lambda: cluster.http.call("GET", "/api/v1/whoami")[0] == 401, 30, "web again", 0.2)
+    wait_for_flow(
+        lambda: cluster.http.call("GET", "/api/v1/whoami")[0] == 401, 30, "web again", 0.2
+    )
 
 
 def test_a_source_that_is_down_shows_retries_and_recovers_and_a_paused_leader_is_replaced(
@@ -497,9 +503,9 @@ def test_a_source_that_is_down_shows_retries_and_recovers_and_a_paused_leader_is
     assert b.put_mirror_config(mirror_config(a, b, secrets, r"orders.*")) == 200
     env = {"MM2_A_TOKEN": a_token, "MM2_SOURCE_CLIENT_ID": "reader", "MM2_NODE_NAME": "n"}
     first = start_mirror_node(b, name="mirror-0", host=HOSTS[0], token=b.token("admin"), env=env)
-    wait_for(lambda: stable(b, 1), 60, "the first node alone", 0.3)
+    wait_for_flow(lambda: stable(b, 1), 60, "the first node alone", 0.3)
     second = start_mirror_node(b, name="mirror-1", host=HOSTS[1], token=b.token("admin"), env=env)
-    flow = wait_for(lambda: stable(b, 2), 60, "two members", 0.3)
+    flow = wait_for_flow(lambda: stable(b, 2), 60, "two members", 0.3)
     assert flow["leader"] == f"{HOSTS[0]}/A__B"
 
     # --- the source control plane goes down: the flow shows it and retries with backoff -----
@@ -510,17 +516,17 @@ def test_a_source_that_is_down_shows_retries_and_recovers_and_a_paused_leader_is
         trace = state["trace"] or ""
         return trace if state["state"] == "FAILED" and "cluster A" in trace else None
 
-    trace = wait_for(source_failing, 30, "MirrorSourceConnector FAILED while A is down", 0.3)
+    trace = wait_for_flow(source_failing, 30, "MirrorSourceConnector FAILED while A is down", 0.3)
     assert "retrying in" in trace and a_token not in trace
     restart_web(a)
     a.create_topic("orders.back")
-    wait_for(lambda: "A.orders.back" in b.topics(), 60, "A.orders.back after A came back", 0.3)
-    wait_for(lambda: stable(b, 2), 30, "every connector RUNNING again", 0.3)
+    wait_for_flow(lambda: "A.orders.back" in b.topics(), 60, "A.orders.back after A came back", 0.3)
+    wait_for_flow(lambda: stable(b, 2), 30, "every connector RUNNING again", 0.3)
 
     # --- the leader stops (paused past its session): a new leader; the old one is fenced ------
     before = b.flow("A", "B")["generation"]
     first.kill(signal.SIGSTOP)
-    after = wait_for(
+    after = wait_for_flow(
         lambda: (
             (f := b.flow("A", "B"))["generation"] > before
             and f["leader"] == f"{HOSTS[1]}/A__B"
@@ -532,14 +538,14 @@ def test_a_source_that_is_down_shows_retries_and_recovers_and_a_paused_leader_is
     )
     assert [n["worker_id"] for n in after["nodes"]] == [f"{HOSTS[1]}/A__B"]
     a.create_topic("orders.during-pause")
-    wait_for(  # 60 s: under a full CI run on 2 cores 30 s was once not enough (issue 25's CI)
+    wait_for_flow(  # 60 s: under a full CI run on 2 cores 30 s was once not enough (issue 25's CI)
         lambda: "A.orders.during-pause" in b.topics(),
         60,
         "a topic while the old leader sleeps",
         0.3,
     )
     first.kill(signal.SIGCONT)
-    back = wait_for(lambda: stable(b, 2), 60, "the old leader back, as a follower", 0.3)
+    back = wait_for_flow(lambda: stable(b, 2), 60, "the old leader back, as a follower", 0.3)
     assert back["leader"] == f"{HOSTS[1]}/A__B" and back["generation"] > after["generation"]
     assert "no longer a member" in first.output()
     writes = audit(b, api="SyncMirrorGroup") + audit(b, api="PutMirrorTaskConfigs")

@@ -2,7 +2,8 @@
 MirrorMaker 2 node (KIP-710), its own process, as `connect-mirror-maker.sh mm2.properties
 --clusters B` runs one. The control plane at URL holds the configuration; the node serves the
 flows whose target is among `--clusters` (default: all) and follows the configuration's changes.
-Ctrl-C or SIGTERM leaves every group and stops.
+Ctrl-C or SIGTERM leaves every group and stops; SIGUSR1 writes every thread's stack to stderr
+(as a JVM's SIGQUIT thread dump) and the node goes on.
 
 The stored text declares config providers (a super user's), but what this node reads from its
 own host is its operator's to bound, here, as Kafka's worker is bounded by the
@@ -12,6 +13,7 @@ own host is its operator's to bound, here, as Kafka's worker is bounded by the
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import signal
@@ -91,6 +93,7 @@ class Command(BaseCommand):
         )
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: node.stop())
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
         node.run()
 
 
