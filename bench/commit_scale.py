@@ -10,6 +10,11 @@ at the end.
 
     python -m bench.commit_scale                      # 10,000 and 100,000
     python -m bench.commit_scale --sizes 10000 --profile /tmp/prof   # cProfile per size
+    python -m bench.commit_scale --sizes 10000 --without timeline    # what a projection costs
+
+`--without` leaves the named derived projections (timeline, health: they load nothing back into
+the image) out of every commit, to measure what each costs the commit; the state tables
+`verify_metadata` compares are written as ever.
 
 Writes bench/results/commit_scale.json and prints it.
 """
@@ -32,6 +37,9 @@ from bench.verify import fail_unless_clean, verify_in_process
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BROKERS = 60
+# The projections that load nothing back into the image (derived views of the log): the only
+# ones `--without` may leave out.
+DERIVED_PROJECTIONS = ("timeline", "health")
 TOPIC_PARTITIONS = 10_000
 
 
@@ -43,6 +51,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--profile", help="write a cProfile (.prof and top-40 .txt) per size here")
+    parser.add_argument(
+        "--without", default="", help="projections left out of the commits, comma-separated"
+    )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     from devtools.stack import _admin_connection, database_url
@@ -55,7 +66,8 @@ def main() -> None:
         for name in ("CP_REDIS_URL", "CELERY_BROKER_URL"):
             os.environ.pop(name, None)  # the embedded runtime: nothing else takes part
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "controlplane.settings")
-        result = run(sizes, args.profile)
+        left_out = [name for name in args.without.split(",") if name]
+        result = run(sizes, args.profile, left_out)
     finally:
         from django.db import connections
 
@@ -68,10 +80,11 @@ def main() -> None:
     fail_unless_clean(result["verify_metadata"], "commit_scale")
 
 
-def run(sizes: list[int], profile_dir: str | None) -> dict[str, Any]:
+def run(sizes: list[int], profile_dir: str | None, left_out: list[str]) -> dict[str, Any]:
     import django
 
     django.setup()
+    leave_out_projections(left_out)
     from django.core.management import call_command
 
     call_command("migrate", "--noinput", verbosity=0)
@@ -108,13 +121,32 @@ def run(sizes: list[int], profile_dir: str | None) -> dict[str, Any]:
         sessions.stop()
     verify = verify_in_process()
     return {
-        "setup": {"brokers": BROKERS, "sizes": sizes, "replication_factor": 3, "process": "one"},
+        "setup": {
+            "brokers": BROKERS,
+            "sizes": sizes,
+            "replication_factor": 3,
+            "process": "one",
+            "projections_left_out": left_out,
+        },
         "commits": figures,
         "as_reports_are_applied": as_applied,
         "growth_per_partition": growth(figures, sizes),
         "growth_goal": 1.2,
         "verify_metadata": verify,
     }
+
+
+def leave_out_projections(names: list[str]) -> None:
+    """Commits from now on write none of these projections (a measurement, never a mode)."""
+    from controlplane.runtime.projections import PROJECTIONS
+
+    for name in names:
+        if name not in DERIVED_PROJECTIONS:
+            raise SystemExit(
+                f"{name!r} is not one of {', '.join(DERIVED_PROJECTIONS)}: the others write "
+                "the state tables the image is loaded from and verify_metadata compares"
+            )
+        PROJECTIONS.pop(name, None)
 
 
 def handle(runtime: Any, api: str, payload: dict[str, Any]) -> dict[str, Any]:
