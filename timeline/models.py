@@ -64,8 +64,8 @@ class TimelineMove(models.Model):
         ]
         indexes = [
             # Only the rows of replicas marked offline: a leader moving (a shutdown, an
-            # election) writes a row with no failed broker, and an index entry it never needs
-            # was a third of what writing the rows cost the commit.
+            # election) writes a row with no failed broker, and an entry for it here, never
+            # read, would be a third of what writing those rows costs the commit.
             models.Index(
                 fields=["topic_id", "partition_index", "failed_broker"],
                 name="cp_timeline_move_failed",
