@@ -102,11 +102,39 @@ def in_fresh_database(size: int, profile_dir: str | None) -> dict[str, Any]:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
 
+class Notices:
+    """When each commit notice went out (`notifier.publish`, as the commit's transaction
+    commits), while installed."""
+
+    def __init__(self) -> None:
+        from controlplane.runtime.notifier import notifier
+
+        self.times: list[float] = []
+        self._notifier = notifier
+        self._publish = notifier.publish
+        notifier.publish = self._record  # type: ignore[method-assign]
+
+    def _record(self, last_offset: int) -> None:
+        self.times.append(time.perf_counter())
+        self._publish(last_offset)
+
+    def stop(self) -> None:
+        self._notifier.publish = self._publish  # type: ignore[method-assign]
+
+    def after_ms(self, started: float, which: int) -> int | None:
+        after = [t for t in self.times if t >= started]
+        return round((after[which] - started) * 1000) if after else None
+
+
 def run(size: int, profile_dir: str | None) -> dict[str, Any]:
     import django
 
     django.setup()
     from django.core.management import call_command
+
+    from controlplane.runtime.controller import tune_controller_process
+
+    tune_controller_process()  # as run_controller does
 
     call_command("migrate", "--noinput", verbosity=0)
     from controlplane.runtime import controller as controller_module
@@ -123,6 +151,7 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
     leads = sum(1 for _ in leaderships(image, SHUTTING))
     commit_line = CommitLine()
     controller_module.logger.addHandler(commit_line)
+    notices = Notices()
     profiler = cProfile.Profile() if profile_dir else None
     try:
         started = time.perf_counter()
@@ -140,9 +169,11 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
         while leaderships(runtime.image, SHUTTING) and time.monotonic() < deadline:
             time.sleep(0.01)
         all_moved_s = time.perf_counter() - started
+        notice_ms = (notices.after_ms(started, 0), notices.after_ms(started, -1))
         lag_ms = timer_worst_lag(runtime)
     finally:
         controller_module.logger.removeHandler(commit_line)
+        notices.stop()
         timer.set()
         sessions.stop()
     if profiler is not None and profile_dir:
@@ -163,6 +194,10 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
         leaderships_moved=leads,
         leaderships_left=left,
         first_heartbeat_ms=round(first_s * 1000),
+        # When the commit notices went out (what the brokers' long-polls wake on): the first is
+        # the heartbeat's own commit's, before a large commit's description and the answer.
+        first_notice_ms=notice_ms[0],
+        last_notice_ms=notice_ms[1],
         leaderships_left_after_its_commit=left_after_first,
         all_leaderships_moved_ms=round(all_moved_s * 1000),
         timer_worst_lag_ms=lag_ms,

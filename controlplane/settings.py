@@ -204,6 +204,11 @@ CP_CONTROLLER_ID = env_int("CP_CONTROLLER_ID", 3000)
 CP_LEASE_MS = env_int("CP_CONTROLLER_LEASE_MS", 6000)
 # Threads consuming the controller queue: events waiting together commit together.
 CP_CONTROLLER_CONSUMERS = env_int("CP_CONTROLLER_CONSUMERS", 32)
+# The controller process's GIL switch interval, in ms (controlplane.runtime.controller's
+# tune_controller_process): a commit's writer thread gets the GIL back sooner.
+CP_CONTROLLER_GIL_SWITCH_INTERVAL_MS = float(
+    os.environ.get("CP_CONTROLLER_GIL_SWITCH_INTERVAL_MS", "1")
+)
 CP_REQUEST_TIMEOUT_MS = env_int("CP_REQUEST_TIMEOUT_MS", 30000)
 CP_BROKER_SESSION_TIMEOUT_MS = env_int("CP_BROKER_SESSION_TIMEOUT_MS", 9000)
 CP_BROKER_HEARTBEAT_INTERVAL_MS = env_int("CP_BROKER_HEARTBEAT_INTERVAL_MS", 2000)

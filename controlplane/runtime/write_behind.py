@@ -22,7 +22,11 @@ go of the cluster row. So while it waits for the next write, the writer asks the
 `SELECT 1` every `keepalive_s` on the raw connection (no statement counter or query log sees
 it): a paused process sends nothing, and its session still ends as before.
 
-Off PostgreSQL (the embedded SQLite) the writes run inline, as before.
+The writer needs the GIL back each time the server answers it, while the committing thread
+builds: the controller process runs with a short GIL switch interval for that
+(`controlplane.runtime.controller.tune_controller_process`).
+
+Off PostgreSQL (the embedded SQLite) the writes run inline.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from controlplane.controller.timeline.describe import (
     TimelineEntry,
     WriteSummary,
     describe_commit,
+    undescribed,
 )
 from controlplane.controller.timeline.facts import Move
 
@@ -20,4 +21,5 @@ __all__ = [
     "TimelineEntry",
     "WriteSummary",
     "describe_commit",
+    "undescribed",
 ]

@@ -18,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db.backends.signals import connection_created
 
 from controlplane.celery import app
-from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.controller import get_runtime, tune_controller_process
 from controlplane.runtime.lease import Lease
 from controlplane.runtime.presence import Presence
 from controlplane.runtime.standby_loop import wait_until_active
@@ -35,6 +35,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         connection_created.connect(_end_stalled_transactions)
+        tune_controller_process()
         runtime = get_runtime()
         runtime.on_deactivate = _exit_on_lost_lease
         stop = threading.Event()
