@@ -12,9 +12,9 @@ at the end.
     python -m bench.commit_scale --sizes 10000 --profile /tmp/prof   # cProfile per size
     python -m bench.commit_scale --sizes 10000 --without timeline    # what a projection costs
 
-`--without` leaves the named descriptions (timeline, health: written just after each commit, in a
-transaction of their own) out, to measure what each costs; the state tables `verify_metadata`
-compares are written as ever.
+`--without` leaves the named derived projections (timeline, health: they load nothing back into
+the image) out of every commit, to measure what each costs the commit; the state tables
+`verify_metadata` compares are written as ever.
 
 Writes bench/results/commit_scale.json and prints it.
 """
@@ -27,7 +27,6 @@ import io
 import json
 import logging
 import os
-import re
 import sys
 import time
 import uuid
@@ -38,6 +37,9 @@ from bench.verify import fail_unless_clean, verify_in_process
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BROKERS = 60
+# The projections that load nothing back into the image (derived views of the log): the only
+# ones `--without` may leave out.
+DERIVED_PROJECTIONS = ("timeline", "health")
 TOPIC_PARTITIONS = 10_000
 
 
@@ -50,7 +52,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--profile", help="write a cProfile (.prof and top-40 .txt) per size here")
     parser.add_argument(
-        "--without", default="", help="descriptions left out (timeline, health), comma-separated"
+        "--without", default="", help="projections left out of the commits, comma-separated"
     )
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -127,7 +129,7 @@ def run(sizes: list[int], profile_dir: str | None, left_out: list[str]) -> dict[
             "sizes": sizes,
             "replication_factor": 3,
             "process": "one",
-            "descriptions_left_out": left_out,
+            "projections_left_out": left_out,
         },
         "commits": figures,
         "as_reports_are_applied": as_applied,
@@ -138,14 +140,16 @@ def run(sizes: list[int], profile_dir: str | None, left_out: list[str]) -> dict[
 
 
 def leave_out_projections(names: list[str]) -> None:
-    """Commits from now on write none of these descriptions (a measurement, never a mode)."""
-    from controlplane.runtime.projections import DESCRIPTIONS
+    """Commits from now on write none of these projections (a measurement, never a mode)."""
+    from controlplane.runtime.projections import PROJECTIONS
 
     for name in names:
-        if name not in DESCRIPTIONS:
-            raise SystemExit(f"{name!r} is not one of the descriptions: {', '.join(DESCRIPTIONS)}")
-    for name in names:
-        DESCRIPTIONS.pop(name)
+        if name not in DERIVED_PROJECTIONS:
+            raise SystemExit(
+                f"{name!r} is not one of {', '.join(DERIVED_PROJECTIONS)}: the others write "
+                "the state tables the image is loaded from and verify_metadata compares"
+            )
+        PROJECTIONS.pop(name, None)
 
 
 def handle(runtime: Any, api: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -235,7 +239,7 @@ def fail_log_dir(
     timings = commit_line.timings
     if answer.get("error_code"):
         raise SystemExit(f"alter-replica-state failed: {answer}")
-    parts = ("handle_ms", "encode_ms", "transaction_ms", "described_ms", "image_apply_ms")
+    parts = ("handle_ms", "encode_ms", "transaction_ms", "image_apply_ms")
     timings["total_ms"] = round(total * 1000)
     timings["us_per_partition"] = {
         part.removesuffix("_ms"): round(timings[part] * 1000 / size, 1)
@@ -335,16 +339,13 @@ class CommitLine(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if not str(record.msg).startswith("committed %d records") or not record.args:
             return
-        records, _, handled, encoded, transaction, statements, applied, notes = tuple(record.args)
-        described = re.search(r"described in (\d+) ms", str(notes))
+        records, _, handled, encoded, transaction, statements, applied, _ = tuple(record.args)
         self.timings.update(
             records=records,
             handle_ms=round(float(str(handled))),
             encode_ms=round(float(str(encoded))),
             transaction_ms=round(float(str(transaction))),
             sql_statements=statements,
-            # The description's own transaction, after the commit's (the notice went out)
-            described_ms=int(described.group(1)) if described else None,
             image_apply_ms=round(float(str(applied))),
         )
 

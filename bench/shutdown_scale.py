@@ -195,7 +195,7 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
         leaderships_left=left,
         first_heartbeat_ms=round(first_s * 1000),
         # When the commit notices went out (what the brokers' long-polls wake on): the first is
-        # the heartbeat's own commit's, before a large commit's description and the answer.
+        # the heartbeat's own commit's, before its answer.
         first_notice_ms=notice_ms[0],
         last_notice_ms=notice_ms[1],
         leaderships_left_after_its_commit=left_after_first,

@@ -12,10 +12,6 @@ class Cluster(models.Model):
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     cluster_id = models.CharField(max_length=64)
     last_offset = models.BigIntegerField(default=-1)
-    # The last offset the descriptions (timeline, health) were written for: behind
-    # `last_offset` only between a commit and its description, or when a controller stopped
-    # between the two (the next description makes up for the offsets in between).
-    described_offset = models.BigIntegerField(default=-1)
     # Kafka's log start offset: the first record the log still holds (retention deletes the
     # records before the oldest kept snapshot). Moved in the transaction that deletes them, so
     # a fetch that read it knows whether the records it asks for are still there.

@@ -7,7 +7,7 @@ class ReplicasConfig(AppConfig):
 
     def ready(self) -> None:
         from controlplane.metrics import register_scrape_collector
-        from controlplane.runtime.projections import register_description, register_projection
+        from controlplane.runtime.projections import register_projection
         from controlplane.runtime.timer import register_timer_job
         from replicas.health_projection import HealthProjection
         from replicas.metrics import ReplicationCollector
@@ -15,7 +15,7 @@ class ReplicasConfig(AppConfig):
         from replicas.timer import apply_waiting_reports, rebalance_when_due
 
         register_projection(TopicProjection())
-        register_description(HealthProjection())
+        register_projection(HealthProjection())
         register_scrape_collector(ReplicationCollector())
         register_timer_job(apply_waiting_reports)
         register_timer_job(rebalance_when_due)

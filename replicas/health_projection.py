@@ -1,13 +1,11 @@
 """Cluster health tables as a projection of the controller's health index.
 
 The active controller keeps a `HealthIndex` beside its image (built once when it takes over,
-then advanced by each delta: `controlplane.controller.health`). Each commit's description
-(written with the commit, or just after a large one: `controlplane.runtime.metadata_log`)
-writes what the delta changed: the topics and brokers whose figures moved, the cluster's totals
-and this minute's sample for the trends. The first description of a controller, and one that
-follows commits never described, writes every row afresh, so tables left by an older version or
-another controller are made whole again. Pages and metrics read these rows: a health figure
-never costs a scan of the partitions.
+then advanced by each delta: `controlplane.controller.health`). Each commit writes what the
+delta changed: the topics and brokers whose figures moved, the cluster's totals and this
+minute's sample for the trends. The first commit of a controller writes every row afresh, so
+tables left by an older version or another controller are made whole again. Pages and metrics
+read these rows: a health figure never costs a scan of the partitions.
 """
 
 from __future__ import annotations
@@ -179,15 +177,8 @@ class HealthProjection:
         )
         return [upsert, prune]
 
-    def missed(
-        self, base: MetadataImage, offsets: tuple[int, int], timestamp_ms: int
-    ) -> list[Write]:
-        """The tables lag behind: counted afresh from `base` and written whole. (The index was
-        advanced past those commits without their figures, which are worked out before their
-        delta is applied, by the description that never ran.)"""
-        index = HealthIndex.build(base, settings.CP_STATIC_BROKER_CONFIGS)
-        base.derived[INDEX_NAME] = index  # unwritten: the next prepare writes every row
-        return []
+    def load(self, image: MetadataImage) -> None:
+        """Nothing to load: the index is counted from the image at the first commit."""
 
 
 def _index_of(image: MetadataImage) -> HealthIndex:

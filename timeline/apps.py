@@ -8,7 +8,7 @@ class TimelineConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from controlplane.runtime.projections import register_description
+        from controlplane.runtime.projections import register_projection
         from timeline.projection import TimelineProjection
 
-        register_description(TimelineProjection())
+        register_projection(TimelineProjection())

@@ -1,6 +1,6 @@
 """The incident and event timeline: one row per committed write that says what the controller did
-and why (controlplane.controller.timeline), and one row per partition it moved. A description of
-the metadata log, written with each commit or just after it (controlplane.runtime.metadata_log)."""
+and why (controlplane.controller.timeline), and one row per partition it moved. A projection of
+the metadata log, written in the controller's commit."""
 
 from __future__ import annotations
 

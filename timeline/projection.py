@@ -15,10 +15,9 @@ from controlplane.controller.timeline import (
     TimelineEntry,
     WriteSummary,
     describe_commit,
-    undescribed,
 )
 from controlplane.runtime.bulk import Column, Write, prepared_update, prepared_upsert
-from controlplane.runtime.conversation import AppliedWrite, RequestContext
+from controlplane.runtime.conversation import AppliedWrite
 
 EVENT_COLUMNS = [
     Column("offset", "bigint"),
@@ -77,10 +76,7 @@ def _listed(values: Sequence[object]) -> str:
     return "," + "".join(f"{v}," for v in values)
 
 
-def _event_row(
-    entry: TimelineEntry, write: AppliedWrite | None, timestamp_ms: int
-) -> tuple[object, ...]:
-    context = write.context if write is not None else RequestContext(principal="")
+def _event_row(entry: TimelineEntry, write: AppliedWrite, timestamp_ms: int) -> tuple[object, ...]:
     return (
         entry.offset,
         entry.last_offset,
@@ -89,9 +85,9 @@ def _event_row(
         entry.severity.value,
         entry.api,
         entry.title,
-        context.principal,
-        context.client_id,
-        context.request_id,
+        write.context.principal,
+        write.context.client_id,
+        write.context.request_id,
         _listed(entry.brokers),
         _listed(entry.topics),
         entry.unclean,
@@ -147,12 +143,8 @@ class TimelineProjection:
             ),
         ]
 
-    def missed(
-        self, base: MetadataImage, offsets: tuple[int, int], timestamp_ms: int
-    ) -> list[Write]:
-        """An event standing for the offsets never described (the log holds their records)."""
-        row = _event_row(undescribed(*offsets), None, timestamp_ms)
-        return [prepared_upsert(table="cp_timeline_event", columns=EVENT_COLUMNS, rows=[row])]
+    def load(self, image: MetadataImage) -> None:
+        """Nothing to load: the timeline is not part of the controller's state."""
 
 
 def _resolutions(entries: Sequence[TimelineEntry], timestamp_ms: int) -> list[tuple[object, ...]]:

@@ -3,13 +3,6 @@
 A commit runs in one transaction under the cluster row lock. It is refused (NOT_CONTROLLER) when
 the committing controller's epoch is not the current one, its lease lapsed, or the log moved under
 it. Records get gap-free offsets from the row's `last_offset`.
-
-Its description (the timeline, the health figures: `projections.DESCRIPTIONS`) is built while
-the commit's statements run. A large commit (`DESCRIBED_APART_FROM_RECORDS`) writes it in a
-second transaction, before the writes are answered: the commit notice goes out as soon as the
-first one commits. A small one writes it with its statements. The cluster row's
-`described_offset` says how far the descriptions go; the next description makes up for a commit
-that was never described (its controller stopped in between).
 """
 
 from __future__ import annotations
@@ -40,7 +33,7 @@ from controlplane.runtime.conversation import (
 from controlplane.runtime.lease import Lease, now_ms
 from controlplane.runtime.notifier import notifier
 from controlplane.runtime.plugins import add_once
-from controlplane.runtime.projections import prepare_delta, prepare_description
+from controlplane.runtime.projections import prepare_delta
 from controlplane.runtime.single_writer import commit_scope
 from controlplane.runtime.write_behind import WriteBehind
 
@@ -167,12 +160,7 @@ def log_commit(
     )
     audit = [trail.prepared(writes, timestamp) for trail in COMMIT_AUDIT]
 
-    described.set(0.0)
-    description = Description(
-        delta.last_offset, in_commit=len(delta.replayed) < DESCRIBED_APART_FROM_RECORDS
-    )
-
-    def statements(fence: ClusterFence) -> Iterator[Write]:
+    def statements() -> Iterator[Write]:
         yield append
         yield from prepare_delta(delta, writes, timestamp)  # built as the writer runs
         yield prepared_upsert(  # encoded as the writer runs too
@@ -180,15 +168,12 @@ def log_commit(
             columns=KAFKA_BATCH_COLUMNS,
             rows=_kafka_batch_rows(kafka_encoder, delta, lease.epoch, timestamp),
         )
-        description.build(fence.described_offset, delta, writes, timestamp)  # as it runs
         yield remember
         yield from audit
-        if description.in_commit:
-            yield from description.writes
 
     commit_started.set(time.perf_counter())
     try:
-        renewed = _commit(lease, delta, (timestamp, lease_ms), statements, description)
+        renewed = _commit(lease, delta, (timestamp, lease_ms), statements)
     except IntegrityError:
         already = applied_responses([w.context.request_id for w in remembered])
         again = [w.context.key for w in remembered if w.context.key in already]
@@ -196,91 +181,7 @@ def log_commit(
             raise
         raise DuplicateWrite(again, in_log=True) from None
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
-    if not description.in_commit:
-        describe_commit(renewed, description)
     return renewed
-
-
-# A commit of this many records or more is described after it commits; a smaller one in its
-# own transaction, where a second transaction would cost more than its description.
-DESCRIBED_APART_FROM_RECORDS = 1000
-
-
-class Description:
-    """A commit's description (`projections.DESCRIPTIONS`): built while the commit's statements
-    run, written with them (`in_commit`) or after the commit."""
-
-    def __init__(self, last_offset: int, *, in_commit: bool) -> None:
-        self.last_offset = last_offset  # the commit's last record
-        self.in_commit = in_commit
-        self.since = -1  # how far the descriptions went when it was built
-        self.writes: list[Write] = []
-
-    @property
-    def described_offset(self) -> int:
-        """How far the descriptions go once the commit's transaction commits."""
-        return self.last_offset if self.in_commit else self.since
-
-    def build(
-        self,
-        described_offset: int,
-        delta: MetadataDelta,
-        writes: Sequence[AppliedWrite],
-        timestamp: int,
-    ) -> None:
-        """Its statements, after what makes up for the commits never described since
-        `described_offset` (the cluster row's, as the commit locked it)."""
-        missed = None
-        if described_offset < delta.base.last_offset:
-            missed = (described_offset + 1, delta.base.last_offset)
-        self.writes = list(prepare_description(delta, writes, timestamp, missed))
-        self.since = described_offset
-
-
-def describe_commit(lease: Lease, description: Description) -> bool:
-    """Write a committed delta's description, in a transaction of its own; answers whether it
-    was written. Never raises: the commit is the truth and stands either way, and the next
-    description makes up for this one."""
-    began = time.perf_counter()
-    try:
-        with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
-            return _describe(cursor, lease, description)
-    except Exception:
-        logger.exception(
-            "the commit up to offset %d was not described; the next commit's description "
-            "makes up for it",
-            description.last_offset,
-        )
-        return False
-    finally:
-        described.set(time.perf_counter() - began)
-
-
-# How long the last commit's description took (its second transaction), for the timings the
-# controller logs of large commits.
-described: contextvars.ContextVar[float] = contextvars.ContextVar("described", default=0.0)
-
-
-def _describe(cursor: Any, lease: Lease, description: Description) -> bool:
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    cursor.execute(
-        "SELECT controller_epoch, lease_holder, described_offset"
-        f" FROM cp_cluster WHERE id = 1{lock}"
-    )
-    epoch, holder, described_offset = cursor.fetchone()
-    if epoch != lease.epoch or holder != lease.node_id or described_offset != description.since:
-        # Another controller took over since the commit: its first description makes up for
-        # this one.
-        return False
-    if connection.vendor == "postgresql":
-        # Not the truth, and made up for if lost: no need to wait for the disk.
-        cursor.execute("SET LOCAL synchronous_commit = off")
-    for write in description.writes:
-        write()
-    cursor.execute(
-        "UPDATE cp_cluster SET described_offset = %s WHERE id = 1", [description.last_offset]
-    )
-    return True
 
 
 def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
@@ -294,16 +195,13 @@ def _commit(
     lease: Lease,
     delta: MetadataDelta,
     times: tuple[int, int],
-    statements: Callable[[ClusterFence], Iterator[Write]],
-    description: Description,
+    statements: Callable[[], Iterator[Write]],
 ) -> Lease:
     timestamp, lease_ms = times
     committing = False  # set once every statement ran: what fails after is the COMMIT itself
     try:
         with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
-            expires = _commit_statements(
-                cursor, lease, delta, (timestamp, lease_ms), statements, description
-            )
+            expires = _commit_statements(cursor, lease, delta, timestamp, lease_ms, statements)
             committing = True
     except Exception as error:
         if committing:
@@ -316,16 +214,15 @@ def _commit_statements(
     cursor: Any,
     lease: Lease,
     delta: MetadataDelta,
-    times: tuple[int, int],
-    statements: Callable[[ClusterFence], Iterator[Write]],
-    description: Description,
+    timestamp: int,
+    lease_ms: int,
+    statements: Callable[[], Iterator[Write]],
 ) -> int:
     """The commit's statements, in its transaction; answers the lease's new expiry."""
-    timestamp, lease_ms = times
     # Plain SQL: the ORM's own cost was most of a small commit's.
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     cursor.execute(
-        "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset, described_offset"
+        "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset"
         f" FROM cp_cluster WHERE id = 1{lock}"
     )
     fence = ClusterFence(*cursor.fetchone())
@@ -334,7 +231,7 @@ def _commit_statements(
     _check_fence(fence, lease, delta, timestamp)
     built = time.perf_counter()
     with WriteBehind() as writer:
-        for write in statements(fence):
+        for write in statements():
             writer.submit(write)
         projections_built.set(time.perf_counter() - built)
     # Renewed as the transaction's last statement, not its first: a commit of 100,000
@@ -343,17 +240,11 @@ def _commit_statements(
     # whole lease, not one the commit itself spent.
     expires = max(fence.lease_expires_ms, now_ms() + lease_ms)
     cursor.execute(
-        "UPDATE cp_cluster SET last_offset = %s, lease_expires_ms = %s, described_offset = %s,"
+        "UPDATE cp_cluster SET last_offset = %s, lease_expires_ms = %s,"
         " leader_elections_total = leader_elections_total + %s,"
         " unclean_leader_elections_total = unclean_leader_elections_total + %s"
         " WHERE id = 1",
-        [
-            delta.last_offset,
-            expires,
-            description.described_offset,
-            delta.leader_elections,
-            delta.unclean_leader_elections,
-        ],
+        [delta.last_offset, expires, delta.leader_elections, delta.unclean_leader_elections],
     )
     # Robust: a notice that cannot be sent must not turn a committed write into a failure.
     transaction.on_commit(lambda: notifier.publish(delta.last_offset), robust=True)
@@ -365,7 +256,6 @@ class ClusterFence(NamedTuple):
     lease_holder: str
     lease_expires_ms: int
     last_offset: int
-    described_offset: int
 
 
 APPLIED_COLUMNS = [

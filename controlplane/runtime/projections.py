@@ -1,15 +1,8 @@
-"""State tables as projections of the metadata log, and the descriptions derived from it.
+"""State tables as projections of the metadata log.
 
 Each projection builds the statements writing what a delta changed (bulk SQL, a fixed number of
-statements whatever the size of the delta) while the commit's transaction runs, and loads its
-part of the image back. Apps register theirs from `ready()` (`register_projection`).
-
-A description (the timeline, the health figures) is derived from the log and loads nothing
-back: its statements are built while the commit's run, and a large commit writes them just
-after it, in a transaction of their own (`metadata_log.log_commit`), so the brokers hear of the
-commit without waiting for them. A commit a controller never described (it stopped between the
-two) is made up for by the next description: `missed` says what to write instead. Apps register
-theirs with `register_description`.
+statements whatever the size of the delta) before the commit takes the cluster lock, and loads
+its part of the image back. Apps register theirs from `ready()` (`register_projection`).
 """
 
 from __future__ import annotations
@@ -52,27 +45,7 @@ class Projection(Protocol):
     def load(self, image: MetadataImage) -> None: ...
 
 
-class Description(Protocol):
-    name: str
-    tables: tuple[str, ...]  # the tables it writes (only in a commit's description)
-
-    def prepare(
-        self, delta: MetadataDelta, applied: AppliedWrites, timestamp_ms: int
-    ) -> list[Write]:
-        """The statements describing `delta`, run in its commit's transaction (a small commit)
-        or in a transaction of their own just after it."""
-        ...
-
-    def missed(
-        self, base: MetadataImage, offsets: tuple[int, int], timestamp_ms: int
-    ) -> list[Write]:
-        """The statements making up for the commits of `offsets` (first, last), committed
-        but never described, before the description of the delta over `base`."""
-        ...
-
-
 PROJECTIONS: dict[str, Projection] = {}
-DESCRIPTIONS: dict[str, Description] = {}
 
 
 def register_projection(projection: Projection) -> None:
@@ -82,13 +55,6 @@ def register_projection(projection: Projection) -> None:
         raise ValueError(f"two projections are named {projection.name!r}")
 
 
-def register_description(description: Description) -> None:
-    """Describe each commit in `description`'s tables from the next one on (once per name)."""
-    present = DESCRIPTIONS.setdefault(description.name, description)
-    if not is_same_plugin(description, present):
-        raise ValueError(f"two descriptions are named {description.name!r}")
-
-
 def prepare_delta(
     delta: MetadataDelta, applied: AppliedWrites = (), timestamp_ms: int = 0
 ) -> Iterator[Write]:
@@ -96,20 +62,6 @@ def prepare_delta(
     the first ones while the next are built (controlplane.runtime.write_behind)."""
     for projection in PROJECTIONS.values():
         yield from projection.prepare(delta, applied, timestamp_ms)
-
-
-def prepare_description(
-    delta: MetadataDelta,
-    applied: AppliedWrites,
-    timestamp_ms: int,
-    missed: tuple[int, int] | None = None,
-) -> Iterator[Write]:
-    """Every description's statements for `delta`, after what makes up for the `missed`
-    offsets (first, last) when there are any."""
-    for description in DESCRIPTIONS.values():
-        if missed is not None:
-            yield from description.missed(delta.base, missed, timestamp_ms)
-        yield from description.prepare(delta, applied, timestamp_ms)
 
 
 def load_image(cluster_id: str, last_offset: int) -> MetadataImage:

@@ -64,11 +64,9 @@ projection_writes_allowed = commit_scope
 
 @functools.cache
 def guarded_tables() -> frozenset[str]:
-    from controlplane.runtime.projections import DESCRIPTIONS, PROJECTIONS
+    from controlplane.runtime.projections import PROJECTIONS
 
-    return LOG_TABLES.union(
-        *(p.tables for p in PROJECTIONS.values()), *(d.tables for d in DESCRIPTIONS.values())
-    )
+    return LOG_TABLES.union(*(p.tables for p in PROJECTIONS.values()))
 
 
 def _guard(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:

@@ -9,7 +9,7 @@ import pytest
 
 from brokers.models import Broker
 from controlplane.models import AppliedRequest, MetadataRecord
-from controlplane.runtime.projections import DESCRIPTIONS, PROJECTIONS
+from controlplane.runtime.projections import PROJECTIONS
 from controlplane.runtime.single_writer import ProjectionWriteOutsideCommit, guarded_tables
 from replicas.models import Topic
 
@@ -19,8 +19,6 @@ pytestmark = pytest.mark.django_db
 def test_every_projection_table_and_the_log_are_guarded() -> None:
     assert {"cp_metadata_record", "cp_applied_request"} <= guarded_tables()
     assert guarded_tables() >= {t for p in PROJECTIONS.values() for t in p.tables}
-    assert guarded_tables() >= {t for d in DESCRIPTIONS.values() for t in d.tables}
-    assert {"cp_timeline_event", "cp_topic_health", "cp_cluster_health"} <= guarded_tables()
     assert {"cp_broker", "cp_topic", "cp_partition", "cp_acl", "cp_config"} <= guarded_tables()
     assert {"cp_client_quota", "cp_delegation_token"} <= guarded_tables()
 

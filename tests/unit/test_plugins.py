@@ -14,7 +14,6 @@ from controlplane.runtime.fencing import FENCING_LISTENERS
 from controlplane.runtime.metadata_log import COMMIT_AUDIT
 from controlplane.runtime.plugins import add_once
 from controlplane.runtime.projections import (
-    DESCRIPTIONS,
     PROJECTIONS,
     AclProjection,
     ConfigProjection,
@@ -28,7 +27,6 @@ from controlplane.runtime.timer import TIMER_JOBS
 def _registries() -> dict[str, list[Any]]:
     return {
         "projections": list(PROJECTIONS.values()),
-        "descriptions": list(DESCRIPTIONS.values()),
         "timer jobs": list(TIMER_JOBS),
         "collision listeners": list(COLLISION_LISTENERS),
         "fencing listeners": list(FENCING_LISTENERS),
@@ -56,12 +54,13 @@ def test_every_app_plugs_in_from_ready() -> None:
         "configs",
         "brokers",
         "topics",
+        "health",
         "delegation_tokens",
         "scram_credentials",
         "client_quotas",
         "mirror",
+        "timeline",
     ]
-    assert list(DESCRIPTIONS) == ["health", "timeline"]
     assert [job.__name__ for job in TIMER_JOBS] == [
         "metadata_snapshot_when_due",
         "apply_waiting_reports",

@@ -9,7 +9,6 @@ from controlplane.controller.timeline.describe import (
     TimelineEntry,
     WriteSummary,
     describe_commit,
-    undescribed,
 )
 from controlplane.controller.timeline.facts import Move
 
@@ -21,5 +20,4 @@ __all__ = [
     "TimelineEntry",
     "WriteSummary",
     "describe_commit",
-    "undescribed",
 ]

@@ -40,7 +40,6 @@ class Kind(enum.StrEnum):
     QUOTA_CHANGED = "QUOTA_CHANGED"
     TOKEN_CHANGED = "TOKEN_CHANGED"
     SCRAM_CHANGED = "SCRAM_CHANGED"
-    UNDESCRIBED = "UNDESCRIBED"
     OTHER = "OTHER"
 
 
@@ -65,7 +64,6 @@ KIND_LABELS: dict[Kind, str] = {
     Kind.QUOTA_CHANGED: "client quota change",
     Kind.TOKEN_CHANGED: "delegation token",
     Kind.SCRAM_CHANGED: "SCRAM credential",
-    Kind.UNDESCRIBED: "not described",
     Kind.OTHER: "other",
 }
 
@@ -121,28 +119,6 @@ def describe_commit(
         facts = walk.facts(write.first_offset, write.last_offset)
         entries.append(_entry(write, facts))
     return entries
-
-
-def undescribed(first_offset: int, last_offset: int) -> TimelineEntry:
-    """The entry standing for committed records no entry describes: their controller stopped
-    between their commit and its description. The metadata log holds every one of them."""
-    records = _plural(last_offset - first_offset + 1, "record")
-    return TimelineEntry(
-        offset=first_offset,
-        last_offset=last_offset,
-        api="",
-        kind=Kind.UNDESCRIBED,
-        severity=Severity.WARNING,
-        title=(
-            f"{records} committed at offsets {first_offset}-{last_offset} without a timeline "
-            "entry: the controller that committed them stopped before describing them (the "
-            "metadata log holds them)"
-        ),
-        brokers=(),
-        topics=(),
-        details={"first_offset": first_offset, "last_offset": last_offset},
-        moves=(),
-    )
 
 
 # --- the words ------------------------------------------------------------------------------
