@@ -30,8 +30,9 @@ def main() -> None:
         "--heartbeats",
         choices=SHAPES,
         default=None,
-        help="heartbeats from the bench as one agent for every broker in turn, or a thread "
-        "per broker (bench.fanout.heartbeat_shapes); default: the bench's agent, unmeasured",
+        help="heartbeats from a process of their own as one agent for every broker in turn, or "
+        "a thread per broker (bench.fanout.heartbeat_shapes), measured with where their time "
+        "went; default: the bench's agent, unmeasured",
     )
     parser.add_argument(
         "--web-env",

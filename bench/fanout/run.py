@@ -25,7 +25,7 @@ from bench.fanout.common import (
     TOPIC_PARTITIONS,
 )
 from bench.fanout.followers import FollowerFleet
-from bench.fanout.heartbeat_shapes import HeartbeatShape
+from bench.fanout.heartbeat_shapes import HeartbeatShapeProcess
 from bench.fanout.probes import fencing_held_off, start_probes, timer_worst_lag_ms
 from bench.replica_state import (
     assigned,
@@ -326,10 +326,10 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     )
     if args.one_process:
         brokers.stop()
-    shape: HeartbeatShape | None = None
+    shape: HeartbeatShapeProcess | None = None
     if not args.one_process and args.heartbeats:
         brokers.stop()  # the chosen shape heartbeats instead of the bench's agent
-        shape = HeartbeatShape(
+        shape = HeartbeatShapeProcess(
             args.heartbeats, http.internal, stack.tokens["broker"], dict(brokers.epochs)
         ).start()
     fencings_before = fencing_records(stack)
@@ -437,7 +437,9 @@ def report(
             "followers_processes": 1 if args.one_process else args.processes,
             "heartbeats_from": "the followers' process"
             if args.one_process
-            else f"the bench: {args.heartbeats or 'agent'}",
+            else f"a process of their own: {args.heartbeats}"
+            if args.heartbeats
+            else "the bench: agent",
             "encoding": args.encoding,
             "request_headers": ACCEPT[args.encoding],
             "wait_ms": args.wait_ms,

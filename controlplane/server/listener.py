@@ -19,11 +19,19 @@ The internal listener has two more pools, each chosen by path before Django sees
 
 A principal and address have at most `max_parked_per_peer` long-polls parked; one more is
 answered at once with its empty answer.
+
+A heartbeat's or registration's answer says where its time went on the server, in a
+`Server-Timing` header (W3C Server Timing, milliseconds): `lane` from its headers read until it
+was handed to its pool (its body read, its turn in its broker's lane), `wait` for a thread,
+`handler` (Django's answer), `resume` until the event loop took the answer back to send it. What
+the broker measures beyond their sum was spent outside them: the event loop reading the request's
+headers, the network, the broker's own process.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import io
 import json
 import logging
@@ -136,6 +144,7 @@ class ListenerApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return  # no lifespan, no websockets
+        arrived = time.perf_counter()
         try:
             body = await self._read_body(scope, receive)
         except Refused as refused:
@@ -154,18 +163,21 @@ class ListenerApp:
                     self.heartbeats_throttled += 1
                     await _send(send, 429, *throttled_answer(wait_s))
                     return
-                await self._serve(scope, body, send)
+                await self._serve(scope, body, send, arrived)
             return
-        await self._serve(scope, body, send)
+        await self._serve(scope, body, send, arrived)
 
-    async def _serve(self, scope: Scope, body: bytes, send: Send) -> None:
+    async def _serve(self, scope: Scope, body: bytes, send: Send, arrived: float) -> None:
         loop = asyncio.get_running_loop()
         long_poll = LongPoll()
         environ = wsgi_environ(scope, body, long_poll)
         executor, measured = self._pool_for(scope)
+        timing = LaneTiming(arrived=arrived, submitted=time.perf_counter())
         status, headers, payload = await loop.run_in_executor(
-            executor, self._answer, environ, time.perf_counter() if measured else None
+            executor, self._answer, environ, timing if measured else None
         )
+        if is_heartbeat(scope):
+            headers = [*headers, (b"server-timing", timing.header(time.perf_counter()))]
         if long_poll.deferred:
             peer = (long_poll.owner, environ["REMOTE_ADDR"])
             if self.parked.park(peer):
@@ -220,12 +232,20 @@ class ListenerApp:
                 return b"".join(chunks)
 
     def _answer(
-        self, environ: dict[str, Any], submitted: float | None
+        self, environ: dict[str, Any], timing: LaneTiming | None
     ) -> tuple[int, Headers, bytes]:
-        """Django's answer, in a thread of this listener's pool (`submitted`: when it was
-        handed to a pool whose wait is measured)."""
-        if submitted is not None:
-            self._note_wait(time.perf_counter() - submitted)
+        """Django's answer, in a thread of this listener's pool (`timing`: when it was handed
+        to a pool whose wait is measured, and when the answer began and ended)."""
+        if timing is not None:
+            timing.started = time.perf_counter()
+            self._note_wait(timing.started - timing.submitted)
+        try:
+            return self._django_answer(environ)
+        finally:
+            if timing is not None:
+                timing.finished = time.perf_counter()
+
+    def _django_answer(self, environ: dict[str, Any]) -> tuple[int, Headers, bytes]:
         started: dict[str, Any] = {}
 
         def start_response(
@@ -278,6 +298,27 @@ class ListenerApp:
         for pool in (self.executor, self.fetch_executor, self.heartbeat_executor):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
+
+
+@dataclasses.dataclass
+class LaneTiming:
+    """When a request reached the application (its headers read), when it was handed to its
+    pool, and when its answer began and ended there (`time.perf_counter()`)."""
+
+    arrived: float
+    submitted: float
+    started: float = math.nan
+    finished: float = math.nan
+
+    def header(self, resumed: float) -> bytes:
+        """The `Server-Timing` value, `resumed` being when the event loop had the answer."""
+        phases = (
+            ("lane", self.submitted - self.arrived),
+            ("wait", self.started - self.submitted),
+            ("handler", self.finished - self.started),
+            ("resume", resumed - self.finished),
+        )
+        return ", ".join(f"{name};dur={seconds * 1000:.2f}" for name, seconds in phases).encode()
 
 
 def _pool(threads: int, name: str) -> ThreadPoolExecutor | None:

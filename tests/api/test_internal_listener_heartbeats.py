@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
+from bench.fanout.heartbeat_shapes import server_timing
 from controlplane import selectors
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.fetch_cache import fetch_cache
@@ -23,7 +25,7 @@ from controlplane.runtime.notifier import notifier
 from controlplane.server.listener import ListenerApp
 from devtools.stack import wait_for
 from tests.api.live_listener import LiveListener, live_internal_listener
-from tests.api.test_metadata_fetch_encodings import answered_by, thread_name_app
+from tests.api.test_metadata_fetch_encodings import answered_by, asgi_answer, thread_name_app
 from tests.conftest import heartbeat_body, registration_body
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -193,10 +195,10 @@ def test_heartbeats_are_answered_while_writes_waiting_for_the_controller_take_ev
 # --- which pool answers, and whose wait is the listener's lag -----------------------------
 
 
-@pytest.fixture
-def internal_app() -> Iterator[ListenerApp]:
-    app = ListenerApp(
-        thread_name_app,
+def one_thread_pools(wsgi: Any) -> ListenerApp:
+    """An internal listener's application whose pools have a thread each."""
+    return ListenerApp(
+        wsgi,
         name="internal",
         threads=1,
         max_body_bytes=1000,
@@ -204,6 +206,11 @@ def internal_app() -> Iterator[ListenerApp]:
         fetch_threads=1,
         heartbeat_threads=1,
     )
+
+
+@pytest.fixture
+def internal_app() -> Iterator[ListenerApp]:
+    app = one_thread_pools(thread_name_app)
     yield app
     app.close()
 
@@ -218,3 +225,36 @@ def test_heartbeats_and_registrations_take_their_own_pool_whose_wait_is_the_lag(
         assert not answered_by(internal_app, method, path).startswith("internal-heartbeat")
     # A queue of writes waiting for the controller, or of fetches, is no broker's silence.
     assert internal_app.take_longest_wait() == 0.0
+
+
+# --- where a heartbeat's time went: the answer's Server-Timing ---------------------------------
+
+HANDLER_S = 0.05
+
+
+def slow_app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+    """A WSGI app that takes `HANDLER_S` to answer."""
+    time.sleep(HANDLER_S)
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [b"{}"]
+
+
+def answer_headers(app: ListenerApp, method: str, path: str) -> dict[bytes, bytes]:
+    return dict(asgi_answer(app, method, path, body=b"{}")[0]["headers"])
+
+
+def test_heartbeat_and_registration_answers_say_where_their_time_went_on_the_server() -> None:
+    app = one_thread_pools(slow_app)
+    try:
+        for path in ("/internal/v1/broker-heartbeat", "/internal/v1/broker-registration"):
+            phases = server_timing(answer_headers(app, "POST", path)[b"server-timing"].decode())
+            assert phases is not None and set(phases) == {"lane", "wait", "handler", "resume"}
+            assert all(value >= 0 for value in phases.values()), phases
+            assert phases["handler"] >= HANDLER_S * 1000, phases  # the handler's own sleep
+            others = (phases["lane"], phases["wait"], phases["resume"])
+            assert all(value < phases["handler"] for value in others), phases
+        # Only the heartbeat pool's answers carry it.
+        for method, path in (("POST", "/internal/v1/alter-partition"), ("GET", FETCH)):
+            assert b"server-timing" not in answer_headers(app, method, path)
+    finally:
+        app.close()

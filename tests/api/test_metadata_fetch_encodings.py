@@ -362,10 +362,17 @@ def thread_name_app(environ: dict[str, Any], start_response: Any) -> list[bytes]
 
 
 def answered_by(app: ListenerApp, method: str, path: str, query: str = "") -> str:
+    return bytes(asgi_answer(app, method, path, query)[1]["body"]).decode()
+
+
+def asgi_answer(
+    app: ListenerApp, method: str, path: str, query: str = "", body: bytes = b""
+) -> list[dict[str, Any]]:
+    """The ASGI messages `app` sends for one request (its start, then its body)."""
     sent: list[dict[str, Any]] = []
 
     async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
@@ -380,7 +387,7 @@ def answered_by(app: ListenerApp, method: str, path: str, query: str = "") -> st
         "client": ("127.0.0.1", 40000),
     }
     asyncio.run(app(scope, receive, send))
-    return bytes(sent[1]["body"]).decode()
+    return sent
 
 
 @pytest.fixture
