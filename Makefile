@@ -113,9 +113,10 @@ bench-converge: install-test services
 bench-scale: install-test services
 	$(PY) -m bench.scale $(BENCH_ARGS)
 
-## bench-commit: the controller's commit of 10,000 and 100,000 partition changes, step by step
+## bench-commit: the controller's commit of 10,000 and 100,000 partition changes, step by step; then its pure Python steps alone (bench.commit_core)
 bench-commit: install-test services
 	$(PY) -m bench.commit_scale $(BENCH_ARGS)
+	$(PY) -m bench.commit_core
 
 ## bench-shutdown: a controlled shutdown of a broker leading 2 % of 100,000 and 1,000,000 partitions
 ## in one process (the real runtime and commit on PostgreSQL), step by step

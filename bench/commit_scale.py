@@ -5,8 +5,9 @@ A fresh PostgreSQL database, the real controller (`ControllerRuntime`) and its r
 60 brokers registered and unfenced, then, per size, topics of 10,000 partitions (RF 3) led by one
 broker, and one AlterReplicaState naming every one of them. Per size: handle, encode, transaction
 (with its SQL statements) and image application, in ms and in µs per partition; the growth of
-each from the small size to the large (goal: at most 1.2 x per partition); `verify_metadata`
-at the end.
+each from the small size to the large (goal: at most 1.2 x per partition); the topics'
+creation (`creations`: one CreateTopics commit per 10,000 partitions), in ms and µs per
+partition; `verify_metadata` at the end.
 
     python -m bench.commit_scale                      # 10,000 and 100,000
     python -m bench.commit_scale --sizes 10000 --profile /tmp/prof   # cProfile per size
@@ -101,9 +102,13 @@ def run(sizes: list[int], profile_dir: str | None, left_out: list[str]) -> dict[
     timer = start_timer_thread(runtime)  # its fencing rounds' lateness is measured
     figures: dict[str, Any] = {}
     as_applied: dict[str, Any] = {}
+    creations: dict[str, Any] = {}
     try:
         for leader, size in zip(range(1, len(sizes) + 1), sizes, strict=True):
+            started = time.perf_counter()
             topic_ids = create_topics_led_by(runtime, leader, size)
+            creations[str(size)] = creation_figures(time.perf_counter() - started, size)
+            log(f"created {size} partitions: {creations[str(size)]}")
             log(f"broker {leader} leads {size} partitions; failing its log dir")
             profiler = cProfile.Profile() if profile_dir else None
             runtime.timer_lag.take()
@@ -133,6 +138,7 @@ def run(sizes: list[int], profile_dir: str | None, left_out: list[str]) -> dict[
         },
         "commits": figures,
         "as_reports_are_applied": as_applied,
+        "creations": creations,
         "growth_per_partition": growth(figures, sizes),
         "growth_goal": 1.2,
         "verify_metadata": verify,
@@ -176,6 +182,16 @@ def register_brokers(runtime: Any) -> dict[int, int]:
             {"broker_id": broker_id, "broker_epoch": epoch, "current_metadata_offset": 10**12},
         )
     return epochs
+
+
+def creation_figures(seconds: float, size: int) -> dict[str, Any]:
+    """The creation's commits (one CreateTopics of 10,000 partitions each), as a whole and per
+    partition."""
+    return {
+        "topics": -(-size // TOPIC_PARTITIONS),
+        "total_ms": round(seconds * 1000),
+        "us_per_partition": round(seconds * 1e6 / size, 1),
+    }
 
 
 def create_topics_led_by(runtime: Any, leader: int, size: int) -> list[str]:

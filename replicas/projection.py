@@ -11,6 +11,7 @@ from controlplane.controller.image import (
     TopicInfo,
     TopicPartition,
 )
+from controlplane.controller.int_lists import id_set, json_array
 from controlplane.runtime.bulk import (
     Column,
     Write,
@@ -66,14 +67,6 @@ STATE_COLUMNS = [
 ]
 
 
-def _ints(values: tuple[int, ...]) -> str:
-    return "[" + ",".join(map(str, values)) + "]"
-
-
-def _id_set(values: tuple[int, ...]) -> str:
-    return "," + "".join(f"{v}," for v in values)
-
-
 def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[object, ...]:
     return (
         topic_id,
@@ -81,11 +74,11 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
         p.leader,
         p.leader_epoch,
         p.partition_epoch,
-        _ints(p.replicas),
-        _ints(p.isr),
-        _ints(p.offline_replicas),
-        _id_set(p.replicas),
-        _id_set(p.offline_replicas),
+        json_array(p.replicas),
+        json_array(p.isr),
+        json_array(p.offline_replicas),
+        id_set(p.replicas),
+        id_set(p.offline_replicas),
         len(p.replicas),
         len(p.offline_replicas),
         p.is_canary,
@@ -93,8 +86,8 @@ def partition_row(topic_id: str, index: int, p: PartitionRegistration) -> tuple[
         len(p.isr),
         p.preferred_leader,
         _ENCODE(list(p.directories)) if p.directories else "[]",
-        _ints(p.adding_replicas),
-        _ints(p.removing_replicas),
+        json_array(p.adding_replicas),
+        json_array(p.removing_replicas),
         p.reassigning,
     )
 
@@ -109,9 +102,9 @@ def partition_state_row(topic_id: str, index: int, p: PartitionRegistration) -> 
         p.leader,
         p.leader_epoch,
         p.partition_epoch,
-        _ints(p.isr),
-        _ints(offline),
-        _id_set(offline),
+        json_array(p.isr),
+        json_array(offline),
+        id_set(offline),
         len(offline),
         len(p.isr),
     )

@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 
 from controlplane.controller.image import MetadataDelta, MetadataImage
+from controlplane.controller.int_lists import comma_separated
 from controlplane.controller.timeline import (
     KIND_LABELS,
     Kind,
@@ -67,10 +68,6 @@ RESOLUTIONS = {
 }
 
 
-def _ids(values: Sequence[int]) -> str:
-    return ",".join(map(str, values))
-
-
 def _listed(values: Sequence[object]) -> str:
     """ ",1,2," / ",orders,": a LIKE '%,x,%' finds x."""
     return "," + "".join(f"{v}," for v in values)
@@ -104,10 +101,10 @@ def _move_row(entry: TimelineEntry, seq: int, move: Move) -> tuple[object, ...]:
         move.partition,
         move.previous_leader,
         move.leader,
-        _ids(move.previous_isr),
-        _ids(move.isr),
-        _ids(move.offline_added),
-        _ids(move.offline_cleared),
+        comma_separated(move.previous_isr),
+        comma_separated(move.isr),
+        comma_separated(move.offline_added),
+        comma_separated(move.offline_cleared),
         move.unclean,
         move.offline_added[0] if move.offline_added else None,
         "",
@@ -170,6 +167,8 @@ def _deleted_topics(
         if entry.kind is Kind.TOPIC_DELETED
         for name in entry.topics
     }
+    if not deleted_by:
+        return []
     rows: list[tuple[object, ...]] = []
     for (topic_id, index), partition in delta.changed_partitions.items():
         before = delta.base.partitions.get((topic_id, index))

@@ -14,6 +14,8 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from controlplane.controller.int_lists import json_array
+
 
 class FencingChange(enum.IntEnum):
     """Kafka's BrokerRegistrationFencingChange."""
@@ -126,7 +128,7 @@ _ENCODE_FIELDS = msgspec.json.Encoder().encode
 
 
 def _int_list(values: tuple[int, ...] | None) -> str:
-    return "null" if values is None else "[" + ",".join(map(str, values)) + "]"
+    return "null" if values is None else json_array(values)
 
 
 def _optional_bool(value: bool | None) -> str:

@@ -198,8 +198,19 @@ class PartitionChanges:
         self.elections = 0
         self.unclean_elections = 0
         self._current: dict[TopicPartition, PartitionRegistration] = {}
+        # The last change of each partition, not merged yet: most partitions of a large change
+        # are changed once and never asked for again, and the replay merges every record anyway.
+        self._unmerged: dict[
+            TopicPartition, tuple[PartitionRegistration, PartitionChangeRecord]
+        ] = {}
 
     def get(self, tp: TopicPartition) -> PartitionRegistration | None:
+        if self._unmerged:
+            unmerged = self._unmerged.pop(tp, None)
+            if unmerged is not None:
+                before, record = unmerged
+                after = self._current[tp] = before.merge(record)
+                return after
         current = self._current.get(tp)
         return current if current is not None else self.view.partition(tp)
 
@@ -209,11 +220,10 @@ class PartitionChanges:
         tp = (record.topic_id, record.partition_id)
         before = self.get(tp)
         assert before is not None
-        after = before.merge(record)
         if record.leader not in (NO_LEADER_CHANGE, NO_LEADER, before.leader):
             self.elections += 1
             if record.isr == (record.leader,) and record.leader not in before.isr:
                 self.unclean_elections += 1
-        self._current[tp] = after
+        self._unmerged[tp] = (before, record)
         self.records.append(record)
         return True

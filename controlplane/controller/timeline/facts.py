@@ -190,6 +190,10 @@ class CommitWalk:
         self.offset = -1  # of the record being noted
         self.first_offset = replayed[0][0] if replayed else base.last_offset + 1
         self.partitions: dict[TopicPartition, PartitionRegistration | None] = {}
+        # Partitions the walk created and did not change since: their registrations are built
+        # only when a later change without a known transition asks (a topic's creation is
+        # most of a large commit, and the replay built each registration already).
+        self.created: dict[TopicPartition, PartitionRecord] = {}
         self.topic_names: dict[str, str] = {}  # topic id -> name, as of now in the walk
         self.partition_counts: dict[str, int] = {}
         self.offline_dirs: dict[int, tuple[str, ...]] = {}
@@ -210,6 +214,9 @@ class CommitWalk:
     def partition(self, tp: TopicPartition) -> PartitionRegistration | None:
         if tp in self.partitions:
             return self.partitions[tp]
+        record = self.created.get(tp)
+        if record is not None:
+            return PartitionRegistration.from_record(record)
         return self.base.partitions.get(tp)
 
     def topic_name(self, topic_id: str) -> str:
@@ -280,7 +287,8 @@ class CommitWalk:
 
     def _new_partition(self, record: PartitionRecord, facts: WriteFacts) -> None:
         tp = (record.topic_id, record.partition_id)
-        self.partitions[tp] = PartitionRegistration.from_record(record)
+        self.partitions.pop(tp, None)
+        self.created[tp] = record
         self.partition_counts[record.topic_id] = record.partition_id + 1
         name = self.topic_name(record.topic_id)
         created = facts.created_topics.get(name)
