@@ -122,7 +122,7 @@ def _creation_request(partitions: int) -> dict[str, Any]:
 def _steps(base: Any, api: str, payload: dict[str, Any], env: Any, repeat: int) -> dict[str, Any]:
     from controlplane.controller.dispatch import dispatch
     from controlplane.controller.image import MetadataDelta
-    from controlplane.controller.kraft.log import KafkaLogEncoder, LogEntry
+    from controlplane.controller.kraft.log import KafkaLogEncoder
     from controlplane.controller.timeline import WriteSummary, describe_commit
     from replicas.projection import partition_row
 
@@ -152,9 +152,7 @@ def _steps(base: Any, api: str, payload: dict[str, Any], env: Any, repeat: int) 
             record.to_json()
 
     def kafka() -> None:
-        records = state["records"]
-        entries = (LogEntry(first + i, 1, 0, record) for i, record in enumerate(records))
-        for _ in KafkaLogEncoder().batches(entries):
+        for _ in KafkaLogEncoder().commit_batches(state["delta"].replayed, 1, 0):
             pass
 
     steps: dict[str, Callable[[], None]] = {

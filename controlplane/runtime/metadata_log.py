@@ -20,7 +20,7 @@ from django.db import IntegrityError, connection, transaction
 
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import MetadataDelta
-from controlplane.controller.kraft import KafkaLogEncoder, LogEntry
+from controlplane.controller.kraft import KafkaLogEncoder
 from controlplane.controller.records import Record
 from controlplane.runtime.bulk import Column, Write, prepared_upsert
 from controlplane.runtime.conversation import (
@@ -408,9 +408,9 @@ def _kafka_batch_rows(
     encodes that range from the rows, as for a log written before batches were kept."""
     if encoder is None:
         return []
-    entries = (LogEntry(offset, epoch, timestamp, record) for offset, record in delta.replayed)
+    batches = encoder.commit_batches(delta.replayed, epoch, timestamp)
     try:
-        return [(b.base_offset, b.last_offset, b.epoch, b.data) for b in encoder.batches(entries)]
+        return [(b.base_offset, b.last_offset, b.epoch, b.data) for b in batches]
     except Exception:
         logger.exception("the commit's records are kept without their Kafka batches")
         return []

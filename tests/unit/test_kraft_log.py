@@ -170,3 +170,24 @@ def test_batches_stay_under_the_largest_a_brokers_metadata_log_takes() -> None:
     assert len(batches) > 1
     assert all(len(b.data) < 8 * 1024 * 1024 for b in batches)
     assert [b.base_offset for b in batches[1:]] == [b.last_offset + 1 for b in batches[:-1]]
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=3), st.integers(1, 5))
+def test_a_commit_encodes_as_its_log_entries_do(commits: list[int], max_records: int) -> None:
+    """`commit_batches` (one commit's (offset, record) pairs at one epoch and time) writes the
+    bytes `batches` writes for the same records as LogEntries, commit after commit."""
+    by_entries = KafkaLogEncoder(max_batch_records=max_records)
+    by_commit = KafkaLogEncoder(max_batch_records=max_records)
+    offset = 0
+    for index, size in enumerate(commits):
+        records = [
+            (offset + i, broker(i, 0) if i % 2 else TopicRecord(f"t{offset + i}", TOPIC_ID))
+            for i in range(size)
+        ]
+        offset += size
+        log = [LogEntry(o, index + 1, 500 + index, r) for o, r in records]
+        expected = list(by_entries.batches(log))
+        assert list(by_commit.commit_batches(records, index + 1, 500 + index)) == expected
+    with pytest.raises(ValueError, match="was next"):
+        list(by_commit.commit_batches([(offset + 1, TopicRecord("gap", TOPIC_ID))], 9, 9))

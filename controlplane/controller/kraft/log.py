@@ -52,6 +52,10 @@ class LogEntry:
     record: Record
 
 
+# A LogEntry's fields as a plain tuple: offset, epoch, timestamp_ms, record.
+_Entry = tuple[int, int, int, Record]
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class EncodedBatch:
     base_offset: int
@@ -118,27 +122,38 @@ class KafkaLogEncoder:
         self.next_offset: int | None = None
 
     def batches(self, entries: Iterable[LogEntry]) -> Iterator[EncodedBatch]:
+        return self._batches((e.offset, e.epoch, e.timestamp_ms, e.record) for e in entries)
+
+    def commit_batches(
+        self, records: Iterable[tuple[int, Record]], epoch: int, timestamp_ms: int
+    ) -> Iterator[EncodedBatch]:
+        """One commit's records, (offset, record) each, all at `epoch` and `timestamp_ms`: as
+        `batches`, without a LogEntry per record (a large commit has 100,000)."""
+        return self._batches((offset, epoch, timestamp_ms, r) for offset, r in records)
+
+    def _batches(self, entries: Iterable[_Entry]) -> Iterator[EncodedBatch]:
         pending: list[KafkaRecord] = []
         size = 0
-        first: LogEntry | None = None
+        first: _Entry | None = None
         for entry in entries:
-            if self.next_offset is not None and entry.offset != self.next_offset:
-                raise ValueError(f"offset {entry.offset} where {self.next_offset} was next")
-            record = kafka_record(entry.record, self.metadata_version_level, self.directories)
+            offset, epoch, timestamp_ms, house_record = entry
+            if self.next_offset is not None and offset != self.next_offset:
+                raise ValueError(f"offset {offset} where {self.next_offset} was next")
+            record = kafka_record(house_record, self.metadata_version_level, self.directories)
             if first is not None and (
-                entry.epoch != first.epoch
-                or entry.timestamp_ms != first.timestamp_ms
+                epoch != first[1]
+                or timestamp_ms != first[2]
                 or len(pending) >= self.max_batch_records
                 or size >= self.max_batch_bytes
                 or record.is_control != pending[0].is_control  # control batches stand alone
             ):
                 yield self._batch(first, pending)
                 pending, size, first = [], 0, None
-            self.observe(entry.record)
+            self.observe(house_record)
             pending.append(record)
             size += len(record.value)
             first = first or entry
-            self.next_offset = entry.offset + 1
+            self.next_offset = offset + 1
         if first is not None:
             yield self._batch(first, pending)
 
@@ -151,11 +166,10 @@ class KafkaLogEncoder:
             self.metadata_version_level = record.feature_level
 
     @staticmethod
-    def _batch(first: LogEntry, records: list[KafkaRecord]) -> EncodedBatch:
-        data = encode_batch(
-            first.offset, records, epoch=first.epoch, timestamp_ms=first.timestamp_ms
-        )
-        return EncodedBatch(first.offset, first.offset + len(records) - 1, first.epoch, data)
+    def _batch(first: _Entry, records: list[KafkaRecord]) -> EncodedBatch:
+        offset, epoch, timestamp_ms, _ = first
+        data = encode_batch(offset, records, epoch=epoch, timestamp_ms=timestamp_ms)
+        return EncodedBatch(offset, offset + len(records) - 1, epoch, data)
 
 
 def records_within(batches: Iterable[EncodedBatch], max_bytes: int) -> bytes:
