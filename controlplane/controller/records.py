@@ -14,6 +14,7 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from controlplane.controller.frozen import quick_init
 from controlplane.controller.int_lists import json_array
 
 
@@ -179,6 +180,7 @@ class TopicRecord(Record):
     topic_id: str
 
 
+@quick_init
 @dataclasses.dataclass(frozen=True, slots=True)
 class PartitionRecord(Record):
     """A new partition. `offline_replicas` are replicas in OfflineReplica state (KIP-589);
@@ -239,6 +241,7 @@ class PartitionRecord(Record):
         )
 
 
+@quick_init
 @dataclasses.dataclass(frozen=True, slots=True)
 class PartitionChangeRecord(Record):
     """A change to a partition; None (or NO_LEADER_CHANGE) means "unchanged".

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from controlplane.controller.frozen import quick_init
 from controlplane.controller.records import (
     NO_LEADER,
     NO_LEADER_CHANGE,
@@ -71,6 +72,7 @@ def _shared_index(index: int) -> int:
     return index
 
 
+@quick_init
 @dataclasses.dataclass(frozen=True, slots=True)
 class TopicInfo:
     topic_id: str
@@ -78,6 +80,7 @@ class TopicInfo:
     partition_count: int = 0
 
 
+@quick_init
 @dataclasses.dataclass(frozen=True, slots=True)
 class PartitionRegistration:
     """A partition's replicas, ISR and leader; epochs only grow."""

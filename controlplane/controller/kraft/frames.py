@@ -13,6 +13,7 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
+from controlplane.controller.frozen import quick_init
 from controlplane.controller.kraft.codec import (
     MalformedRecords,
     Reader,
@@ -27,6 +28,7 @@ CONTROL_KEY_VERSION = 0
 _CONTROL_KEY = struct.Struct(">hh")
 
 
+@quick_init
 @dataclasses.dataclass(frozen=True, slots=True)
 class KafkaRecord:
     """One record ready for a batch: `key` is None for metadata records (the framed record is

@@ -83,6 +83,12 @@ def change_partition(
     isr = partition.isr if target_isr is None else target_isr
     if not isr:
         isr = tuple(r for r in partition.isr if r == partition.leader) or partition.isr[-1:]
+    if target is None and not partition.reassigning:
+        # An election or an ISR change alone (every partition of a broker's failure or
+        # shutdown): the replicas stay, and the record carries no assignment.
+        return _leadership_change(
+            tp, partition, acceptable, isr, target_offline, election, canary_brokers
+        )
     assignment = target or Assignment(
         partition.replicas, partition.adding_replicas, partition.removing_replicas
     )
@@ -96,18 +102,8 @@ def change_partition(
     if moved:
         offline = tuple(r for r in offline if r in replicas)
 
-    def valid_leader(replica: int) -> bool:
-        return replica in isr and replica not in offline and acceptable(replica)
-
     shape = dataclasses.replace(partition, replicas=replicas) if moved else partition
-    order = leader_order(shape, canary_brokers)
-    leader, unclean = _elect(partition, order, valid_leader, acceptable, offline, election)
-    if partition.is_canary and leader not in canary_brokers and not unclean:
-        # KIP-1095: a canary partition's leadership goes back to a canary broker as soon as
-        # one can lead it (in the ISR, online, active), whatever the election.
-        leader = next((r for r in order if r in canary_brokers and valid_leader(r)), leader)
-    if unclean:
-        isr = (leader,)
+    leader, isr = _elected(partition, shape, isr, offline, acceptable, election, canary_brokers)
     new_leader = leader if leader != partition.leader else NO_LEADER_CHANGE
     if moved and new_leader == NO_LEADER_CHANGE and not set(partition.replicas) <= set(replicas):
         # Replicas left: the leader epoch moves even when the leader stays (Kafka's
@@ -131,6 +127,56 @@ def change_partition(
     ):
         return None
     return record
+
+
+def _leadership_change(
+    tp: TopicPartition,
+    partition: PartitionRegistration,
+    acceptable: AcceptableLeader,
+    isr: tuple[int, ...],
+    target_offline: tuple[int, ...] | None,
+    election: Election,
+    canary_brokers: Collection[int],
+) -> PartitionChangeRecord | None:
+    """`change_partition` where the replicas stay and no reassignment runs: the same election,
+    and a record without an assignment to compare."""
+    offline = partition.offline_replicas if target_offline is None else target_offline
+    leader, isr = _elected(partition, partition, isr, offline, acceptable, election, canary_brokers)
+    changed_isr = isr if isr != partition.isr else None
+    changed_offline = offline if offline != partition.offline_replicas else None
+    if leader == partition.leader and changed_isr is None and changed_offline is None:
+        return None
+    return PartitionChangeRecord(
+        partition_id=tp[1],
+        topic_id=tp[0],
+        isr=changed_isr,
+        leader=leader if leader != partition.leader else NO_LEADER_CHANGE,
+        offline_replicas=changed_offline,
+    )
+
+
+def _elected(
+    partition: PartitionRegistration,
+    shape: PartitionRegistration,
+    isr: tuple[int, ...],
+    offline: tuple[int, ...],
+    acceptable: AcceptableLeader,
+    election: Election,
+    canary_brokers: Collection[int],
+) -> tuple[int, tuple[int, ...]]:
+    """The leader of `partition` with the target `isr` and `offline` replicas and the replicas
+    of `shape`, and its ISR (the leader alone after an unclean election)."""
+
+    def valid_leader(replica: int) -> bool:
+        return replica in isr and replica not in offline and acceptable(replica)
+
+    order = leader_order(shape, canary_brokers)
+    leader, unclean = _elect(partition, order, valid_leader, acceptable, offline, election)
+    if partition.is_canary and leader not in canary_brokers and not unclean:
+        # KIP-1095: a canary partition's leadership goes back to a canary broker as soon as
+        # one can lead it (in the ISR, online, active), whatever the election.
+        leader = next((r for r in order if r in canary_brokers and valid_leader(r)), leader)
+    return leader, ((leader,) if unclean else isr)
 
 
 def _assignment_changes(
