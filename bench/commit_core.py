@@ -9,6 +9,7 @@ commit takes on the controller's thread, in ms and µs per partition:
 - `handle`: the handler building the records from the request and the image;
 - `replay`: the records replayed into the metadata delta;
 - `timeline`: the timeline's description of the commit (its events and partition moves);
+- `health`: what the commit does to the health index (topics' and brokers' figures);
 - `rows`: the partitions projection's rows;
 - `json`: the log's JSON of each record;
 - `kafka`: the records as Kafka record batches.
@@ -121,6 +122,7 @@ def _creation_request(partitions: int) -> dict[str, Any]:
 
 def _steps(base: Any, api: str, payload: dict[str, Any], env: Any, repeat: int) -> dict[str, Any]:
     from controlplane.controller.dispatch import dispatch
+    from controlplane.controller.health import INDEX_NAME, HealthIndex
     from controlplane.controller.image import MetadataDelta
     from controlplane.controller.kraft.log import KafkaLogEncoder
     from controlplane.controller.timeline import WriteSummary, describe_commit
@@ -128,6 +130,7 @@ def _steps(base: Any, api: str, payload: dict[str, Any], env: Any, repeat: int) 
 
     first = base.last_offset + 1
     state: dict[str, Any] = {}
+    index = HealthIndex.build(base, {})
 
     def handle() -> None:
         state["records"] = dispatch(api, MetadataDelta(base), payload, env).records
@@ -142,6 +145,11 @@ def _steps(base: Any, api: str, payload: dict[str, Any], env: Any, repeat: int) 
         delta = state["delta"]
         writes = [WriteSummary(api, first, first + len(delta.replayed) - 1)]
         describe_commit(base, delta.replayed, writes, delta.topics_delta.transitions)
+
+    def health() -> None:
+        delta = state["delta"]
+        delta.derived.pop(INDEX_NAME, None)  # computed once per delta otherwise
+        index.changes(delta)
 
     def rows() -> None:
         for tp, partition in state["delta"].changed_partitions.items():
@@ -159,6 +167,7 @@ def _steps(base: Any, api: str, payload: dict[str, Any], env: Any, repeat: int) 
         "handle": handle,
         "replay": replay,
         "timeline": timeline,
+        "health": health,
         "rows": rows,
         "json": to_json,
         "kafka": kafka,

@@ -6,7 +6,7 @@ import pytest
 
 from bench.commit_core import measure
 
-STEPS = {"handle", "replay", "timeline", "rows", "json", "kafka"}
+STEPS = {"handle", "replay", "timeline", "health", "rows", "json", "kafka"}
 
 
 @pytest.mark.django_db

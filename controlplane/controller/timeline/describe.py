@@ -463,11 +463,19 @@ def _brokers_of(facts: WriteFacts) -> tuple[int, ...]:
     ids.update(b for b, _, _ in facts.registered)
     ids.update(facts.fenced, facts.unfenced, facts.shutting_down, facts.unregistered)
     ids.update(facts.log_dirs)
+    # A large commit has a move per partition but few distinct ISR changes (the lists are
+    # shared): each pair's brokers are worked out once.
+    isr_changes: set[tuple[tuple[int, ...], tuple[int, ...]]] = set()
     for move in facts.moves:
         ids.update(move.offline_added, move.offline_cleared)
-        if move.leader_changed:
-            ids.update(b for b in (move.previous_leader, move.leader) if b != NO_LEADER)
-        ids.update(set(move.previous_isr) ^ set(move.isr))
+        if move.leader != move.previous_leader:
+            ids.add(move.previous_leader)
+            ids.add(move.leader)
+        if move.isr != move.previous_isr:
+            isr_changes.add((move.previous_isr, move.isr))
+    for before, after in isr_changes:
+        ids.update(set(before) ^ set(after))
+    ids.discard(NO_LEADER)
     return tuple(sorted(ids))
 
 

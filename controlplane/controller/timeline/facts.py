@@ -309,21 +309,24 @@ class CommitWalk:
                 return
             before, after = found, found.merge(record)
         self.partitions[tp] = after
+        was_offline, offline = before.offline_replicas, after.offline_replicas
+        added: tuple[int, ...] = ()
+        cleared: tuple[int, ...] = ()
+        if was_offline != offline:  # most moves: nothing went offline or came back
+            added = tuple(b for b in offline if b not in was_offline)
+            cleared = tuple(b for b in was_offline if b not in offline)
+        # By position: a large commit makes one per changed partition, and keywords cost more.
         facts.moves.append(
             Move(
-                topic_id=record.topic_id,
-                topic_name=self.topic_name(record.topic_id),
-                partition=record.partition_id,
-                previous_leader=before.leader,
-                leader=after.leader if record.leader != NO_LEADER_CHANGE else before.leader,
-                previous_isr=before.isr,
-                isr=after.isr,
-                offline_added=tuple(
-                    b for b in after.offline_replicas if b not in before.offline_replicas
-                ),
-                offline_cleared=tuple(
-                    b for b in before.offline_replicas if b not in after.offline_replicas
-                ),
+                record.topic_id,
+                self.topic_name(record.topic_id),
+                record.partition_id,
+                before.leader,
+                after.leader if record.leader != NO_LEADER_CHANGE else before.leader,
+                before.isr,
+                after.isr,
+                added,
+                cleared,
             )
         )
 
