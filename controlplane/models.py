@@ -12,6 +12,11 @@ class Cluster(models.Model):
     id = models.PositiveSmallIntegerField(primary_key=True, default=1)
     cluster_id = models.CharField(max_length=64)
     last_offset = models.BigIntegerField(default=-1)
+    # The log's offset the state tables (the projections) stand at. The log commits first and
+    # wakes the brokers; the tables follow in a transaction of their own, so they trail
+    # `last_offset` for the span of that transaction, or until the next controller to take
+    # over has caught them up from the log (controlplane.runtime.metadata_log).
+    projected_offset = models.BigIntegerField(default=-1)
     # Kafka's log start offset: the first record the log still holds (retention deletes the
     # records before the oldest kept snapshot). Moved in the transaction that deletes them, so
     # a fetch that read it knows whether the records it asks for are still there.

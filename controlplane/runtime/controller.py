@@ -55,10 +55,13 @@ from controlplane.runtime.lease import (
 )
 from controlplane.runtime.metadata_log import (
     DuplicateWrite,
+    ProjectionsBehind,
     applied_responses,
     commit_started,
     log_commit,
+    log_committed,
     projections_built,
+    projections_catch_up,
 )
 from controlplane.runtime.projections import load_image
 from controlplane.runtime.request_ids import (
@@ -186,9 +189,12 @@ class ControllerRuntime(ControllerTimer):
     def _activate(self, acquired: Lease) -> Lease:
         cluster = Cluster.objects.get(pk=1)
         # A hot standby applies only the records it has not seen; a cold one loads the tables.
+        # Both stand where the tables do: when the last controller died between its commit's
+        # two transactions, the tables (and so this image) trail the log, and are caught up
+        # from it below, once the lease is held again.
         began = time.perf_counter()
-        followed = self.standby.take(cluster.cluster_id, cluster.last_offset)
-        image = followed or load_image(cluster.cluster_id, cluster.last_offset)
+        followed = self.standby.take(cluster.cluster_id, cluster.projected_offset)
+        image = followed or load_image(cluster.cluster_id, cluster.projected_offset)
         how = "its standby image, caught up" if followed is not None else "the state tables"
         # Loading a large cluster's image may outlast the lease: hold on to it, unless another
         # controller took it over meanwhile (then this one stays standby).
@@ -196,6 +202,15 @@ class ControllerRuntime(ControllerTimer):
         if lease is None:
             raise ApiError(
                 Errors.NOT_CONTROLLER, "Another controller took over while this one loaded."
+            )
+        if image.last_offset < cluster.last_offset:
+            caught_up = projections_catch_up(lease, image, cluster.last_offset)
+            logger.warning(
+                "the state tables stood at offset %d, behind the log's %d: caught up from its "
+                "%d records",
+                cluster.projected_offset,
+                cluster.last_offset,
+                caught_up,
             )
         self.image = image
         self.moves_pending = True
@@ -255,6 +270,7 @@ class ControllerRuntime(ControllerTimer):
         prior = _applied_responses(events)  # every principal's writes of the batch's ids
         collisions = request_id_collisions(events, prior)
         failed: dict[int, ControllerAnswer] = {}
+        tables_behind = False
         while True:
             delta, contacts, answers, writes = self._run(image, events, now, prior, failed)
             handled = time.perf_counter()
@@ -268,6 +284,12 @@ class ControllerRuntime(ControllerTimer):
                         lease_ms=self.lease_ms,
                         kafka_encoder=commit_encoder(image),
                     )
+                break
+            except ProjectionsBehind as behind:
+                # The log holds the batch: its answers stand. The tables follow when the
+                # image is loaded again (the next controller to take over catches them up).
+                logger.error("committed to the log, not the tables; reloading: %s", behind)
+                tables_behind = True
                 break
             except DuplicateWrite as duplicate:
                 # Never a silent second write: the batch starts over without those events.
@@ -292,19 +314,25 @@ class ControllerRuntime(ControllerTimer):
                 return [refusal(NOTHING_WRITTEN) for _ in events]
         collisions_announce(collisions)  # committed: the senders' retries will not collide again
         answers = [dataclasses.replace(answer, handled_ms=now) for answer in answers]
+        if tables_behind:
+            self._deactivate("the state tables could not follow the log")
+            return answers
         committed = time.perf_counter()
         image.apply(delta)
         if len(delta.replayed) >= LARGE_COMMIT_RECORDS:
             gc.freeze()  # the image grew: keep the collector off it (see freeze_long_lived)
             transaction_began = commit_started.get()
+            logged = log_committed.get()
             logger.info(
                 "committed %d records of %d event(s): handled in %d ms, encoded in %d ms, "
-                "transaction of %d ms with %d SQL statements, image applied in %d ms (%s)",
+                "the log's transaction of %d ms (the brokers woken), the tables' of %d ms, "
+                "%d SQL statements, image applied in %d ms (%s)",
                 len(delta.replayed),
                 len(events),
                 (handled - started) * 1000,
                 (transaction_began - handled) * 1000,
-                (committed - transaction_began) * 1000,
+                (logged - transaction_began) * 1000,
+                (committed - logged) * 1000,
                 statements.count,
                 (time.perf_counter() - committed) * 1000,
                 "; ".join(

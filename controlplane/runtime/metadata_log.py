@@ -1,7 +1,14 @@
-"""The one commit path: append records to the metadata log and project them, atomically.
+"""The one commit path: append records to the metadata log, then project them into the tables.
 
-A commit runs in one transaction under the cluster row lock. It is refused (NOT_CONTROLLER) when
-the committing controller's epoch is not the current one, its lease lapsed, or the log moved under
+A commit is two transactions under the cluster row lock, in order. The log's: the records (and
+their Kafka batches), the writes' request ids and audit rows, the log's end and the renewed lease;
+once it commits, the brokers following the log are woken. The tables': every projection's
+statements for the same records and the tables' own offset (`projected_offset`). The log is the
+truth and the tables are what it describes, so a controller that dies between the two, or whose
+second transaction fails, loses nothing: the next controller to take over loads the tables at
+their offset and replays the log after it into them (`projections_catch_up`) before it commits
+anything. Each is refused (NOT_CONTROLLER) when the committing controller's epoch is not the
+current one; the log's also when the lease lapsed, the log moved under it, or the tables trail
 it. Records get gap-free offsets from the row's `last_offset`.
 """
 
@@ -19,9 +26,9 @@ from typing import Any, NamedTuple, Protocol
 from django.db import IntegrityError, connection, transaction
 
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.controller.image import MetadataDelta
+from controlplane.controller.image import MetadataDelta, MetadataImage
 from controlplane.controller.kraft import KafkaLogEncoder
-from controlplane.controller.records import Record
+from controlplane.controller.records import Record, record_from_data
 from controlplane.runtime.bulk import Column, Write, prepared_upsert
 from controlplane.runtime.conversation import (
     AppliedWrite,
@@ -31,6 +38,7 @@ from controlplane.runtime.conversation import (
     request_fingerprint,
 )
 from controlplane.runtime.lease import Lease, now_ms
+from controlplane.runtime.log_rows import log_rows
 from controlplane.runtime.notifier import notifier
 from controlplane.runtime.plugins import add_once
 from controlplane.runtime.projections import prepare_delta
@@ -46,8 +54,14 @@ commit_started: contextvars.ContextVar[float] = contextvars.ContextVar(
 )
 
 
-# How long the last commit's thread took to build its statements inside the transaction (the
-# writer thread ran the ones built before meanwhile), for the same timings.
+# When the last commit's log transaction committed (the brokers were woken then), for the same
+# timings: the tables' transaction ran after it.
+log_committed: contextvars.ContextVar[float] = contextvars.ContextVar("log_committed", default=0.0)
+
+
+# How long the last commit's thread took to build the projections' statements inside the
+# tables' transaction (the writer thread ran the ones built before meanwhile), for the same
+# timings.
 projections_built: contextvars.ContextVar[float] = contextvars.ContextVar(
     "projections_built", default=0.0
 )
@@ -84,6 +98,16 @@ class CommitOutcomeUnknown(ApiError):
         )
 
 
+class ProjectionsBehind(Exception):
+    """The log committed the records, the tables' transaction did not: the writes are applied
+    (their answers stand) and the tables trail the log until a controller taking over catches
+    them up (`projections_catch_up`); the committing controller drops its image."""
+
+    def __init__(self, cause: BaseException) -> None:
+        self.cause = cause
+        super().__init__(f"the state tables could not follow the log: {cause!r}")
+
+
 class DuplicateWrite(ApiError):
     """A commit would apply a second write of a principal's request id: refused whole, nothing
     written.
@@ -114,7 +138,9 @@ def log_commit(
     lease_ms: int = 0,
     kafka_encoder: KafkaLogEncoder | None = None,
 ) -> Lease:
-    """Commit `delta`'s records and projections; answers the lease as the commit left it.
+    """Commit `delta`'s records to the log, wake the brokers, then write its projections;
+    answers the lease as the commit left it. Raises ProjectionsBehind when the log committed
+    and the tables did not.
 
     With `lease_ms`, the commit also renews the lease (until `lease_ms` after its statements
     ran): it holds the cluster row's lock and has just checked the lease is its own, so a
@@ -162,8 +188,7 @@ def log_commit(
 
     def statements() -> Iterator[Write]:
         yield append
-        yield from prepare_delta(delta, writes, timestamp)  # built as the writer runs
-        yield prepared_upsert(  # encoded as the writer runs too
+        yield prepared_upsert(  # encoded as the writer runs
             table="cp_kafka_batch",
             columns=KAFKA_BATCH_COLUMNS,
             rows=_kafka_batch_rows(kafka_encoder, delta, lease.epoch, timestamp),
@@ -180,8 +205,72 @@ def log_commit(
         if not again:
             raise
         raise DuplicateWrite(again, in_log=True) from None
+    log_committed.set(time.perf_counter())
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
+    try:
+        _project(lease, delta, writes, timestamp)
+    except Exception as error:
+        raise ProjectionsBehind(error) from error
     return renewed
+
+
+def projections_catch_up(lease: Lease, image: MetadataImage, up_to_offset: int) -> int:
+    """Bring the tables, which stand at `image`'s offset, up to the log's `up_to_offset`: the
+    records after it replayed into one delta, its projections written as the commit writes
+    them, the delta applied to `image`. Answers how many records were replayed. The log's
+    records carry no request: the timeline names the controller for what it catches up."""
+    delta = MetadataDelta(image)
+    rows = log_rows(
+        ("offset", "record_type", "timestamp_ms", "data"),
+        after=image.last_offset,
+        through=up_to_offset,
+    )
+    timestamp = now_ms()
+    for offset, record_type, timestamp_ms, data in rows:
+        if offset != delta.next_offset:
+            raise ApiError(
+                Errors.UNKNOWN_SERVER_ERROR,
+                f"The metadata log has a gap: expected offset {delta.next_offset}, found {offset}.",
+            )
+        delta.replay(record_from_data(record_type, data))
+        timestamp = int(timestamp_ms)
+    if delta.last_offset != up_to_offset:
+        raise ApiError(
+            Errors.UNKNOWN_SERVER_ERROR,
+            f"The metadata log ends at {delta.last_offset}, short of {up_to_offset}.",
+        )
+    if delta.replayed:
+        _project(lease, delta, (), timestamp)
+        image.apply(delta)
+    return len(delta.replayed)
+
+
+def _project(
+    lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWrite], timestamp: int
+) -> None:
+    """The tables' transaction: `delta`'s projections, the tables' offset moved to its end."""
+    with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
+        fence = _locked_fence(cursor)
+        if fence.controller_epoch != lease.epoch or fence.lease_holder != lease.node_id:
+            raise _fenced(lease, fence)
+        if (
+            fence.projected_offset != delta.base.last_offset
+            or fence.last_offset < delta.last_offset
+        ):
+            raise ApiError(
+                Errors.NOT_CONTROLLER,
+                f"The state tables stand at offset {fence.projected_offset} and the log ends "
+                f"at {fence.last_offset}: not where this controller projects "
+                f"{delta.base.last_offset + 1}-{delta.last_offset} from.",
+            )
+        built = time.perf_counter()
+        with WriteBehind() as writer:
+            for write in prepare_delta(delta, writes, timestamp):  # built as the writer runs
+                writer.submit(write)
+            projections_built.set(time.perf_counter() - built)
+        cursor.execute(
+            "UPDATE cp_cluster SET projected_offset = %s WHERE id = 1", [delta.last_offset]
+        )
 
 
 def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
@@ -219,21 +308,13 @@ def _commit_statements(
     statements: Callable[[], Iterator[Write]],
 ) -> int:
     """The commit's statements, in its transaction; answers the lease's new expiry."""
-    # Plain SQL: the ORM's own cost was most of a small commit's.
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    cursor.execute(
-        "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset"
-        f" FROM cp_cluster WHERE id = 1{lock}"
-    )
-    fence = ClusterFence(*cursor.fetchone())
+    fence = _locked_fence(cursor)
     # The lease held when the batch was encoded, and nobody took it over since (the epoch
     # and holder are ours, and this transaction holds the row): the commit is safe.
     _check_fence(fence, lease, delta, timestamp)
-    built = time.perf_counter()
     with WriteBehind() as writer:
         for write in statements():
             writer.submit(write)
-        projections_built.set(time.perf_counter() - built)
     # Renewed as the transaction's last statement, not its first: a commit of 100,000
     # partitions on a loaded machine runs for seconds, all the while holding the row (so
     # no standby can take the lease meanwhile), and its controller must leave it with a
@@ -256,6 +337,25 @@ class ClusterFence(NamedTuple):
     lease_holder: str
     lease_expires_ms: int
     last_offset: int
+    projected_offset: int
+
+
+def _locked_fence(cursor: Any) -> ClusterFence:
+    # Plain SQL: the ORM's own cost was most of a small commit's.
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    cursor.execute(
+        "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset, projected_offset"
+        f" FROM cp_cluster WHERE id = 1{lock}"
+    )
+    return ClusterFence(*cursor.fetchone())
+
+
+def _fenced(lease: Lease, cluster: ClusterFence) -> ApiError:
+    return ApiError(
+        Errors.NOT_CONTROLLER,
+        f"Controller epoch {lease.epoch} is fenced: the current epoch is "
+        f"{cluster.controller_epoch}.",
+    )
 
 
 APPLIED_COLUMNS = [
@@ -334,11 +434,7 @@ def _json(value: Any) -> dict[str, Any]:
 
 def _check_fence(cluster: ClusterFence, lease: Lease, delta: MetadataDelta, timestamp: int) -> None:
     if cluster.controller_epoch != lease.epoch or cluster.lease_holder != lease.node_id:
-        raise ApiError(
-            Errors.NOT_CONTROLLER,
-            f"Controller epoch {lease.epoch} is fenced: the current epoch is "
-            f"{cluster.controller_epoch}.",
-        )
+        raise _fenced(lease, cluster)
     if cluster.lease_expires_ms < timestamp:
         raise ApiError(Errors.NOT_CONTROLLER, "The controller lease lapsed before the commit.")
     if cluster.last_offset != delta.base.last_offset:
@@ -346,6 +442,12 @@ def _check_fence(cluster: ClusterFence, lease: Lease, delta: MetadataDelta, time
             Errors.NOT_CONTROLLER,
             f"The metadata log moved to offset {cluster.last_offset} under this controller "
             f"(expected {delta.base.last_offset}).",
+        )
+    if cluster.projected_offset != cluster.last_offset:
+        raise ApiError(
+            Errors.NOT_CONTROLLER,
+            f"The state tables stand at offset {cluster.projected_offset}, behind the log's "
+            f"{cluster.last_offset}: they are caught up when a controller takes over.",
         )
 
 

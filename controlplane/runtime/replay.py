@@ -16,9 +16,10 @@ from controlplane.runtime.snapshot_format import SnapshotDamaged
 from controlplane.runtime.snapshot_reads import metadata_snapshot_load
 
 
-def image_from_log() -> tuple[MetadataImage, list[str]]:
-    """The image the log describes, and any gaps in its offsets. A log that no longer starts
-    at offset 0 (retention) is replayed from the latest intact snapshot it goes on from."""
+def image_from_log(through: int | None = None) -> tuple[MetadataImage, list[str]]:
+    """The image the log describes (through offset `through`, else to its end), and any gaps
+    in its offsets. A log that no longer starts at offset 0 (retention) is replayed from the
+    latest intact snapshot it goes on from."""
     cluster = cluster_read()
     problems: list[str] = []
     image = MetadataImage(cluster_id=cluster.cluster_id)
@@ -26,7 +27,7 @@ def image_from_log() -> tuple[MetadataImage, list[str]]:
     if first is not None and first > 0:
         image, problems = _image_from_snapshot(first)
     delta = MetadataDelta(image)
-    rows = log_rows(("offset", "record_type", "data"), after=image.last_offset)
+    rows = log_rows(("offset", "record_type", "data"), after=image.last_offset, through=through)
     for offset, record_type, data in rows:
         if offset != delta.next_offset:
             problems.append(f"gap in the log: expected offset {delta.next_offset}, found {offset}")
@@ -62,11 +63,13 @@ def metadata_verify() -> list[str]:
     PostgreSQL), as the standby loads its image: on a live cluster the controller commits
     while the log replays (at 100,000 partitions, for seconds), and tables read after the log
     would hold commits the replayed log does not, reported as the log and the tables
-    disagreeing when each commit wrote both."""
+    disagreeing when each commit wrote both. The tables are compared with the log through
+    their own offset: a commit's tables follow its log in a transaction of their own, and
+    trail it while that runs (or until a controller taking over catches them up)."""
     with consistent_read():
-        replayed, problems = image_from_log()
         cluster = cluster_read()
-        stored = load_image(cluster.cluster_id, cluster.last_offset)
+        replayed, problems = image_from_log(through=cluster.projected_offset)
+        stored = load_image(cluster.cluster_id, cluster.projected_offset)
         problems.extend(_differences("", replayed.as_comparable(), stored.as_comparable()))
         problems.extend(duplicate_writes())
     return problems

@@ -127,13 +127,14 @@ class StandbyImage:
 
 
 def snapshot_image() -> MetadataImage | None:
-    """The image of the state tables at one offset, read in one snapshot of the database; None
-    before any controller has created the cluster (its id is not known yet)."""
+    """The image of the state tables at their offset (which trails the log's end while a
+    commit's tables follow its log), read in one snapshot of the database; None before any
+    controller has created the cluster (its id is not known yet)."""
     with consistent_read():
         cluster = Cluster.objects.filter(pk=1).first()
         if cluster is None:
             return None
-        return load_image(cluster.cluster_id, cluster.last_offset)
+        return load_image(cluster.cluster_id, cluster.projected_offset)
 
 
 def replay_after(image: MetadataImage, *, max_records: int) -> int:

@@ -2,12 +2,13 @@
 next ones.
 
 A 100,000-partition commit spent about 1.0 s building its projections' rows in Python and then
-1.4 s with PostgreSQL running its statements, one after the other. Here the log's rows go to the
-server first; while it appends them, the committing thread builds the partitions' rows, then the
-health figures and the timeline's moves while the server updates the partitions, and so on:
-the statements still run one at a time, in order, in the commit's one transaction, on the
-committing thread's own connection (this thread borrows it: `connection` is the committer's
-there), and the first error stops the rest and is raised to the committer, which rolls back.
+1.4 s with PostgreSQL running its statements, one after the other. Here the statements go to the
+server as soon as each is built: while it appends the log's rows, the committing thread encodes
+the Kafka batches; in the tables' transaction, while it updates the partitions, the thread builds
+the health figures and the timeline's moves, and so on. The statements still run one at a time,
+in order, in the transaction at hand (the log's, then the tables'), on the committing thread's
+own connection (this thread borrows it: `connection` is the committer's there), and the first
+error stops the rest and is raised to the committer, which rolls back.
 
 Django's `connection` is per thread, so the writer installs the committer's connection object
 as its own (`connections[alias] = ...`, allowed by `inc_thread_sharing`), and runs in a copy

@@ -4,6 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
+from controlplane.runtime.lease import cluster_read
 from controlplane.runtime.replay import metadata_verify
 
 
@@ -15,6 +16,13 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         problems = metadata_verify()
+        cluster = cluster_read()
+        if cluster.projected_offset < cluster.last_offset:
+            self.stdout.write(
+                f"The state tables stand at offset {cluster.projected_offset} and the log ends "
+                f"at {cluster.last_offset}: compared through the tables' offset (a commit's "
+                "tables follow its log; a controller taking over catches them up)."
+            )
         for problem in problems:
             self.stderr.write(problem)
         if problems:

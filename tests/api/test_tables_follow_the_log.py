@@ -1,0 +1,135 @@
+"""A commit's log first, then its tables: the brokers are woken once the log holds the records,
+and the state tables follow in a transaction of their own; tables left behind (the second
+transaction failed, or the controller died between the two) are caught up from the log by the
+next controller to take over, before it commits anything."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from brokers.models import Broker
+from controlplane.controller.errors import ApiError
+from controlplane.controller.image import MetadataDelta
+from controlplane.controller.records import ConfigRecord
+from controlplane.models import Cluster, MetadataRecord
+from controlplane.runtime import metadata_log
+from controlplane.runtime.controller import get_runtime
+from controlplane.runtime.conversation import ControllerEvent, RequestContext
+from controlplane.runtime.lease import cluster_get_or_create
+from controlplane.runtime.metadata_log import log_commit
+from controlplane.runtime.notifier import notifier
+from controlplane.runtime.replay import image_from_log, metadata_verify
+from controlplane.runtime.standby import snapshot_image
+from tests.conftest import registration_body
+
+pytestmark = pytest.mark.django_db
+
+
+def registration(broker_id: int) -> ControllerEvent:
+    return ControllerEvent(
+        "BrokerRegistration",
+        registration_body(broker_id, cluster_get_or_create().cluster_id),
+        RequestContext(principal="User:test", request_id=str(uuid.uuid4())),
+    )
+
+
+def offsets() -> tuple[int, int]:
+    cluster = Cluster.objects.get(pk=1)
+    return cluster.last_offset, cluster.projected_offset
+
+
+def fail_the_tables_once(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The next commit's tables' transaction fails (its first projection statement raises)."""
+    failed: list[int] = []
+    prepare = metadata_log.prepare_delta
+
+    def failing(delta: MetadataDelta, *args: Any) -> Any:
+        if not failed:
+            failed.append(delta.last_offset)
+            raise RuntimeError("the tables' transaction broke")
+        return prepare(delta, *args)
+
+    monkeypatch.setattr(metadata_log, "prepare_delta", failing)
+    return failed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_brokers_are_woken_when_the_log_committed_before_the_tables_follow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime = get_runtime()
+    runtime.handle(registration(1))
+    seen: list[tuple[int, int, int]] = []
+    publish = notifier.publish
+
+    def noted(offset: int) -> None:
+        seen.append((offset, *offsets()))
+        publish(offset)
+
+    monkeypatch.setattr(notifier, "publish", noted)
+    before = offsets()[0]
+    answer = runtime.handle(registration(2))
+    assert answer.error_code == 0
+    end = offsets()[0]
+    # The notice named the log's new end while the tables still stood at the commit's base.
+    assert seen == [(end, end, before)]
+    assert offsets() == (end, end)  # and then they followed
+    assert Broker.objects.filter(pk=2).exists()
+
+
+def test_tables_that_could_not_follow_are_caught_up_by_the_next_activation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime = get_runtime()
+    runtime.handle(registration(1))
+    failed = fail_the_tables_once(monkeypatch)
+    answer = runtime.handle(registration(2))
+    # The log holds the registration: it is answered as applied, never "not applied".
+    assert failed and answer.error_code == 0
+    assert (
+        answer.offsets is not None
+        and MetadataRecord.objects.filter(offset=answer.offsets[0]).exists()
+    )
+    last, projected = offsets()
+    assert projected < last == answer.offsets[1]
+    assert not Broker.objects.filter(pk=2).exists()  # the tables trail the log
+    assert runtime.image is None  # the controller let its image go
+    # The tables agree with the log through their own offset, and a cold image stands there.
+    assert metadata_verify() == []
+    cold = snapshot_image()
+    assert cold is not None and cold.last_offset == projected
+    # The next event activates the controller again: it catches the tables up first.
+    third = runtime.handle(registration(3))
+    assert third.error_code == 0
+    assert offsets()[1] == offsets()[0]
+    assert set(Broker.objects.values_list("broker_id", flat=True)) >= {1, 2, 3}
+    assert metadata_verify() == []
+    replayed, gaps = image_from_log()
+    assert not gaps and runtime.image is not None
+    assert replayed.as_comparable() == runtime.image.as_comparable()
+
+
+def test_the_log_refuses_a_commit_while_the_tables_trail_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    runtime = get_runtime()
+    runtime.handle(registration(1))
+    lease, image = runtime.lease, runtime.image
+    assert lease is not None and image is not None
+    fail_the_tables_once(monkeypatch)
+    runtime.handle(registration(2))  # in the log, not in the tables
+    last, projected = offsets()
+    # A controller still holding an image at the log's end may not commit past tables that
+    # trail it: nothing is written.
+    image.last_offset = last
+    delta = MetadataDelta(image)
+    delta.replay(ConfigRecord("BROKER", "", "log.retention.ms", "1000"))
+    with pytest.raises(ApiError) as refused:
+        log_commit(lease=lease, delta=delta, writes=[])
+    assert refused.value.error.name == "NOT_CONTROLLER"
+    assert "behind the log" in (refused.value.message or "")
+    assert offsets() == (last, projected)
+    assert not MetadataRecord.objects.filter(offset=last + 1).exists()
