@@ -20,7 +20,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from django.db import IntegrityError, connection, transaction
@@ -196,9 +196,12 @@ def log_commit(
         yield remember
         yield from audit
 
+    # The tables' statements, built one at a time: those built while the server still runs
+    # the log's (an idle committing thread otherwise) wait for the tables' transaction.
+    tables = _Prebuilt(prepare_delta(delta, writes, timestamp))
     commit_started.set(time.perf_counter())
     try:
-        renewed = _commit(lease, delta, (timestamp, lease_ms), statements)
+        renewed = _commit(lease, delta, (timestamp, lease_ms), statements, tables.build_while)
     except IntegrityError:
         already = applied_responses([w.context.request_id for w in remembered])
         again = [w.context.key for w in remembered if w.context.key in already]
@@ -208,10 +211,30 @@ def log_commit(
     log_committed.set(time.perf_counter())
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
     try:
-        _project(lease, delta, writes, timestamp)
+        _project(lease, delta, tables)
     except Exception as error:
         raise ProjectionsBehind(error) from error
     return renewed
+
+
+class _Prebuilt:
+    """A commit's tables' statements: some built ahead (`build_while`), the rest as they come."""
+
+    def __init__(self, statements: Iterator[Write]) -> None:
+        self._statements = statements
+        self._built: list[Write] = []
+
+    def build_while(self, busy: Callable[[], bool]) -> None:
+        while busy():
+            write = next(self._statements, None)
+            if write is None:
+                return
+            self._built.append(write)
+
+    def __iter__(self) -> Iterator[Write]:
+        built, self._built = self._built, []
+        yield from built
+        yield from self._statements
 
 
 def projections_catch_up(lease: Lease, image: MetadataImage, up_to_offset: int) -> int:
@@ -240,15 +263,14 @@ def projections_catch_up(lease: Lease, image: MetadataImage, up_to_offset: int) 
             f"The metadata log ends at {delta.last_offset}, short of {up_to_offset}.",
         )
     if delta.replayed:
-        _project(lease, delta, (), timestamp)
+        _project(lease, delta, prepare_delta(delta, (), timestamp))
         image.apply(delta)
     return len(delta.replayed)
 
 
-def _project(
-    lease: Lease, delta: MetadataDelta, writes: Sequence[AppliedWrite], timestamp: int
-) -> None:
-    """The tables' transaction: `delta`'s projections, the tables' offset moved to its end."""
+def _project(lease: Lease, delta: MetadataDelta, statements: Iterable[Write]) -> None:
+    """The tables' transaction: `delta`'s projections (`statements`, built as the writer runs
+    the ones before), the tables' offset moved to its end."""
     with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
         fence = _locked_fence(cursor)
         if fence.controller_epoch != lease.epoch or fence.lease_holder != lease.node_id:
@@ -265,7 +287,7 @@ def _project(
             )
         built = time.perf_counter()
         with WriteBehind() as writer:
-            for write in prepare_delta(delta, writes, timestamp):  # built as the writer runs
+            for write in statements:
                 writer.submit(write)
             projections_built.set(time.perf_counter() - built)
         cursor.execute(
@@ -285,12 +307,15 @@ def _commit(
     delta: MetadataDelta,
     times: tuple[int, int],
     statements: Callable[[], Iterator[Write]],
+    meanwhile: Callable[[Callable[[], bool]], None] = lambda busy: None,
 ) -> Lease:
     timestamp, lease_ms = times
     committing = False  # set once every statement ran: what fails after is the COMMIT itself
     try:
         with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
-            expires = _commit_statements(cursor, lease, delta, timestamp, lease_ms, statements)
+            expires = _commit_statements(
+                cursor, lease, delta, (timestamp, lease_ms), statements, meanwhile
+            )
             committing = True
     except Exception as error:
         if committing:
@@ -303,11 +328,13 @@ def _commit_statements(
     cursor: Any,
     lease: Lease,
     delta: MetadataDelta,
-    timestamp: int,
-    lease_ms: int,
+    times: tuple[int, int],
     statements: Callable[[], Iterator[Write]],
+    meanwhile: Callable[[Callable[[], bool]], None],
 ) -> int:
-    """The commit's statements, in its transaction; answers the lease's new expiry."""
+    """The log's statements, in its transaction; answers the lease's new expiry. Once they are
+    all handed to the writer, `meanwhile` may work until the writer is done."""
+    timestamp, lease_ms = times
     fence = _locked_fence(cursor)
     # The lease held when the batch was encoded, and nobody took it over since (the epoch
     # and holder are ours, and this transaction holds the row): the commit is safe.
@@ -315,6 +342,7 @@ def _commit_statements(
     with WriteBehind() as writer:
         for write in statements():
             writer.submit(write)
+        meanwhile(writer.busy)
     # Renewed as the transaction's last statement, not its first: a commit of 100,000
     # partitions on a loaded machine runs for seconds, all the while holding the row (so
     # no standby can take the lease meanwhile), and its controller must leave it with a

@@ -51,6 +51,10 @@ class WriteBehind:
         self.keepalive_s = keepalive_s if keepalive_s is not None else _keepalive_s()
         self.keepalives = 0
         self._writes: queue.SimpleQueue[Write | None] = queue.SimpleQueue()
+        # Each counted by one thread only (the committer submits, the writer runs): no update
+        # is lost between them.
+        self._submitted = 0
+        self._ran = 0
         self.error: BaseException | None = None
         self._connection = connections[DEFAULT_DB_ALIAS]
         self._thread: threading.Thread | None = None
@@ -69,7 +73,13 @@ class WriteBehind:
         if self._inline:
             write()
         elif self.error is None:
+            self._submitted += 1
             self._writes.put(write)
+
+    def busy(self) -> bool:
+        """Whether the server still has statements of this writer to run: while it does, the
+        committing thread may build what comes after at no cost to this transaction."""
+        return self._ran < self._submitted and self.error is None
 
     def __exit__(
         self,
@@ -101,6 +111,8 @@ class WriteBehind:
                 write()
             except BaseException as error:  # raised again in the committing thread
                 self.error = error
+            finally:
+                self._ran += 1
 
     def _keep_alive(self) -> None:
         if self.error is not None:

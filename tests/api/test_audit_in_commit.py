@@ -295,8 +295,8 @@ def test_a_commit_that_fails_writes_neither_records_nor_the_row(
 
     original = metadata_log._commit
 
-    def commit_then_fail(lease: Any, delta: Any, times: Any, statements: Any) -> None:
-        original(lease, delta, times, lambda: iter((*statements(), fenced)))
+    def commit_then_fail(lease: Any, delta: Any, times: Any, statements: Any, *rest: Any) -> None:
+        original(lease, delta, times, lambda: iter((*statements(), fenced)), *rest)
 
     monkeypatch.setattr(metadata_log, "_commit", commit_then_fail)
     monkeypatch.setattr("controlplane.services.RETRY_BACKOFF_S", 0.0)

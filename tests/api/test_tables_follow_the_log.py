@@ -6,6 +6,7 @@ next controller to take over, before it commits anything."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -42,15 +43,19 @@ def offsets() -> tuple[int, int]:
 
 
 def fail_the_tables_once(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The next commit's tables' transaction fails (its first projection statement raises)."""
+    """The next commit's tables' transaction fails (its first statement raises on the server's
+    turn, whenever it was built)."""
     failed: list[int] = []
     prepare = metadata_log.prepare_delta
 
-    def failing(delta: MetadataDelta, *args: Any) -> Any:
+    def breaks() -> None:
+        raise RuntimeError("the tables' transaction broke")
+
+    def failing(delta: MetadataDelta, *args: Any) -> Iterator[Any]:
         if not failed:
             failed.append(delta.last_offset)
-            raise RuntimeError("the tables' transaction broke")
-        return prepare(delta, *args)
+            yield breaks
+        yield from prepare(delta, *args)
 
     monkeypatch.setattr(metadata_log, "prepare_delta", failing)
     return failed
@@ -133,3 +138,16 @@ def test_the_log_refuses_a_commit_while_the_tables_trail_it(
     assert "behind the log" in (refused.value.message or "")
     assert offsets() == (last, projected)
     assert not MetadataRecord.objects.filter(offset=last + 1).exists()
+
+
+def test_the_tables_statements_built_while_the_log_is_written_run_once_in_order() -> None:
+    ran: list[int] = []
+    statements = (lambda i=i: ran.append(i) for i in range(5))
+    tables = metadata_log._Prebuilt(statements)
+    turns = iter([True, True, False])
+    tables.build_while(lambda: next(turns))  # the server busy with two turns' worth
+    tables.build_while(lambda: True)  # busy to the end: the rest are built too
+    for write in tables:
+        write()
+    assert ran == [0, 1, 2, 3, 4]
+    assert list(tables) == []  # each built statement is handed over once

@@ -9,6 +9,7 @@ nothing after each."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
@@ -48,8 +49,11 @@ def tables_lost(driver: Driver, partitions: int) -> None:
     the answer stands, the tables trail the log, and the controller's next event (activating
     it again) catches them up from the log before it commits anything."""
 
-    def failing(*args: Any) -> Any:
+    def breaks() -> None:
         raise RuntimeError("the tables' transaction broke")
+
+    def failing(*args: Any) -> Iterator[Any]:
+        yield breaks  # run in the tables' transaction, whenever it was built
 
     with mock.patch.object(metadata_log, "prepare_delta", failing):
         name = f"lost-{uuid.uuid4().hex[:8]}"
