@@ -1,9 +1,11 @@
 """Benchmark: the pure Python a commit of 10,000 partitions costs the controller, no database.
 
-Two commits on an image of 60 registered, unfenced brokers, through the controller's own
-handlers: a topic's creation (CreateTopics of 10,000 partitions, RF 3, led by broker 1) and then
-broker 1's log dir failure (AlterReplicaState naming all 10,000: each partition elects another
-leader and marks the replica offline). Per commit, the best of `--repeat` runs of each step the
+Three commits on an image of 60 registered, unfenced brokers, through the controller's own
+handlers: a topic's creation (CreateTopics of 10,000 partitions, RF 3, led by broker 1), the
+start of a move of every partition's last replica to another broker (AlterPartitionReassignments
+naming all 10,000, on the created topic), and broker 1's log dir failure (AlterReplicaState
+naming all 10,000, on the created topic: each partition elects another leader and marks the
+replica offline). Per commit, the best of `--repeat` runs of each step the
 commit takes on the controller's thread, in ms and µs per partition:
 
 - `handle`: the handler building the records from the request and the image;
@@ -72,8 +74,24 @@ def measure(partitions: int, repeat: int) -> dict[str, Any]:
     return {
         "setup": {"partitions": partitions, "brokers": BROKERS, "repeat": repeat},
         "creation": created,
+        "reassignment": _steps(
+            image, "AlterPartitionReassignments", _reassignment(partitions), env, repeat
+        ),
         "log_dir_failure": _steps(image, "AlterReplicaState", failure, env, repeat),
     }
+
+
+def _reassignment(partitions: int) -> dict[str, Any]:
+    """Every partition's last replica moved to another broker (its leader and the second
+    replica stay), in one AlterPartitionReassignments, as Kafka's tool sends it."""
+    others = [b for b in range(BROKERS) if b != LEADER]
+    replicas = []
+    for index in range(partitions):
+        kept = [LEADER, others[index % len(others)]]
+        moved = others[(index + 7) % len(others)]
+        target = next(b for b in others[index % len(others) :] + others if b not in (*kept, moved))
+        replicas.append({"partition_index": index, "replicas": [*kept, target]})
+    return {"topics": [{"name": "bench", "partitions": replicas}]}
 
 
 def _brokers_image() -> tuple[Any, dict[int, int], Any]:
