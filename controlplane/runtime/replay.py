@@ -25,7 +25,7 @@ def image_from_log(through: int | None = None) -> tuple[MetadataImage, list[str]
     image = MetadataImage(cluster_id=cluster.cluster_id)
     first = MetadataRecord.objects.order_by("offset").values_list("offset", flat=True).first()
     if first is not None and first > 0:
-        image, problems = _image_from_snapshot(first)
+        image, problems = _image_from_snapshot(first, through)
     delta = MetadataDelta(image)
     rows = log_rows(("offset", "record_type", "data"), after=image.last_offset, through=through)
     for offset, record_type, data in rows:
@@ -37,15 +37,16 @@ def image_from_log(through: int | None = None) -> tuple[MetadataImage, list[str]
     return image, problems
 
 
-def _image_from_snapshot(first: int) -> tuple[MetadataImage, list[str]]:
+def _image_from_snapshot(first: int, through: int | None) -> tuple[MetadataImage, list[str]]:
     """The image of the latest intact snapshot the log goes on from (its end offset at or
-    after the log's first record), and what was wrong on the way: damaged snapshots (skipped,
-    as the controller does), none to start from (the replay starts before the log's first
-    record, a gap)."""
+    after the log's first record, and not past `through`, else the log's end), and what was
+    wrong on the way: damaged snapshots (skipped, as the controller does), none to start from
+    (the replay starts before the log's first record, a gap)."""
     cluster = cluster_read()
     problems: list[str] = []
+    end = cluster.last_offset if through is None else through
     candidates = MetadataSnapshot.objects.filter(
-        damaged=False, end_offset__gte=first, end_offset__lte=cluster.last_offset + 1
+        damaged=False, end_offset__gte=first, end_offset__lte=end + 1
     ).order_by("-end_offset")
     for snapshot in candidates:
         try:

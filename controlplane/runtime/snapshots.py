@@ -18,7 +18,8 @@ Then retention (Kafka's KafkaMetadataLog.cleanSnapshots): the latest snapshot is
 older ones go while the log and the snapshots exceed `metadata.max.retention.bytes` or they are
 older than `metadata.max.retention.ms`, and with each the log before the next one, in bounded
 batches. Never past what the audit export has committed (`RETENTION_FLOORS`): the Parquet
-datasets stay the log's complete history.
+datasets stay the log's complete history; nor past the state tables' offset, whose records after
+it a controller taking over replays into them.
 """
 
 from __future__ import annotations
@@ -111,6 +112,13 @@ RETENTION_FLOORS: list[Callable[[], int]] = []
 
 def register_retention_floor(floor: Callable[[], int]) -> None:
     add_once(RETENTION_FLOORS, floor)
+
+
+def _tables_floor(floor: int | None) -> int:
+    """`floor`, and never past the state tables' offset: the records after it are what a
+    controller taking over replays into the tables when they trail the log."""
+    tables = cluster_read().projected_offset
+    return tables if floor is None else min(floor, tables)
 
 
 def retention_floor() -> int | None:
@@ -385,7 +393,7 @@ def metadata_log_retention_apply(
     # As Kafka: the log is cut only behind a snapshot retention deleted (or cut before), so
     # a log within the bounds keeps its start.
     target = kept[0].end_offset if kept and (deleted or log_start > 0) else log_start
-    floor = retention_floor()
+    floor = _tables_floor(retention_floor())
     cut = target if floor is None else min(target, floor + 1)
     removed = _log_delete_before(cut) if cut > log_start else 0
     return RetentionOutcome(

@@ -546,6 +546,23 @@ def test_retention_never_deletes_what_the_audit_export_has_not_committed(runtime
     assert head().log_start_offset == latest.end_offset
 
 
+def test_retention_never_deletes_what_the_state_tables_still_need(runtime):
+    create_topics(runtime, "more")
+    snapshots.metadata_snapshot_create(config=KEEP_ONE)
+    create_topics(runtime, "again")
+    trailing = Cluster.objects.get(pk=1).last_offset - 2
+    # The tables stand behind the log (a controller died between a commit's two transactions):
+    # the records after their offset are what the next controller replays into them.
+    Cluster.objects.filter(pk=1).update(projected_offset=trailing)
+    latest = snapshots.metadata_snapshot_create(config=KEEP_ONE)
+    assert latest is not None and latest.end_offset > trailing + 1
+    assert head().log_start_offset == trailing + 1
+    assert MetadataRecord.objects.order_by("offset").first().offset == trailing + 1
+    Cluster.objects.filter(pk=1).update(projected_offset=head().last_offset)  # caught up
+    snapshots.metadata_log_retention_apply(config=KEEP_ONE)
+    assert head().log_start_offset == latest.end_offset
+
+
 def test_the_audit_exports_watermark_bounds_retention(runtime, tmp_path, monkeypatch):
     from audit.export import audit_export_run
     from audit.selectors import audit_exported_offset
