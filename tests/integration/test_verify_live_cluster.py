@@ -39,8 +39,8 @@ def test_verify_reads_one_snapshot_while_the_controller_commits_mass_fencing(
     fenced: list[dict[str, Any]] = []
     replay_log = replay.image_from_log
 
-    def log_replayed_then_the_controller_commits() -> Any:
-        replayed = replay_log()
+    def log_replayed_then_the_controller_commits(through: int | None = None) -> Any:
+        replayed = replay_log(through=through)
 
         # The fencing commit of 54 brokers lands after the log was read, before the tables
         # are (its own thread and connection, as the controller process's).
