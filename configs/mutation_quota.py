@@ -24,7 +24,7 @@ class _QuotaCache:
         self._loaded_at = 0.0
 
     def quotas(self) -> dict[QuotaEntity, dict[str, float]]:
-        generation = notifier.generation
+        generation = notifier.tables_generation
         fresh = time.monotonic() - self._loaded_at < CACHE_TTL_S
         if self._quotas is not None and generation == self._generation and fresh:
             return self._quotas

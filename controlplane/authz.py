@@ -1,7 +1,7 @@
 """Authorization on the web side: Kafka ACL semantics over the ACL projection.
 
-The ACL index is cached per process and rebuilt when the metadata log moves (the notifier's
-generation) or after a few seconds at most.
+The ACL index is cached per process and rebuilt when the state tables follow a commit (the
+notifier's tables generation) or after a few seconds at most.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ class _AclCache:
         self._with_broker_grant: dict[str, AclIndex] = {}
 
     def index(self) -> AclIndex:
-        generation = notifier.generation
+        generation = notifier.tables_generation
         fresh = time.monotonic() - self._loaded_at < CACHE_TTL_S
         if self._index is not None and generation == self._generation and fresh:
             return self._index

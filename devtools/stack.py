@@ -330,6 +330,17 @@ class Stack:
         )
         return (row[0][0], int(row[0][1]), int(row[0][2])) if row else ("", 0, -1)
 
+    def tables_follow_log(self, timeout: float = 30) -> None:
+        """Wait until the state tables stand where the log ended when called. A commit is the
+        log's transaction, the brokers woken, then the tables': what a broker already sees
+        (a long-poll, a simulator's metadata) the REST reads show a moment later."""
+        ((end,),) = self.sql("SELECT last_offset FROM cp_cluster WHERE id = 1")
+        wait_for(
+            lambda: self.sql("SELECT projected_offset FROM cp_cluster WHERE id = 1")[0][0] >= end,
+            timeout,
+            f"the state tables to reach the log's offset {end}",
+        )
+
     def sql(self, query: str, *params: Any) -> list[tuple[Any, ...]]:
         import psycopg
 

@@ -212,14 +212,14 @@ def mirror_member_heartbeat(
     member_store().touch(flow, member_id, now_ms=now_ms(), report=report)
     deadline = time.monotonic() + min(max(wait_ms, 0), MAX_WAIT_MS) / 1000
     while True:
-        generation = notifier.generation
+        generation = notifier.tables_generation
         group = selectors.mirror_flow_group(source=source, target=target)
         config_offset = selectors.mirror_config_offset()
         changed = group.offset != known_flow_offset or config_offset != known_config_offset
         remaining = deadline - time.monotonic()
         if changed or group.member(member_id) is None or remaining <= 0:
             return _heartbeat_answer(source, target, member_id, group, config_offset)
-        notifier.wait(generation, remaining)
+        notifier.wait_tables(generation, remaining)
 
 
 def mirror_members_forget(*, expired: Mapping[str, list[str]]) -> None:

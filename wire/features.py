@@ -30,7 +30,7 @@ _cached: tuple[int, float, dict[str, Any]] | None = None
 
 def _described() -> dict[str, Any]:
     global _cached
-    generation, now = notifier.generation, time.monotonic()
+    generation, now = notifier.tables_generation, time.monotonic()
     with _lock:
         if _cached is not None and _cached[0] == generation and now - _cached[1] < MAX_AGE_S:
             return _cached[2]

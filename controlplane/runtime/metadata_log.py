@@ -214,6 +214,7 @@ def log_commit(
         _project(lease, delta, tables)
     except Exception as error:
         raise ProjectionsBehind(error) from error
+    notifier.publish_tables(delta.last_offset)
     return renewed
 
 
@@ -264,6 +265,7 @@ def projections_catch_up(lease: Lease, image: MetadataImage, up_to_offset: int) 
         )
     if delta.replayed:
         _project(lease, delta, prepare_delta(delta, (), timestamp))
+        notifier.publish_tables(delta.last_offset)
         image.apply(delta)
     return len(delta.replayed)
 

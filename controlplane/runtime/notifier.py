@@ -1,7 +1,13 @@
-"""Wakes long-polling metadata fetches when the log grows.
+"""Wakes long-polling metadata fetches when the log grows, and table readers when the state
+tables follow it.
 
-Commits bump a generation. Embedded, that is an in-process condition; with Redis, the committing
-controller publishes on a channel and one listener thread per web process fans it out locally.
+A commit is two transactions, the log's then the tables' (controlplane.runtime.metadata_log), and
+each has its own generation: `generation` moves when the log grows (what a broker's long-poll
+fetches), `tables_generation` when the tables reach it (what caches built from the tables and
+waits on a projection read). A reader of the tables keyed on the log's generation could rebuild
+between the two and keep the state before the commit until the next one. Embedded, the
+generations are an in-process condition; with Redis, the committing controller publishes each
+notice on a channel and one listener thread per web process fans it out locally.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from controlplane.redis_client import key_prefix, redis_client
 
 # The pub/sub channel's name under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`).
 CHANNEL = "metadata-committed"
+# A notice's text: the log's last offset, or this prefix and the tables' offset.
+TABLES_NOTICE = "t"
 logger = logging.getLogger(__name__)
 
 
@@ -22,25 +30,40 @@ class MetadataNotifier:
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self.generation = 0
+        self.tables_generation = 0
         self._listener: threading.Thread | None = None
         self._listener_lock = threading.Lock()
         self._async_waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
 
     def publish(self, last_offset: int) -> None:
         """Tell the other processes (through Redis) that the log grew."""
+        self._send(str(last_offset))
+        self.bump()
+
+    def publish_tables(self, offset: int) -> None:
+        """Tell the other processes that the state tables reached the log's `offset`."""
+        self._send(f"{TABLES_NOTICE}{offset}")
+        self.bump_tables()
+
+    def _send(self, notice: str) -> None:
         client = redis_client()
         if client is not None:
             try:
-                client.publish(key_prefix() + CHANNEL, str(last_offset))
-            except Exception:  # a lost wake-up only delays fetchers until their wait ends
+                client.publish(key_prefix() + CHANNEL, notice)
+            except Exception:  # a lost wake-up only delays readers until their wait or cache ends
                 logger.warning("could not publish the metadata commit notice", exc_info=True)
-        self.bump()
 
     def wait(self, generation: int, timeout_s: float) -> bool:
         """Wait until the generation moves past `generation`; False on timeout."""
         self._ensure_listener()
         with self._cond:
             return self._cond.wait_for(lambda: self.generation != generation, timeout_s)
+
+    def wait_tables(self, generation: int, timeout_s: float) -> bool:
+        """Wait until the tables' generation moves past `generation`; False on timeout."""
+        self._ensure_listener()
+        with self._cond:
+            return self._cond.wait_for(lambda: self.tables_generation != generation, timeout_s)
 
     async def wait_async(self, generation: int, timeout_s: float) -> bool:
         """`wait` on an event loop: no thread is held while the log stands still."""
@@ -75,6 +98,11 @@ class MetadataNotifier:
         for loop, woken in waiters:
             loop.call_soon_threadsafe(_wake, woken)
 
+    def bump_tables(self) -> None:
+        with self._cond:
+            self.tables_generation += 1
+            self._cond.notify_all()
+
     def _ensure_listener(self) -> None:
         if self._listener is not None or redis_client() is None:
             return
@@ -93,12 +121,21 @@ class MetadataNotifier:
                 pubsub = client.pubsub(ignore_subscribe_messages=True)  # type: ignore[no-untyped-call]
                 pubsub.subscribe(key_prefix() + CHANNEL)
                 for message in pubsub.listen():
-                    if message.get("type") == "message":
+                    if message.get("type") != "message":
+                        continue
+                    if _text(message.get("data")).startswith(TABLES_NOTICE):
+                        self.bump_tables()
+                    else:
                         self.bump()
             except Exception:
                 logger.warning("metadata notifier lost Redis; reconnecting", exc_info=True)
                 self.bump()  # wake waiters so they re-read the log themselves
+                self.bump_tables()  # and drop what was built from the tables
                 time.sleep(0.5)
+
+
+def _text(data: object) -> str:
+    return data.decode() if isinstance(data, bytes) else str(data)
 
 
 def _wake(woken: asyncio.Future[None]) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from brokers.models import Broker
+from controlplane.authz import acl_cache
 from controlplane.controller.errors import ApiError
 from controlplane.controller.image import MetadataDelta
 from controlplane.controller.records import ConfigRecord
@@ -83,6 +84,43 @@ def test_the_brokers_are_woken_when_the_log_committed_before_the_tables_follow(
     assert seen == [(end, end, before)]
     assert offsets() == (end, end)  # and then they followed
     assert Broker.objects.filter(pk=2).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_what_is_built_from_the_tables_between_the_two_notices_is_built_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A web thread woken by the log's notice (each time the log's generation moves) reads the
+    ACLs before the tables follow; the tables' notice, sent once they did, makes the next read
+    see the new binding."""
+    runtime = get_runtime()
+    acl_cache.clear()
+    assert len(acl_cache.index()) == 0
+    early: list[int] = []
+    bump = notifier.bump
+
+    def read_on_the_log_notice() -> None:
+        bump()
+        early.append(len(acl_cache.index()))  # the tables still stand before the commit
+
+    monkeypatch.setattr(notifier, "bump", read_on_the_log_notice)
+    creation = {
+        "resource_type": "TOPIC",
+        "resource_name": "orders",
+        "pattern_type": "LITERAL",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": "READ",
+        "permission_type": "ALLOW",
+    }
+    answer = runtime.handle(
+        ControllerEvent(
+            "CreateAcls", {"creations": [creation]}, RequestContext(principal="User:admin")
+        )
+    )
+    assert answer.response["results"] == [{"error_code": 0, "error_message": None}]
+    assert early and set(early) == {0}
+    assert len(acl_cache.index()) == 1
 
 
 def test_tables_that_could_not_follow_are_caught_up_by_the_next_activation(

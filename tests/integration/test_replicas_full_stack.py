@@ -73,6 +73,7 @@ class SimThread:
 
 def topic_partitions(stack: Stack, name: str) -> dict[int, dict[str, Any]]:
     assert stack.http is not None
+    stack.tables_follow_log()  # the simulator saw the change in the log, a moment before them
     status, topic = stack.http.get(f"/api/v1/topics/{name}", stack.tokens["admin"])
     assert status == 200, topic
     return {p["partition_index"]: p for p in topic["partitions"]}

@@ -193,9 +193,27 @@ def registrations(node_id: int) -> list[Any]:
     )
 
 
+def tables_follow_log(timeout: float = 30) -> None:
+    """Wait until the state tables stand where the log ended when called: a commit is the
+    log's transaction, the brokers woken, then the tables', so what a broker (or a test reading
+    the log) already sees, the tables show a moment later."""
+    from controlplane.models import Cluster
+
+    offsets = Cluster.objects.filter(id=1).values_list("last_offset", "projected_offset")
+    row = offsets.first()
+    end = row[0] if row else -1
+    deadline = time.monotonic() + timeout
+    while row is not None and row[1] < end:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the state tables never reached the log's offset {end}")
+        time.sleep(0.05)
+        row = offsets.first()
+
+
 def broker_row(node_id: int) -> Any:
     from brokers.models import Broker
 
+    tables_follow_log()
     return Broker.objects.filter(broker_id=node_id).first()
 
 

@@ -24,7 +24,13 @@ from stock_kafka import jars
 from stock_kafka.broker import KafkaBroker
 from tests.kafka import harness, tools
 from tests.kafka.conftest import need_kafka_jars
-from tests.kafka.harness import ControlPlane, broker_row, broker_under, module_database
+from tests.kafka.harness import (
+    ControlPlane,
+    broker_row,
+    broker_under,
+    module_database,
+    tables_follow_log,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -478,6 +484,7 @@ def test_kafka_leader_election(cluster: Cluster, release: str) -> None:
 def leaders_of(topic: str) -> dict[int, int]:
     from replicas.models import Partition
 
+    tables_follow_log()
     return dict(
         Partition.objects.filter(topic__name=topic, leader__gte=0).values_list(
             "partition_index", "leader"

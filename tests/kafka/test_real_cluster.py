@@ -34,6 +34,7 @@ from tests.kafka.harness import (
     broker_under,
     control_plane,
     module_database,
+    tables_follow_log,
 )
 from tests.ui.conftest import ui_login
 
@@ -133,6 +134,7 @@ def unfenced(node_id: int) -> bool:
 def partitions(topic: str = TOPIC) -> dict[int, Any]:
     from replicas.models import Partition
 
+    tables_follow_log()
     return {p.partition_index: p for p in Partition.objects.filter(topic__name=topic)}
 
 

@@ -49,6 +49,7 @@ from tests.kafka.harness import (
     broker_under,
     control_plane,
     module_database,
+    tables_follow_log,
 )
 from tests.wire.rawclient import RawClient
 from tests.wire.test_server import authenticate
@@ -180,6 +181,7 @@ def unfenced(node_id: int) -> bool:
 def partitions(topic: str = TOPIC) -> dict[int, Any]:
     from replicas.models import Partition
 
+    tables_follow_log()
     return {p.partition_index: p for p in Partition.objects.filter(topic__name=topic)}
 
 

@@ -36,6 +36,7 @@ from tests.kafka.harness import (
     broker_under,
     control_plane,
     module_database,
+    tables_follow_log,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -172,6 +173,7 @@ def unfenced(node_id: int) -> bool:
 def partitions(topic: str) -> dict[int, Any]:
     from replicas.models import Partition
 
+    tables_follow_log()
     return {p.partition_index: p for p in Partition.objects.filter(topic__name=topic)}
 
 
