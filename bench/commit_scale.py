@@ -364,7 +364,7 @@ class CommitLine(logging.Handler):
             # The log's transaction (then the brokers are woken) and the tables' after it.
             log_transaction_ms=round(log_ms),
             tables_transaction_ms=round(tables_ms),
-            transaction_ms=round(log_ms + tables_ms),
+            transaction_ms=round(log_ms) + round(tables_ms),  # the parts as shown, summed
             sql_statements=statements,
             image_apply_ms=round(float(str(applied))),
         )

@@ -123,6 +123,8 @@ class _FastPlan:
                 )
             elif isinstance(field, StrictBooleanField):
                 self.checks[name] = ("bool", None, None, *self._optional(field))
+            elif type(field) is StrictIntegerListField and self._only_lengths(field):
+                self.checks[name] = ("ints", field, None, *self._optional(field))
             elif isinstance(field, serializers.ListField) and self._is_uuid_list(field):
                 self.checks[name] = (
                     "uuids",
@@ -167,17 +169,35 @@ class _FastPlan:
         return plan
 
     @staticmethod
-    def _is_object_list(field: serializers.Field) -> bool:  # type: ignore[type-arg]
+    def _only_lengths(field: serializers.Field) -> bool:  # type: ignore[type-arg]
+        """A list field with no check but its lengths."""
+        return all(
+            type(v) in (validators.MaxLengthValidator, validators.MinLengthValidator)
+            for v in field.validators
+        )
+
+    @classmethod
+    def _is_object_list(cls, field: serializers.Field) -> bool:  # type: ignore[type-arg]
         """A list of JSON objects, each checked by a strict serializer (a list of resources),
         with no check but its lengths."""
         return (
             type(field) is serializers.ListField
             and isinstance(field.child, StrictSerializer)
-            and all(
-                type(v) in (validators.MaxLengthValidator, validators.MinLengthValidator)
-                for v in field.validators
-            )
+            and cls._only_lengths(field)
         )
+
+    @staticmethod
+    def _ints_ok(field: StrictIntegerListField, value: Any) -> bool:
+        """What StrictIntegerListField accepts unchanged: a list of JSON integers in its range,
+        within its lengths, empty only if allowed."""
+        if type(value) is not list or (not value and not field.allow_empty):
+            return False
+        if (field.min_length is not None and len(value) < field.min_length) or (
+            field.max_length is not None and len(value) > field.max_length
+        ):
+            return False
+        low, high = field.min_value, field.max_value
+        return all(type(v) is int and low <= v <= high for v in value)
 
     @staticmethod
     def _objects(plan: _FastPlan, field: Any, value: Any) -> list[Any] | None:
@@ -278,6 +298,10 @@ class _FastPlan:
             elif kind == "bool":
                 if type(value) is not bool:
                     return None
+            elif kind == "ints":
+                if not self._ints_ok(low, value):
+                    return None
+                value = list(value)
             elif kind == "uuids":
                 if not self._uuids_ok(value, low, high):
                     return None

@@ -5,13 +5,19 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
 from brokers.api.serializers import BrokerHeartbeatSerializer, UnregisterBrokerSerializer
-from controlplane.api.fields import StrictCharField, StrictSerializer
+from controlplane.api.fields import (
+    StrictCharField,
+    StrictIntegerField,
+    StrictIntegerListField,
+    StrictSerializer,
+)
 
 json_scalars = st.one_of(
     st.none(),
@@ -240,3 +246,169 @@ def test_a_serializer_checking_more_than_its_fields_is_never_fast() -> None:
     assert str(fast(_Names, {"items": [{}]})).startswith("error:")
     assert fast(_Names, {"items": [{"name": "a"}]}) == {"items": [{"name": "a"}]}
     assert not _Names.__dict__["_fast_plan"].usable
+
+
+INT_LISTS = st.one_of(
+    st.lists(st.integers(-(2**31) - 1, 2**31), max_size=4),
+    st.lists(st.integers(0, 3), min_size=1000, max_size=1001),  # at the length bound
+    st.just([]),
+    st.none(),
+    json_values,
+)
+reassignable_partitions = st.fixed_dictionaries(
+    {"partition_index": st.one_of(st.integers(-1, 3), st.just(2**31), json_values)},
+    optional={"replicas": INT_LISTS, "x": json_values},
+)
+reassignment_bodies = st.fixed_dictionaries(
+    {
+        "topics": st.one_of(
+            st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "name": st.one_of(CONFIG_TEXT, json_values),
+                        "partitions": st.one_of(
+                            st.lists(reassignable_partitions, max_size=3), json_values
+                        ),
+                    }
+                ),
+                max_size=3,
+            ),
+            json_values,
+        )
+    },
+    optional={
+        "timeout_ms": st.one_of(st.integers(-1, 2**31), json_values),
+        "allow_replication_factor_change": st.one_of(st.booleans(), json_values),
+    },
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(reassignment_bodies, json_values))
+def test_reassignment_fast_path_agrees_with_full_validation(data: Any) -> None:
+    from replicas.api.serializers import AlterPartitionReassignmentsSerializer
+
+    assert fast(AlterPartitionReassignmentsSerializer, data) == full(
+        AlterPartitionReassignmentsSerializer, data
+    )
+
+
+def test_the_fast_path_is_taken_for_a_move_of_thousands_of_partitions() -> None:
+    from replicas.api.serializers import AlterPartitionReassignmentsSerializer
+
+    partitions = [{"partition_index": i, "replicas": [1, 3]} for i in range(3000)]
+    cancel = {"partition_index": 9, "replicas": None}
+    body = {"topics": [{"name": "orders", "partitions": [*partitions, cancel]}]}
+    AlterPartitionReassignmentsSerializer.validated(body)
+    plan = AlterPartitionReassignmentsSerializer.__dict__["_fast_plan"]
+    assert plan.usable
+    assert plan.validate(body) == {
+        "topics": body["topics"],
+        "timeout_ms": 60000,
+        "allow_replication_factor_change": True,
+    }
+    assert plan.validate(body) == full(AlterPartitionReassignmentsSerializer, body)
+
+
+def body_of(serializer: Any, depth: int = 0) -> st.SearchStrategy[Any]:
+    """Bodies for `serializer` drawn from its own fields: plausible values near each field's
+    bounds, each sometimes replaced by any JSON, fields sometimes missing, sometimes extra."""
+
+    def value(field: Any) -> st.SearchStrategy[Any]:
+        if isinstance(field, StrictIntegerListField):
+            low, high = field.min_value, field.max_value
+            near = st.integers(low - 1, low + 3) | st.sampled_from([high, high + 1])
+            return st.lists(near, max_size=3) | INT_LISTS
+        if isinstance(field, StrictIntegerField):
+            low, high = field.min_value, field.max_value
+            valid = st.integers(low, min(low + 3, high))
+            return valid | valid | valid | st.sampled_from([low - 1, high, high + 1])
+        if isinstance(field, StrictSerializer) and depth < 3:
+            return body_of(field, depth + 1)
+        if isinstance(field, serializers.ListField) and isinstance(field.child, StrictSerializer):
+            return (
+                st.lists(body_of(field.child, depth + 1), max_size=3) if depth < 3 else st.just([])
+            )
+        if isinstance(field, serializers.BooleanField):
+            return st.booleans()
+        if isinstance(field, serializers.ChoiceField):
+            return st.sampled_from([*field.choices, "unknown"])
+        return CONFIG_TEXT
+
+    kind = serializer if isinstance(serializer, type) else type(serializer)
+    fields = kind().fields
+    whole = st.fixed_dictionaries({name: value(f) for name, f in fields.items()})
+    return (
+        whole
+        | whole
+        | st.fixed_dictionaries(
+            {},
+            optional={
+                **{name: st.one_of(value(f), json_values) for name, f in fields.items()},
+                "extra": json_values,
+            },
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AlterPartitionSerializer",
+        "ListPartitionReassignmentsSerializer",
+        "ElectLeadersSerializer",
+        "CreatePartitionsSerializer",
+        "CreateTopicsSerializer",
+    ],
+)
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_the_fast_path_of_a_body_with_integer_lists_agrees(name: str, data: st.DataObject) -> None:
+    from replicas.api import serializers as replica_serializers
+
+    serializer = getattr(replica_serializers, name)
+    body = data.draw(body_of(serializer) | json_values)
+    assert fast(serializer, body) == full(serializer, body)
+
+
+def test_a_broker_s_alter_partition_takes_the_fast_path() -> None:
+    from replicas.api.serializers import AlterPartitionSerializer
+
+    body = {
+        "broker_id": 1,
+        "broker_epoch": 7,
+        "topics": [
+            {
+                "topic_name": "orders",
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "leader_epoch": 3,
+                        "new_isr": [1, 2],
+                        "partition_epoch": 9,
+                    }
+                ],
+            }
+        ],
+    }
+    AlterPartitionSerializer.validated(body)
+    plan = AlterPartitionSerializer.__dict__["_fast_plan"]
+    assert plan.usable and plan.validate(body) == full(AlterPartitionSerializer, body)
+
+
+@pytest.mark.parametrize(
+    "new_isr",
+    [[-1], [0, 1], [2**31 - 1], [2**31], [True], [1.0], ["1"], [], None, "1", list(range(1001))],
+)
+def test_an_integer_list_at_its_bounds_is_judged_as_full_validation_judges_it(
+    new_isr: Any,
+) -> None:
+    from replicas.api.serializers import AlterPartitionSerializer
+
+    partition = {"partition_index": 0, "leader_epoch": 3, "partition_epoch": 9, "new_isr": new_isr}
+    body = {
+        "broker_id": 1,
+        "broker_epoch": 7,
+        "topics": [{"topic_name": "o", "partitions": [partition]}],
+    }
+    assert fast(AlterPartitionSerializer, body) == full(AlterPartitionSerializer, body)
