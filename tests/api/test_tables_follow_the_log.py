@@ -25,6 +25,7 @@ from controlplane.runtime.metadata_log import log_commit
 from controlplane.runtime.notifier import notifier
 from controlplane.runtime.replay import image_from_log, metadata_verify
 from controlplane.runtime.standby import snapshot_image
+from tests.api.test_configs_api import acl
 from tests.conftest import registration_body
 
 pytestmark = pytest.mark.django_db
@@ -104,15 +105,7 @@ def test_what_is_built_from_the_tables_between_the_two_notices_is_built_again(
         early.append(len(acl_cache.index()))  # the tables still stand before the commit
 
     monkeypatch.setattr(notifier, "bump", read_on_the_log_notice)
-    creation = {
-        "resource_type": "TOPIC",
-        "resource_name": "orders",
-        "pattern_type": "LITERAL",
-        "principal": "User:alice",
-        "host": "*",
-        "operation": "READ",
-        "permission_type": "ALLOW",
-    }
+    creation = acl("TOPIC", "orders", "READ")
     answer = runtime.handle(
         ControllerEvent(
             "CreateAcls", {"creations": [creation]}, RequestContext(principal="User:admin")
