@@ -30,6 +30,7 @@ from controlplane.principals import AuthenticatedPrincipal
 from controlplane.runtime.conversation import Forwarding, RequestContext, RequestTrail
 from controlplane.runtime.lease import now_ms
 from controlplane.runtime.plugins import add_once
+from controlplane.runtime.tables_barrier import tables_barrier
 
 logger = logging.getLogger(__name__)
 
@@ -222,7 +223,12 @@ def execute(
     trail = RequestTrail(rpc=spec.name, started_ms=now_ms(), forwarding=caller.forwarding)
     caller = dataclasses.replace(caller, trail=trail)
     started = time.perf_counter()
+    # Answers this process relayed ahead of the tables: what follows reads them there (a
+    # handler's checks before its write too, such as a DeleteTopics naming a topic by id).
+    tables_barrier.wait()
     answer = _answer(spec, body, caller, refusal)
+    if trail.ahead_of_tables and trail.last_offset is not None:
+        tables_barrier.note(trail.last_offset)
     executed = Executed(
         spec, caller, None if refusal else body, answer, (time.perf_counter() - started) * 1000
     )

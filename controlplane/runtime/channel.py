@@ -19,8 +19,8 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import redis
 from redis.backoff import NoBackoff
@@ -100,13 +100,24 @@ def never_sent(error: redis.RedisError) -> bool:
     return isinstance(error, redis.ConnectionError) and " connecting to " in str(error)
 
 
+class BatchHandler(Protocol):
+    """The controller's batch: with `on_logged`, some answers come as soon as the log holds
+    the batch, by their index in it (the rest, and those again, in the list it returns)."""
+
+    def __call__(
+        self,
+        events: Sequence[ControllerEvent],
+        on_logged: Callable[[Mapping[int, ControllerAnswer]], None] | None = None,
+    ) -> list[ControllerAnswer]: ...
+
+
 class ChannelConsumer:
     """The active controller's side: take what waits, handle it as one batch, answer each."""
 
     def __init__(
         self,
         url: str,
-        handle_batch: Callable[[Sequence[ControllerEvent]], list[ControllerAnswer]],
+        handle_batch: BatchHandler,
         *,
         key_prefix: str,
         on_failure: Callable[[], None] = lambda: None,
@@ -135,19 +146,34 @@ class ChannelConsumer:
             return 0
         raw = [first[1], *(self.redis.lpop(self.requests_key, self.max_batch - 1) or [])]
         decoded = [taken for taken in map(_decode, raw) if taken is not None]
+        answered: set[int] = set()
+
+        def on_logged(early: Mapping[int, ControllerAnswer]) -> None:
+            self._reply({i: (decoded[i][1], answer) for i, answer in early.items()})
+            answered.update(early)
+
         try:
-            answers = self.handle_batch([event for event, _ in decoded])
+            answers = self.handle_batch([event for event, _ in decoded], on_logged)
         except Exception:  # nothing is answered: the senders retry with their request ids
             logger.exception("controller batch of %d event(s) failed", len(decoded))
             self.on_failure()
             return len(decoded)
+        self._reply(
+            {
+                i: (reply_key, answer)
+                for i, ((_, reply_key), answer) in enumerate(zip(decoded, answers, strict=True))
+                if i not in answered
+            }
+        )
+        return len(decoded)
+
+    def _reply(self, answers: Mapping[int, tuple[str | None, ControllerAnswer]]) -> None:
         replies = self.redis.pipeline(transaction=False)
-        for (_, reply_key), answer in zip(decoded, answers, strict=True):
+        for reply_key, answer in answers.values():
             if reply_key is not None and reply_key.startswith(self.reply_prefix):
                 replies.rpush(reply_key, _encode(answer.to_wire()))
                 replies.expire(reply_key, REPLY_TTL_S)
         replies.execute()
-        return len(decoded)
 
     def start(self) -> threading.Thread:
         thread = threading.Thread(target=self.run, name="controller-channel", daemon=True)

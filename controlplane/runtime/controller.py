@@ -8,12 +8,13 @@ then applies them to its image. Events are handled one batch at a time under a l
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import psycopg
@@ -248,7 +249,12 @@ class ControllerRuntime(ControllerTimer):
     def handle(self, event: ControllerEvent) -> ControllerAnswer:
         return self.handle_batch([event])[0]
 
-    def handle_batch(self, events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
+    def handle_batch(
+        self, events: Sequence[ControllerEvent], on_logged: EarlyAnswers | None = None
+    ) -> list[ControllerAnswer]:
+        """Handle `events` as one batch with one commit; answers each. With `on_logged`, the
+        events answered once the log holds their records (`answered_once_logged`) are handed
+        to it then, by their index in the batch, before the state tables follow."""
         with self._lock:
             try:
                 lease = self.ensure_active()
@@ -259,10 +265,14 @@ class ControllerRuntime(ControllerTimer):
                 return [refusal(_unavailable()) for _ in events]
             assert self.image is not None
             with collector_paused():
-                return self._process(lease, self.image, events)
+                return self._process(lease, self.image, events, on_logged)
 
     def _process(
-        self, lease: Lease, image: MetadataImage, events: Sequence[ControllerEvent]
+        self,
+        lease: Lease,
+        image: MetadataImage,
+        events: Sequence[ControllerEvent],
+        on_logged: EarlyAnswers | None = None,
     ) -> list[ControllerAnswer]:
         started = time.perf_counter()
         now = now_ms()
@@ -283,6 +293,9 @@ class ControllerRuntime(ControllerTimer):
                         writes=writes,
                         lease_ms=self.lease_ms,
                         kafka_encoder=commit_encoder(image),
+                        on_logged=None
+                        if on_logged is None
+                        else functools.partial(_answer_logged, on_logged, events, answers, now),
                     )
                 break
             except ProjectionsBehind as behind:
@@ -424,8 +437,10 @@ class ControllerRuntime(ControllerTimer):
         """Serve the request channel (controlplane.runtime.channel): the active controller only."""
         from controlplane.runtime.channel import ChannelConsumer
 
-        def handle_batch(events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
-            answers = self.handle_batch(events)
+        def handle_batch(
+            events: Sequence[ControllerEvent], on_logged: EarlyAnswers | None = None
+        ) -> list[ControllerAnswer]:
+            answers = self.handle_batch(events, on_logged)
             if connection.errors_occurred:
                 reset_connection()
             return answers
@@ -458,6 +473,30 @@ class _StatementCounter:
         finally:
             elapsed = (time.perf_counter() - started) * 1000
             self.timings.append(f"{sql.split(' (')[0][:40]}={elapsed:.0f}ms")
+
+
+# The answers of a batch given as soon as the log holds it, by the events' index in the batch.
+EarlyAnswers = Callable[[Mapping[int, ControllerAnswer]], None]
+
+
+def _answer_logged(
+    on_logged: EarlyAnswers,
+    events: Sequence[ControllerEvent],
+    answers: Sequence[ControllerAnswer],
+    now: int,
+) -> None:
+    """Hand `on_logged` the answers of the events answered once the log holds them."""
+    early = {
+        i: dataclasses.replace(answers[i], handled_ms=now, ahead_of_tables=True)
+        for i, event in enumerate(events)
+        if event.answered_once_logged
+    }
+    if not early:
+        return
+    try:
+        on_logged(early)
+    except Exception:  # they are answered with the rest, once the tables follow
+        logger.exception("could not answer %d write(s) once logged", len(early))
 
 
 def _applied_responses(events: Sequence[ControllerEvent]) -> dict[RequestKey, ControllerAnswer]:

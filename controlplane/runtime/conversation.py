@@ -49,6 +49,9 @@ class Forwarding:
     principal: str
     host: str
     broker_id: int | None = None
+    # Forwarded in Kafka's protocol (a broker's Envelope on a controller listener), whose
+    # client reads through the brokers; the REST Envelope's shares the REST API's tables.
+    kafka_protocol: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -97,6 +100,7 @@ class RequestTrail:
     last_offset: int | None = None
     audited: bool = False  # the controller wrote the audit row in the commit of the records
     notes: dict[str, Any] = dataclasses.field(default_factory=dict)
+    ahead_of_tables: bool = False  # an answer came before the tables followed the log
 
     def refuse(self, *, answer_key: str, items: list[dict[str, Any]]) -> None:
         """Note answer items a handler gives without the controller (refused before the call),
@@ -112,6 +116,7 @@ class RequestTrail:
     def took(self, answer: ControllerAnswer) -> None:
         """What the controller answered for the request (a request may call it more than once)."""
         self.audited = self.audited or answer.audited
+        self.ahead_of_tables = self.ahead_of_tables or answer.ahead_of_tables
         self.notes.update(answer.notes)
         if answer.offsets is not None:
             first, last = answer.offsets
@@ -139,6 +144,14 @@ class ControllerEvent:
         """Whether the controller remembers the write by its request id: not for events that
         are evaluated afresh each time (heartbeats, the controller's timer)."""
         return bool(self.context.request_id) and self.api not in STATE_IDEMPOTENT_APIS
+
+    @property
+    def answered_once_logged(self) -> bool:
+        """A write a broker forwarded in Kafka's protocol (KIP-590): answered once the log
+        holds it, as Kafka's controller answers once its quorum committed; its client reads
+        through the brokers, which follow the log, not the state tables."""
+        forwarding = None if self.audit is None else self.audit.forwarding
+        return forwarding is not None and forwarding.kafka_protocol
 
     def queued(self, now_ms: int) -> ControllerEvent:
         return dataclasses.replace(self, queued_ms=now_ms)
@@ -194,6 +207,10 @@ class ControllerAnswer:
     # A stored answer's: the fingerprint of the request it answered (`request_fingerprint`),
     # None for one stored before fingerprints were kept. Never sent anywhere.
     fingerprint: str | None = dataclasses.field(default=None, compare=False)
+    # Answered once the log held the write, before the state tables followed (a forwarded
+    # write's answer): the relaying process holds its own table reads until they do
+    # (controlplane.runtime.tables_barrier).
+    ahead_of_tables: bool = False
 
     @classmethod
     def refusal(cls, error: ApiError) -> ControllerAnswer:
@@ -221,6 +238,7 @@ class ControllerAnswer:
             "audited": self.audited,
             "handled_ms": self.handled_ms,
             "notes": dict(self.notes),
+            "ahead_of_tables": self.ahead_of_tables,
         }
 
     def storable_response(self) -> dict[str, Any]:
@@ -239,6 +257,7 @@ class ControllerAnswer:
             audited=bool(wire.get("audited")),
             handled_ms=_int_or_none(wire.get("handled_ms")),
             notes=notes if isinstance(notes, dict) else {},
+            ahead_of_tables=wire.get("ahead_of_tables") is True,
         )
 
 

@@ -137,8 +137,10 @@ def log_commit(
     writes: Sequence[AppliedWrite],
     lease_ms: int = 0,
     kafka_encoder: KafkaLogEncoder | None = None,
+    on_logged: Callable[[], None] | None = None,
 ) -> Lease:
-    """Commit `delta`'s records to the log, wake the brokers, then write its projections;
+    """Commit `delta`'s records to the log, wake the brokers (and call `on_logged`: the
+    writes answered once the log holds them), then write its projections;
     answers the lease as the commit left it. Raises ProjectionsBehind when the log committed
     and the tables did not.
 
@@ -210,6 +212,8 @@ def log_commit(
         raise DuplicateWrite(again, in_log=True) from None
     log_committed.set(time.perf_counter())
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
+    if on_logged is not None:
+        on_logged()
     try:
         _project(lease, delta, tables)
     except Exception as error:

@@ -31,6 +31,7 @@ class MetadataNotifier:
         self._cond = threading.Condition()
         self.generation = 0
         self.tables_generation = 0
+        self.tables_offset = -1  # the highest offset the tables were heard to reach
         self._listener: threading.Thread | None = None
         self._listener_lock = threading.Lock()
         self._async_waiters: set[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = set()
@@ -43,7 +44,7 @@ class MetadataNotifier:
     def publish_tables(self, offset: int) -> None:
         """Tell the other processes that the state tables reached the log's `offset`."""
         self._send(f"{TABLES_NOTICE}{offset}")
-        self.bump_tables()
+        self.bump_tables(offset)
 
     def _send(self, notice: str) -> None:
         client = redis_client()
@@ -64,6 +65,12 @@ class MetadataNotifier:
         self._ensure_listener()
         with self._cond:
             return self._cond.wait_for(lambda: self.tables_generation != generation, timeout_s)
+
+    def wait_tables_offset(self, offset: int, timeout_s: float) -> bool:
+        """Wait until the tables were heard to reach the log's `offset`; False on timeout."""
+        self._ensure_listener()
+        with self._cond:
+            return self._cond.wait_for(lambda: self.tables_offset >= offset, timeout_s)
 
     async def wait_async(self, generation: int, timeout_s: float) -> bool:
         """`wait` on an event loop: no thread is held while the log stands still."""
@@ -98,9 +105,11 @@ class MetadataNotifier:
         for loop, woken in waiters:
             loop.call_soon_threadsafe(_wake, woken)
 
-    def bump_tables(self) -> None:
+    def bump_tables(self, offset: int | None = None) -> None:
         with self._cond:
             self.tables_generation += 1
+            if offset is not None and offset > self.tables_offset:
+                self.tables_offset = offset
             self._cond.notify_all()
 
     def _ensure_listener(self) -> None:
@@ -123,8 +132,9 @@ class MetadataNotifier:
                 for message in pubsub.listen():
                     if message.get("type") != "message":
                         continue
-                    if _text(message.get("data")).startswith(TABLES_NOTICE):
-                        self.bump_tables()
+                    notice = _text(message.get("data"))
+                    if notice.startswith(TABLES_NOTICE):
+                        self.bump_tables(_offset(notice[len(TABLES_NOTICE) :]))
                     else:
                         self.bump()
             except Exception:
@@ -136,6 +146,13 @@ class MetadataNotifier:
 
 def _text(data: object) -> str:
     return data.decode() if isinstance(data, bytes) else str(data)
+
+
+def _offset(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:  # a notice of another version: a bump without an offset
+        return None
 
 
 def _wake(woken: asyncio.Future[None]) -> None:

@@ -173,6 +173,7 @@ def forwarded_caller(
     client_id: str,
     request_id: str,
     broker_id: int | None,
+    kafka_protocol: bool = False,
 ) -> Caller:
     """The original client as the inner request runs (the forwarding broker noted); counted."""
     FORWARDING.redirected.inc()
@@ -181,7 +182,7 @@ def forwarded_caller(
         host=client_host,
         client_id=client_id,
         request_id=request_id,
-        forwarding=Forwarding(sender.principal, sender_host, broker_id),
+        forwarding=Forwarding(sender.principal, sender_host, broker_id, kafka_protocol),
     )
 
 

@@ -16,13 +16,21 @@ import redis
 from controlplane import services
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.features import BOOTSTRAP_FEATURES
-from controlplane.models import MetadataRecord
+from controlplane.models import Cluster, MetadataRecord
+from controlplane.runtime import metadata_log
 from controlplane.runtime.channel import ChannelConsumer, ControllerChannel, never_sent
 from controlplane.runtime.controller import get_runtime
-from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent, RequestContext
+from controlplane.runtime.conversation import (
+    AuditEnvelope,
+    ControllerAnswer,
+    ControllerEvent,
+    Forwarding,
+    RequestContext,
+)
 from controlplane.runtime.executor import DistributedExecutor
 from controlplane.runtime.lease import cluster_get_or_create, now_ms
 from devtools.stack import host_and_port, redis_url
+from tests.audit_workload import acl
 from tests.conftest import registration_body
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -221,3 +229,65 @@ def test_a_redis_that_refuses_the_connection_means_nothing_was_sent(key_prefix: 
     with pytest.raises(redis.ConnectionError) as refused:
         channel.request(registration(1), timeout_ms=200)
     assert never_sent(refused.value)
+
+
+def acl_creation(principal: str, forwarding: Forwarding | None) -> ControllerEvent:
+    rule = acl("orders", principal, "READ")
+    return ControllerEvent(
+        "CreateAcls",
+        {"creations": [rule]},
+        RequestContext(principal="User:admin", request_id=str(uuid.uuid4())),
+        audit=AuditEnvelope("CreateAcls", now_ms(), forwarding),
+    )
+
+
+def test_a_write_a_broker_forwarded_in_kafkas_protocol_is_answered_once_the_log_holds_it(
+    shared_redis: Any, key_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held in the tables' transaction, the commit has answered the write a broker forwarded
+    in an Envelope on the Kafka protocol (its client reads through the brokers, which follow
+    the log), and not the same write sent to the REST API or in a REST Envelope, whose readers
+    read the tables: those are answered once the tables follow."""
+    tables_held, tables_go = threading.Event(), threading.Event()
+    project = metadata_log._project
+
+    def held(*args: Any) -> None:
+        tables_held.set()
+        assert tables_go.wait(10)
+        project(*args)
+
+    monkeypatch.setattr(metadata_log, "_project", held)
+    consumer = ChannelConsumer(URL, get_runtime().handle_batch, key_prefix=key_prefix)
+    channel = ControllerChannel(URL, longest_wait_s=10, key_prefix=key_prefix)
+    kafka_envelope = Forwarding("User:broker", "10.0.0.1", 1, kafka_protocol=True)
+    events = {
+        "kafka envelope": acl_creation("User:a", kafka_envelope),
+        "rest envelope": acl_creation("User:b", Forwarding("User:broker", "10.0.0.1", 1)),
+        "rest": acl_creation("User:c", None),
+    }
+    answers: dict[str, ControllerAnswer | None] = {}
+
+    def send(name: str) -> None:
+        answers[name] = channel.request(events[name], timeout_ms=10_000)
+
+    senders = {name: threading.Thread(target=send, args=(name,)) for name in events}
+    for sender in senders.values():
+        sender.start()
+    while shared_redis.llen(channel.requests_key) < len(events):
+        threading.Event().wait(0.01)
+    serving = threading.Thread(target=consumer.serve_once, kwargs={"wait_s": 1})
+    serving.start()
+    assert tables_held.wait(10)
+    senders["kafka envelope"].join(timeout=10)
+    early = answers["kafka envelope"]
+    assert early is not None and early.error_code == 0 and early.ahead_of_tables
+    assert early.offsets is not None
+    assert senders["rest"].is_alive() and senders["rest envelope"].is_alive()
+    assert Cluster.objects.get(pk=1).projected_offset < early.offsets[1]  # the tables trail
+    tables_go.set()
+    serving.join(timeout=10)
+    for name in ("rest", "rest envelope"):
+        senders[name].join(timeout=10)
+        answer = answers[name]
+        assert answer is not None and answer.error_code == 0 and not answer.ahead_of_tables
+    assert Cluster.objects.get(pk=1).projected_offset == early.offsets[1]

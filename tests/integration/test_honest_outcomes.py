@@ -57,7 +57,10 @@ class Serving:
         self.died_after_commit: list[list[ControllerAnswer]] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)
 
-    def _dies_after_commit(self, events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
+    def _dies_after_commit(
+        self, events: Sequence[ControllerEvent], on_logged: object = None
+    ) -> list[ControllerAnswer]:
+        # dies before any answer, even those given once the log holds the batch
         self.died_after_commit.append(get_runtime().handle_batch(events))
         raise RuntimeError("killed between its commit and its answer")
 

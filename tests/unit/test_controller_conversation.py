@@ -432,7 +432,7 @@ class FakeRedis:
 def test_the_consumer_serves_what_it_can_decode_and_answers_each_sender() -> None:
     seen: list[ControllerEvent] = []
 
-    def handle_batch(batch: Any) -> list[ControllerAnswer]:
+    def handle_batch(batch: Any, on_logged: Any = None) -> list[ControllerAnswer]:
         seen.extend(batch)
         return [ControllerAnswer({"api": e.api}, offsets=(1, 2)) for e in batch]
 

@@ -16,7 +16,7 @@ URL = "redis://127.0.0.1:6379/0"
 
 def names(prefix: str) -> list[str]:
     channel = ControllerChannel(URL, longest_wait_s=1, key_prefix=prefix)
-    consumer = ChannelConsumer(URL, lambda events: [], key_prefix=prefix)
+    consumer = ChannelConsumer(URL, lambda events, on_logged=None: [], key_prefix=prefix)
     store = RedisSessionStore(redis.Redis.from_url(URL), key_prefix=prefix)
     assert (consumer.requests_key, consumer.reply_prefix) == (
         channel.requests_key,

@@ -246,6 +246,7 @@ def envelope(request: WireRequest) -> Any:
         client_id=header.client_id,
         request_id=request.caller.request_id,
         broker_id=forwarding_broker_id(request.caller.client_id) if bound is None else bound,
+        kafka_protocol=True,
     )
     forwarded = WireRequest(
         api_key=header.api_key,
