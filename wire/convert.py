@@ -31,24 +31,40 @@ ZERO_UUID = uuid.UUID(int=0)
 
 def to_data(entity: Any) -> Any:
     """A kio entity (or value) as plain JSON-able data: dicts, lists, ints, strings."""
-    if dataclasses.is_dataclass(entity) and not isinstance(entity, type):
-        return {f.name: to_data(getattr(entity, f.name)) for f in dataclasses.fields(entity)}
-    if isinstance(entity, tuple):
-        return [to_data(item) for item in entity]
-    if isinstance(entity, datetime.timedelta):
-        return round(entity.total_seconds() * 1000)
-    if isinstance(entity, datetime.datetime):
-        return round(entity.timestamp() * 1000)
-    if isinstance(entity, uuid.UUID):
-        return None if entity == ZERO_UUID else str(entity)
-    if isinstance(entity, bool | str | bytes) or entity is None:
-        return entity
-    if isinstance(entity, ErrorCode):
-        return int(entity.value)
-    if isinstance(entity, int):
-        return int(entity)
-    if isinstance(entity, float):
-        return float(entity)
+    convert = _TO_DATA.get(type(entity))
+    if convert is None:
+        convert = _TO_DATA.setdefault(type(entity), _to_data_of(type(entity)))
+    return convert(entity)
+
+
+# Each type's conversion, found once: a request of 3,000 partitions converts 9,000 values.
+_TO_DATA: dict[type, Any] = {}
+
+
+def _to_data_of(cls: type) -> Any:
+    if dataclasses.is_dataclass(cls):
+        names = tuple(f.name for f in dataclasses.fields(cls))
+        return lambda entity: {name: to_data(getattr(entity, name)) for name in names}
+    if issubclass(cls, tuple):
+        return lambda entity: [to_data(item) for item in entity]
+    if issubclass(cls, datetime.timedelta):
+        return lambda entity: round(entity.total_seconds() * 1000)
+    if issubclass(cls, datetime.datetime):
+        return lambda entity: round(entity.timestamp() * 1000)
+    if issubclass(cls, uuid.UUID):
+        return lambda entity: None if entity == ZERO_UUID else str(entity)
+    if issubclass(cls, bool | str | bytes | type(None)):
+        return _itself
+    if issubclass(cls, ErrorCode):
+        return lambda entity: int(entity.value)
+    if issubclass(cls, int):
+        return int
+    if issubclass(cls, float):
+        return float
+    return _itself
+
+
+def _itself(entity: Any) -> Any:
     return entity
 
 
