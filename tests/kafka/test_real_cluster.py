@@ -495,6 +495,7 @@ def test_a_clients_admin_writes_reach_the_controller_through_a_real_broker(
     assert CLIENT_USERS["alice"] not in printed
     from security.models import DelegationToken
 
+    harness.tables_follow_log()  # the broker forwarded it: answered once the log held it
     (token,) = DelegationToken.objects.filter(owner="User:alice")
     assert token.token_id in printed, printed  # its answer came back through the broker
     # The HMAC the broker passed on is the one this process's setting signs.

@@ -180,6 +180,7 @@ def partitions(topic: str) -> dict[int, Any]:
 def configs(resource_type: str, name: str) -> dict[str, str]:
     from controlplane.models import ConfigEntry
 
+    tables_follow_log()  # a broker forwarded the write: answered once the log held it
     rows = ConfigEntry.objects.filter(resource_type=resource_type, resource_name=name)
     return dict(rows.values_list("name", "value"))
 

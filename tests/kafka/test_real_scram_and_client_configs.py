@@ -293,6 +293,7 @@ def test_kafka_client_metrics_and_group_configs_through_the_broker(
             "client_software_name=kafka-python",
         )
     )
+    harness.tables_follow_log()  # the broker forwarded it: answered once the log held it
     stored = dict(
         ConfigEntry.objects.filter(resource_type="CLIENT_METRICS").values_list("name", "value")
     )
@@ -340,6 +341,7 @@ def test_kafka_client_metrics_and_group_configs_through_the_broker(
         )
     )
     ok(tool(broker, tmp_path, "ClientMetricsCommand", "--delete", "--name", "producers"))
+    harness.tables_follow_log()
     assert not ConfigEntry.objects.filter(resource_type="CLIENT_METRICS").exists()
 
     groups = "--entity-type", "groups", "--entity-name", "orders-readers"
@@ -385,6 +387,7 @@ def test_kafka_client_metrics_and_group_configs_through_the_broker(
             version=NEWEST,
         )
     )
+    harness.tables_follow_log()
     assert not ConfigEntry.objects.filter(resource_type="GROUP").exists()
     forwarded = AuditEvent.objects.filter(
         api="IncrementalAlterConfigs", forwarding_broker_id=NODE_ID
