@@ -21,7 +21,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Protocol
 
 from django.db import IntegrityError, connection, transaction
 
@@ -38,6 +38,7 @@ from controlplane.runtime.conversation import (
     request_fingerprint,
 )
 from controlplane.runtime.lease import Lease, now_ms
+from controlplane.runtime.log_fence import LEASE_RENEWAL_SLACK_MS, advance_log, advance_tables
 from controlplane.runtime.log_rows import log_rows
 from controlplane.runtime.notifier import notifier
 from controlplane.runtime.plugins import add_once
@@ -278,27 +279,12 @@ def _project(lease: Lease, delta: MetadataDelta, statements: Iterable[Write]) ->
     """The tables' transaction: `delta`'s projections (`statements`, built as the writer runs
     the ones before), the tables' offset moved to its end."""
     with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
-        fence = _locked_fence(cursor)
-        if fence.controller_epoch != lease.epoch or fence.lease_holder != lease.node_id:
-            raise _fenced(lease, fence)
-        if (
-            fence.projected_offset != delta.base.last_offset
-            or fence.last_offset < delta.last_offset
-        ):
-            raise ApiError(
-                Errors.NOT_CONTROLLER,
-                f"The state tables stand at offset {fence.projected_offset} and the log ends "
-                f"at {fence.last_offset}: not where this controller projects "
-                f"{delta.base.last_offset + 1}-{delta.last_offset} from.",
-            )
+        advance_tables(cursor, lease, delta)
         built = time.perf_counter()
         with WriteBehind() as writer:
             for write in statements:
                 writer.submit(write)
             projections_built.set(time.perf_counter() - built)
-        cursor.execute(
-            "UPDATE cp_cluster SET projected_offset = %s WHERE id = 1", [delta.last_offset]
-        )
 
 
 def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
@@ -341,55 +327,27 @@ def _commit_statements(
     """The log's statements, in its transaction; answers the lease's new expiry. Once they are
     all handed to the writer, `meanwhile` may work until the writer is done."""
     timestamp, lease_ms = times
-    fence = _locked_fence(cursor)
-    # The lease held when the batch was encoded, and nobody took it over since (the epoch
-    # and holder are ours, and this transaction holds the row): the commit is safe.
-    _check_fence(fence, lease, delta, timestamp)
+    # The fence, the log's new end and the renewed lease in one statement, which locks the row
+    # (as SELECT ... FOR UPDATE would) until the transaction ends: the lease held when the
+    # batch was encoded, and nobody took it over since (the epoch and holder are ours), the
+    # log and the tables where the batch was built on. Nothing of the transaction commits
+    # unless it held.
+    expires = advance_log(cursor, lease, delta, timestamp, now_ms() + lease_ms)
     with WriteBehind() as writer:
         for write in statements():
             writer.submit(write)
         meanwhile(writer.busy)
-    # Renewed as the transaction's last statement, not its first: a commit of 100,000
-    # partitions on a loaded machine runs for seconds, all the while holding the row (so
-    # no standby can take the lease meanwhile), and its controller must leave it with a
-    # whole lease, not one the commit itself spent.
-    expires = max(fence.lease_expires_ms, now_ms() + lease_ms)
-    cursor.execute(
-        "UPDATE cp_cluster SET last_offset = %s, lease_expires_ms = %s,"
-        " leader_elections_total = leader_elections_total + %s,"
-        " unclean_leader_elections_total = unclean_leader_elections_total + %s"
-        " WHERE id = 1",
-        [delta.last_offset, expires, delta.leader_elections, delta.unclean_leader_elections],
-    )
+    # A commit of 100,000 partitions on a loaded machine runs for seconds, all the while
+    # holding the row (so no standby can take the lease meanwhile), and its controller must
+    # leave it with a whole lease, not one the commit itself spent: renewed again, as the
+    # transaction's last statement, when the statements took long.
+    renewal = now_ms() + lease_ms
+    if lease_ms and renewal - expires > LEASE_RENEWAL_SLACK_MS:
+        cursor.execute("UPDATE cp_cluster SET lease_expires_ms = %s WHERE id = 1", [renewal])
+        expires = renewal
     # Robust: a notice that cannot be sent must not turn a committed write into a failure.
     transaction.on_commit(lambda: notifier.publish(delta.last_offset), robust=True)
     return expires
-
-
-class ClusterFence(NamedTuple):
-    controller_epoch: int
-    lease_holder: str
-    lease_expires_ms: int
-    last_offset: int
-    projected_offset: int
-
-
-def _locked_fence(cursor: Any) -> ClusterFence:
-    # Plain SQL: the ORM's own cost was most of a small commit's.
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
-    cursor.execute(
-        "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset, projected_offset"
-        f" FROM cp_cluster WHERE id = 1{lock}"
-    )
-    return ClusterFence(*cursor.fetchone())
-
-
-def _fenced(lease: Lease, cluster: ClusterFence) -> ApiError:
-    return ApiError(
-        Errors.NOT_CONTROLLER,
-        f"Controller epoch {lease.epoch} is fenced: the current epoch is "
-        f"{cluster.controller_epoch}.",
-    )
 
 
 APPLIED_COLUMNS = [
@@ -464,25 +422,6 @@ def _stored_answer(
 def _json(value: Any) -> dict[str, Any]:
     decoded = json.loads(value) if isinstance(value, str | bytes) else value
     return decoded if isinstance(decoded, dict) else {}
-
-
-def _check_fence(cluster: ClusterFence, lease: Lease, delta: MetadataDelta, timestamp: int) -> None:
-    if cluster.controller_epoch != lease.epoch or cluster.lease_holder != lease.node_id:
-        raise _fenced(lease, cluster)
-    if cluster.lease_expires_ms < timestamp:
-        raise ApiError(Errors.NOT_CONTROLLER, "The controller lease lapsed before the commit.")
-    if cluster.last_offset != delta.base.last_offset:
-        raise ApiError(
-            Errors.NOT_CONTROLLER,
-            f"The metadata log moved to offset {cluster.last_offset} under this controller "
-            f"(expected {delta.base.last_offset}).",
-        )
-    if cluster.projected_offset != cluster.last_offset:
-        raise ApiError(
-            Errors.NOT_CONTROLLER,
-            f"The state tables stand at offset {cluster.projected_offset}, behind the log's "
-            f"{cluster.last_offset}: they are caught up when a controller takes over.",
-        )
 
 
 LOG_COLUMNS = [

@@ -110,14 +110,22 @@ def test_the_row_is_inserted_inside_the_commit_transaction(
         )
     assert status == 200
     statements = [q["sql"] for q in queries.captured_queries]
-    lock = next(i for i, s in enumerate(statements) if "FROM cp_cluster" in s and "SELECT" in s)
-    log = next(i for i, s in enumerate(statements) if "INSERT INTO cp_metadata_record" in s)
-    audit = [i for i, s in enumerate(statements) if "INSERT INTO cp_audit_event" in s]
-    end = next(
+    # The log's transaction opens with its fence (one conditional update of the cluster row,
+    # which locks it), and the audit row is inserted after the log's records, before COMMIT.
+    fence = next(
         i for i, s in enumerate(statements) if s.startswith("UPDATE cp_cluster SET last_offset")
     )
+    log = next(i for i, s in enumerate(statements) if "INSERT INTO cp_metadata_record" in s)
+    audit = [i for i, s in enumerate(statements) if "INSERT INTO cp_audit_event" in s]
     assert len(audit) == 1, "one audit insert, in the commit; none after the answer"
-    assert lock < log < audit[0] < end
+    assert fence < log < audit[0]
+    # Each of the commit's two transactions touches the cluster row once: its fence.
+    cluster = [s for s in statements if "cp_cluster" in s and "SELECT" not in s.split()[0]]
+    assert [s.split(" SET ")[1].split(" ")[0] for s in cluster] == [
+        "last_offset",
+        "projected_offset",
+    ], cluster
+    assert not [s for s in statements if "FOR UPDATE" in s and "cp_cluster" in s]
     assert len(rows("rid-tx")) == 1
 
 
