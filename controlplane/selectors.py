@@ -23,16 +23,34 @@ def controller_active(cluster: Cluster) -> bool:
     return bool(cluster.lease_holder) and cluster.lease_expires_ms >= now_ms()
 
 
+HEAD_FIELDS = (
+    "cluster_id",
+    "controller_id",
+    "controller_epoch",
+    "last_offset",
+    "log_start_offset",
+    "lease_holder",
+    "lease_expires_ms",
+)
+
+
 def metadata_head() -> dict[str, Any]:
-    """What a metadata fetch answers besides records: one read of the cluster row."""
-    cluster = cluster_read()
+    """What a metadata fetch answers besides records: one read of the cluster row, plain SQL
+    (every broker's long-poll reads it, and the ORM's query costs several times the CPU)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(HEAD_FIELDS)} FROM cp_cluster WHERE id = 1")
+        row = cursor.fetchone()
+    if row is None:  # no controller has run yet: the unsaved row's configured id and empty log
+        cluster = cluster_read()
+        row = tuple(getattr(cluster, field) for field in HEAD_FIELDS)
+    cluster_id, controller_id, epoch, last_offset, log_start, holder, expires = row
     return {
-        "cluster_id": cluster.cluster_id,
-        "controller_id": cluster.controller_id if controller_active(cluster) else None,
-        "controller_epoch": cluster.controller_epoch,
-        "last_offset": cluster.last_offset,
+        "cluster_id": cluster_id,
+        "controller_id": controller_id if holder and expires >= now_ms() else None,
+        "controller_epoch": epoch,
+        "last_offset": last_offset,
         # Kafka's FetchResponse log_start_offset: records before it are in a snapshot only.
-        "log_start_offset": cluster.log_start_offset,
+        "log_start_offset": log_start,
     }
 
 

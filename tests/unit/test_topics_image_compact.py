@@ -168,6 +168,7 @@ def test_the_groups_answer_what_a_scan_answers(
     assert (image.replica_index, image.isr_index, image.leader_index) == (replicas, isrs, leaders)
     for broker_id in range(-1, 5):
         assert image.broker_has_leaderships(broker_id) == (broker_id in leaders)
+        assert image.broker_has_replicas(broker_id) == (broker_id in replicas)
     grouped_partitions = 0
     for group, grouped in image.groups.items():
         # A group of one holds its partition's key, a larger one a set of two or more.

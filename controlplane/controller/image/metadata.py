@@ -151,6 +151,9 @@ class MetadataImage:
     def broker_has_leaderships(self, broker_id: int) -> bool:
         return self.topics_image.broker_has_leaderships(broker_id)
 
+    def broker_has_replicas(self, broker_id: int) -> bool:
+        return self.topics_image.broker_has_replicas(broker_id)
+
     def put_partition(self, tp: TopicPartition, partition: PartitionRegistration | None) -> None:
         self.topics_image.put_partition(tp, partition)
 

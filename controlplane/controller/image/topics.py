@@ -269,6 +269,9 @@ class TopicsImage:
     def broker_has_leaderships(self, broker_id: int) -> bool:
         return broker_id in self.groups_by_leader  # a broker's entry goes with its last group
 
+    def broker_has_replicas(self, broker_id: int) -> bool:
+        return broker_id in self.groups_by_replica  # a broker's entry goes with its last group
+
     def partitions_with_replica(self, broker_id: int) -> set[TopicPartition]:
         return self._members(self.groups_by_replica, broker_id)
 

@@ -273,7 +273,7 @@ class CommitWalk:
             ]
             facts.log_dirs[broker_id] = (dirs_before, tuple(record.offline_log_dirs))
             self.offline_dirs[broker_id] = tuple(record.offline_log_dirs)
-            if self.base.replica_index.get(broker_id):
+            if self.base.broker_has_replicas(broker_id):  # not the whole index: O(1)
                 facts.failure_told.add(broker_id)
 
     def _unregister(self, record: UnregisterBrokerRecord, facts: WriteFacts) -> None:
