@@ -115,7 +115,9 @@ def commit_of(
         commits = wait_for(logged, timeout_s, "the commits' log lines", every=0.25)
     except AssertionError:
         return None
-    summed = {k: sum(c[k] for c in commits) for k in ("records", "sql_statements", *parts)}
+    # The transaction's two halves besides: the brokers are woken once the log's commits.
+    halves = ("log_transaction_ms", "tables_transaction_ms")
+    summed = {k: sum(c[k] for c in commits) for k in ("records", "sql_statements", *parts, *halves)}
     spent_ms = sum(summed[k] for k in parts)
     return {
         **summed,
