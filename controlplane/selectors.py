@@ -15,7 +15,7 @@ from controlplane.chunked import in_chunks
 from controlplane.controller.config_schema import BROKER, CLUSTER_DEFAULT, REDACTED, ConfigView
 from controlplane.controller.scram_records import SECRET_FIELDS, USER_SCRAM_CREDENTIAL_RECORD
 from controlplane.models import Cluster, ConfigEntry, ControllerNode, MetadataRecord
-from controlplane.runtime.lease import cluster_read, now_ms
+from controlplane.runtime.lease import cluster_fields, now_ms
 from controlplane.runtime.snapshot_reads import metadata_snapshot_latest_intact, snapshot_id_of
 
 
@@ -37,12 +37,7 @@ HEAD_FIELDS = (
 def metadata_head() -> dict[str, Any]:
     """What a metadata fetch answers besides records: one read of the cluster row, plain SQL
     (every broker's long-poll reads it, and the ORM's query costs several times the CPU)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {', '.join(HEAD_FIELDS)} FROM cp_cluster WHERE id = 1")
-        row = cursor.fetchone()
-    if row is None:  # no controller has run yet: the unsaved row's configured id and empty log
-        cluster = cluster_read()
-        row = tuple(getattr(cluster, field) for field in HEAD_FIELDS)
+    row = cluster_fields(HEAD_FIELDS)
     cluster_id, controller_id, epoch, last_offset, log_start, holder, expires = row
     return {
         "cluster_id": cluster_id,

@@ -63,7 +63,6 @@ class ClusterFence(NamedTuple):
 
 def read_fence(cursor: Any) -> ClusterFence:
     """Why a commit's fence did not hold (read after its conditional update matched nothing)."""
-    # Plain SQL: the ORM's own cost was most of a small commit's.
     cursor.execute(
         "SELECT controller_epoch, lease_holder, lease_expires_ms, last_offset, projected_offset"
         " FROM cp_cluster WHERE id = 1"
