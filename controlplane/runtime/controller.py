@@ -51,9 +51,11 @@ from controlplane.runtime.lease import (
     lease_acquire,
     lease_reclaim,
     lease_renew,
+    lease_renew_between_commits,
     lease_resign,
     now_ms,
 )
+from controlplane.runtime.lease_keeper import LeaseKeeper
 from controlplane.runtime.metadata_log import (
     DuplicateWrite,
     ProjectionsBehind,
@@ -105,6 +107,10 @@ class ControllerRuntime(ControllerTimer):
         self.on_deactivate = on_deactivate
         self.lease: Lease | None = None
         self.image: MetadataImage | None = None
+        # Renews the lease from a thread of its own while a batch outlasts a third of it.
+        self.lease_keeper = LeaseKeeper(
+            lease_ms, lambda lease: lease_renew_between_commits(lease=lease, lease_ms=lease_ms)
+        )
         self.activated_ms = 0
         self._lock = FairRLock()  # events, the timer and the jobs take turns, in order
         self._batcher: EventBatcher | None = None
@@ -264,7 +270,7 @@ class ControllerRuntime(ControllerTimer):
                 logger.exception("controller could not reach the database")
                 return [refusal(_unavailable()) for _ in events]
             assert self.image is not None
-            with collector_paused():
+            with collector_paused(), self.lease_keeper.keeping(lease):
                 return self._process(lease, self.image, events, on_logged)
 
     def _process(

@@ -16,6 +16,8 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Greatest
 
 from controlplane.models import Cluster
 
@@ -135,7 +137,8 @@ def lease_reclaim(*, lease: Lease, lease_ms: int) -> Lease | None:
 
 
 def lease_renew(*, lease: Lease, lease_ms: int) -> Lease | None:
-    """Extend our lease; None when it lapsed or another controller holds it now."""
+    """Extend our lease, never shortening it (a commit may have renewed it later than this
+    renewal's clock read); None when it lapsed or another controller holds it now."""
     now = now_ms()
     expires = now + lease_ms
     updated = Cluster.objects.filter(
@@ -143,10 +146,23 @@ def lease_renew(*, lease: Lease, lease_ms: int) -> Lease | None:
         lease_holder=lease.node_id,
         controller_epoch=lease.epoch,
         lease_expires_ms__gte=now,
-    ).update(lease_expires_ms=expires)
+    ).update(lease_expires_ms=Greatest(F("lease_expires_ms"), Value(expires)))
     if updated != 1:
         return None
     return dataclasses.replace(lease, expires_ms=expires)
+
+
+def lease_renew_between_commits(*, lease: Lease, lease_ms: int) -> Lease | None:
+    """`lease_renew`, unless one of the controller's commits holds the cluster row now: that
+    transaction renews the lease itself as it ends, and no standby can take it over meanwhile
+    (taking it over locks the row), so the renewal is not waited for; `lease` itself is answered
+    then. The clock is read once the row is locked, so a renewal never dates from before a
+    wait. (SQLite has no row locks: its one writer at a time is waited for.)"""
+    with transaction.atomic():
+        free = Cluster.objects.select_for_update(skip_locked=True).filter(pk=1)
+        if not list(free.values_list("pk", flat=True)):
+            return lease
+        return lease_renew(lease=lease, lease_ms=lease_ms)
 
 
 def lease_resign(*, lease: Lease) -> None:

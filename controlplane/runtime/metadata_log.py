@@ -216,7 +216,7 @@ def log_commit(
     if on_logged is not None:
         on_logged()
     try:
-        _project(lease, delta, tables)
+        renewed = _project(renewed, delta, tables, lease_ms)
     except Exception as error:
         raise ProjectionsBehind(error) from error
     notifier.publish_tables(delta.last_offset)
@@ -275,9 +275,13 @@ def projections_catch_up(lease: Lease, image: MetadataImage, up_to_offset: int) 
     return len(delta.replayed)
 
 
-def _project(lease: Lease, delta: MetadataDelta, statements: Iterable[Write]) -> None:
+def _project(
+    lease: Lease, delta: MetadataDelta, statements: Iterable[Write], lease_ms: int = 0
+) -> Lease:
     """The tables' transaction: `delta`'s projections (`statements`, built as the writer runs
-    the ones before), the tables' offset moved to its end."""
+    the ones before), the tables' offset moved to its end; answers the lease as it left it.
+    With `lease_ms`, a transaction that ran long renews the lease as its last statement, as
+    the log's does."""
     with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
         advance_tables(cursor, lease, delta)
         built = time.perf_counter()
@@ -285,6 +289,19 @@ def _project(lease: Lease, delta: MetadataDelta, statements: Iterable[Write]) ->
             for write in statements:
                 writer.submit(write)
             projections_built.set(time.perf_counter() - built)
+        expires = _renewed_at_the_end(cursor, lease.expires_ms, lease_ms)
+    return dataclasses.replace(lease, expires_ms=expires)
+
+
+def _renewed_at_the_end(cursor: Any, expires: int, lease_ms: int) -> int:
+    """A transaction that holds the cluster row (so no standby can take the lease meanwhile)
+    and ran for long leaves its controller a whole lease, not what the transaction spent of it:
+    renewed as its last statement. Answers the lease's expiry."""
+    renewal = now_ms() + lease_ms
+    if lease_ms and renewal - expires > LEASE_RENEWAL_SLACK_MS:
+        cursor.execute("UPDATE cp_cluster SET lease_expires_ms = %s WHERE id = 1", [renewal])
+        return renewal
+    return expires
 
 
 def _refuse_repeated_ids(writes: Sequence[AppliedWrite]) -> None:
@@ -337,14 +354,8 @@ def _commit_statements(
         for write in statements():
             writer.submit(write)
         meanwhile(writer.busy)
-    # A commit of 100,000 partitions on a loaded machine runs for seconds, all the while
-    # holding the row (so no standby can take the lease meanwhile), and its controller must
-    # leave it with a whole lease, not one the commit itself spent: renewed again, as the
-    # transaction's last statement, when the statements took long.
-    renewal = now_ms() + lease_ms
-    if lease_ms and renewal - expires > LEASE_RENEWAL_SLACK_MS:
-        cursor.execute("UPDATE cp_cluster SET lease_expires_ms = %s WHERE id = 1", [renewal])
-        expires = renewal
+    # A commit of 100,000 partitions on a loaded machine runs for seconds.
+    expires = _renewed_at_the_end(cursor, expires, lease_ms)
     # Robust: a notice that cannot be sent must not turn a committed write into a failure.
     transaction.on_commit(lambda: notifier.publish(delta.last_offset), robust=True)
     return expires

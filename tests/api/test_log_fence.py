@@ -139,3 +139,19 @@ def test_a_short_commit_renews_its_lease_in_its_fence_and_a_long_one_again_at_it
         again = log_commit(lease=renewed, delta=one_config(image), writes=[], lease_ms=60_000)
     assert len(renewals(queries)) == 1
     assert row()[2] == again.expires_ms >= real() + 69_000
+
+
+def test_a_long_tables_transaction_renews_the_lease_at_its_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tables' transaction holds the cluster row too (no standby can take the lease
+    meanwhile): one that ran longer than the slack (the clock moved 10 s on once the log's
+    transaction was done) leaves its controller a whole lease, as the log's does."""
+    lease, image = active()
+    moved = iter([0, 0, 0])  # the commit's timestamp, the log's fence, the log's end
+    real = now_ms
+    monkeypatch.setattr(metadata_log, "now_ms", lambda: real() + next(moved, 10_000))
+    with CaptureQueriesContext(connection) as queries:
+        renewed = log_commit(lease=lease, delta=one_config(image), writes=[], lease_ms=60_000)
+    assert len(renewals(queries)) == 1
+    assert row()[2] == renewed.expires_ms >= real() + 69_000
