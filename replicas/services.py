@@ -6,6 +6,7 @@ report waits in a table, and the controller takes all waiting reports in one bat
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import uuid
@@ -18,7 +19,7 @@ from brokers.identity import require_speaks_for
 from controlplane.controller.errors import ApiError
 from controlplane.controller.replication.alter_replica_state import validate_alter_replica_state
 from controlplane.runtime.controller import get_runtime
-from controlplane.runtime.conversation import RequestContext, RequestTrail
+from controlplane.runtime.conversation import ControllerEvent, RequestContext, RequestTrail
 from controlplane.runtime.executor import CONTROLLER_QUEUE, executor
 from controlplane.runtime.lease import now_ms
 from controlplane.services import broker_call, controller_call, controller_event
@@ -164,8 +165,11 @@ def _apply_pending(limit: int) -> int:
     ]
     answers = []
     for batch in _bounded_batches(events, settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT):
-        answered = get_runtime().handle_batch(batch)  # this process is the controller
-        if any(answer.not_controller for answer in answered):
+        # this process is the controller
+        answered = get_runtime().handle_batch(_sent_now(batch))
+        if any(answer.not_controller or answer.outcome_unknown for answer in answered):
+            # The reports stay waiting, whole: the next round applies what is left, and the
+            # slices already applied answer from their request ids, written once.
             return 0
         answers.extend(answered)
     PendingReplicaStateChange.objects.filter(id__in=[row.id for row in rows]).delete()
@@ -201,6 +205,15 @@ def payload_slices(payload: dict[str, Any], limit: int) -> list[dict[str, Any]]:
 
 def _partitions(event: Any) -> int:
     return sum(len(t["partitions"]) for t in event.payload["topics"])
+
+
+def _sent_now(events: list[ControllerEvent]) -> list[ControllerEvent]:
+    """The slices of a report as sent now, each with a whole request timeout: a report of a
+    million partitions is applied over half a minute, and its last slices, made with the first,
+    would otherwise outlive their deadline unapplied."""
+    sent = now_ms()
+    deadline = sent + settings.CP_REQUEST_TIMEOUT_MS
+    return [dataclasses.replace(event, sent_ms=sent, deadline_ms=deadline) for event in events]
 
 
 def _bounded_batches(events: list[Any], limit: int) -> list[list[Any]]:

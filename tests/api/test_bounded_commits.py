@@ -13,6 +13,7 @@ import pytest
 
 from controlplane.models import MetadataRecord
 from controlplane.runtime import timer as timer_module
+from controlplane.runtime.batch import OUTLIVED_ITS_DEADLINE
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerAnswer, ControllerEvent
 from controlplane.runtime.lease import now_ms
@@ -296,3 +297,81 @@ def test_an_unfencing_heartbeat_wakes_the_timer_for_its_elections(
         stop.set()
         timer.join(timeout=10)
     assert not timer.is_alive()  # it stops within its poll, not after its interval
+
+
+def _slice_changes(request_id: str) -> dict[str, int]:
+    changes = MetadataRecord.objects.filter(record_type="PartitionChangeRecord")
+    ids = (request_id, f"{request_id}/1", f"{request_id}/2")
+    return {r: changes.filter(request_id=r).count() for r in ids}
+
+
+def test_every_slice_of_a_report_gets_a_whole_request_timeout(
+    api: Api,
+    tokens: dict[str, str],
+    register: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    """A report of a million partitions is applied over half a minute: its last slices, sent
+    long after the first, are still applied (each slice's deadline runs from when it is sent),
+    never answered REQUEST_TIMED_OUT and dropped with the report."""
+    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+    settings.CP_REQUEST_TIMEOUT_MS = 400
+    epochs = {b: register(b, unfence=True) for b in range(4)}
+    _topic(api, tokens["admin"], "slow", 250, leader=0)
+    _report("slow-report", 0, epochs[0], {"slow": 250})
+    runtime = get_runtime()
+    handle_batch = runtime.handle_batch
+
+    def slow_controller(events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
+        time.sleep(0.25)  # three slices: the last one is sent over 400 ms after the first
+        return handle_batch(events)
+
+    monkeypatch.setattr(runtime, "handle_batch", slow_controller)
+    assert replica_state_apply_pending() == 1
+    assert not PendingReplicaStateChange.objects.exists()
+    assert _slice_changes("slow-report") == {
+        "slow-report": LIMIT,
+        "slow-report/1": LIMIT,
+        "slow-report/2": 50,
+    }
+    assert metadata_verify() == []
+
+
+def test_a_slice_whose_outcome_is_unknown_leaves_the_report_waiting_whole(
+    api: Api,
+    tokens: dict[str, str],
+    register: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+) -> None:
+    """A slice answered REQUEST_TIMED_OUT may or may not have been applied: the report stays
+    waiting, and the next round applies the rest, each slice once."""
+    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+    epochs = {b: register(b, unfence=True) for b in range(4)}
+    _topic(api, tokens["admin"], "unknown", 250, leader=0)
+    _report("unknown-report", 0, epochs[0], {"unknown": 250})
+    runtime = get_runtime()
+    handle_batch = runtime.handle_batch
+    calls: list[int] = []
+
+    def second_answer_lost(events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
+        answers = handle_batch(events)  # applied; its answer lost, as a commit's may be
+        calls.append(len(events))
+        if len(calls) == 2:
+            return [ControllerAnswer.refusal(OUTLIVED_ITS_DEADLINE) for _ in events]
+        return answers
+
+    monkeypatch.setattr(runtime, "handle_batch", second_answer_lost)
+    assert replica_state_apply_pending() == 0
+    assert PendingReplicaStateChange.objects.filter(request_id="unknown-report").exists()
+    assert len(calls) == 2, "nothing sent after a slice whose outcome is unknown"
+    monkeypatch.setattr(runtime, "handle_batch", handle_batch)
+    assert replica_state_apply_pending() == 1
+    assert not PendingReplicaStateChange.objects.exists()
+    assert _slice_changes("unknown-report") == {
+        "unknown-report": LIMIT,
+        "unknown-report/1": LIMIT,
+        "unknown-report/2": 50,
+    }
+    assert metadata_verify() == []
