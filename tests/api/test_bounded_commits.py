@@ -85,10 +85,7 @@ def test_a_big_report_is_applied_in_bounded_commits_with_the_controller_free_bet
     monkeypatch: pytest.MonkeyPatch,
     settings: Any,
 ) -> None:
-    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
-    epochs = {b: register(b, unfence=True) for b in range(4)}
-    _topic(api, tokens["admin"], "big", 250, leader=0)
-    _report("big-report", 0, epochs[0], {"big": 250})
+    report, epoch = _a_report_of_three_slices("big", api, tokens, register, settings)
     runtime = get_runtime()
     handle_batch = runtime.handle_batch
     commits: list[tuple[int, int]] = []  # (records, log end) per commit of the report
@@ -107,16 +104,12 @@ def test_a_big_report_is_applied_in_bounded_commits_with_the_controller_free_bet
     monkeypatch.setattr(runtime, "handle_batch", observed)
     assert replica_state_apply_pending() == 1
     assert len(commits) == 3 and between == [True, True, True]
-    changes = MetadataRecord.objects.filter(record_type="PartitionChangeRecord")
-    by_request = {r: changes.filter(request_id=r).count() for r in ("big-report", "big-report/1")}
-    assert by_request == {"big-report": LIMIT, "big-report/1": LIMIT}
-    assert changes.filter(request_id="big-report/2").count() == 50
-    assert metadata_verify() == []
+    _applied_once_each(report)
     # A retry of the whole report (a controller that failed over before deleting the row)
     # applies nothing twice: each slice is a write of its own, found by its id.
     end = runtime.image.last_offset
     monkeypatch.setattr(runtime, "handle_batch", handle_batch)
-    _report("big-report", 0, epochs[0], {"big": 250})
+    _report(report, 0, epoch, {"big": 250})
     assert replica_state_apply_pending() == 1
     assert runtime.image.last_offset == end
 
@@ -299,10 +292,25 @@ def test_an_unfencing_heartbeat_wakes_the_timer_for_its_elections(
     assert not timer.is_alive()  # it stops within its poll, not after its interval
 
 
-def _slice_changes(request_id: str) -> dict[str, int]:
+def _a_report_of_three_slices(
+    name: str, api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+) -> tuple[str, int]:
+    """A topic of 250 partitions led by broker 0 and its report naming them all: three slices
+    of LIMIT, LIMIT and 50; the report's request id and broker 0's epoch."""
+    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+    epochs = {b: register(b, unfence=True) for b in range(4)}
+    _topic(api, tokens["admin"], name, 250, leader=0)
+    _report(f"{name}-report", 0, epochs[0], {name: 250})
+    return f"{name}-report", epochs[0]
+
+
+def _applied_once_each(request_id: str) -> None:
+    """The report is gone from the table and each of its slices was written once."""
+    assert not PendingReplicaStateChange.objects.exists()
     changes = MetadataRecord.objects.filter(record_type="PartitionChangeRecord")
     ids = (request_id, f"{request_id}/1", f"{request_id}/2")
-    return {r: changes.filter(request_id=r).count() for r in ids}
+    assert [changes.filter(request_id=r).count() for r in ids] == [LIMIT, LIMIT, 50]
+    assert metadata_verify() == []
 
 
 def test_every_slice_of_a_report_gets_a_whole_request_timeout(
@@ -315,11 +323,8 @@ def test_every_slice_of_a_report_gets_a_whole_request_timeout(
     """A report of a million partitions is applied over half a minute: its last slices, sent
     long after the first, are still applied (each slice's deadline runs from when it is sent),
     never answered REQUEST_TIMED_OUT and dropped with the report."""
-    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+    report, _ = _a_report_of_three_slices("slow", api, tokens, register, settings)
     settings.CP_REQUEST_TIMEOUT_MS = 400
-    epochs = {b: register(b, unfence=True) for b in range(4)}
-    _topic(api, tokens["admin"], "slow", 250, leader=0)
-    _report("slow-report", 0, epochs[0], {"slow": 250})
     runtime = get_runtime()
     handle_batch = runtime.handle_batch
 
@@ -329,13 +334,7 @@ def test_every_slice_of_a_report_gets_a_whole_request_timeout(
 
     monkeypatch.setattr(runtime, "handle_batch", slow_controller)
     assert replica_state_apply_pending() == 1
-    assert not PendingReplicaStateChange.objects.exists()
-    assert _slice_changes("slow-report") == {
-        "slow-report": LIMIT,
-        "slow-report/1": LIMIT,
-        "slow-report/2": 50,
-    }
-    assert metadata_verify() == []
+    _applied_once_each(report)
 
 
 def test_a_slice_whose_outcome_is_unknown_leaves_the_report_waiting_whole(
@@ -347,10 +346,7 @@ def test_a_slice_whose_outcome_is_unknown_leaves_the_report_waiting_whole(
 ) -> None:
     """A slice answered REQUEST_TIMED_OUT may or may not have been applied: the report stays
     waiting, and the next round applies the rest, each slice once."""
-    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
-    epochs = {b: register(b, unfence=True) for b in range(4)}
-    _topic(api, tokens["admin"], "unknown", 250, leader=0)
-    _report("unknown-report", 0, epochs[0], {"unknown": 250})
+    report, _ = _a_report_of_three_slices("unknown", api, tokens, register, settings)
     runtime = get_runtime()
     handle_batch = runtime.handle_batch
     calls: list[int] = []
@@ -364,14 +360,8 @@ def test_a_slice_whose_outcome_is_unknown_leaves_the_report_waiting_whole(
 
     monkeypatch.setattr(runtime, "handle_batch", second_answer_lost)
     assert replica_state_apply_pending() == 0
-    assert PendingReplicaStateChange.objects.filter(request_id="unknown-report").exists()
+    assert PendingReplicaStateChange.objects.filter(request_id=report).exists()
     assert len(calls) == 2, "nothing sent after a slice whose outcome is unknown"
     monkeypatch.setattr(runtime, "handle_batch", handle_batch)
     assert replica_state_apply_pending() == 1
-    assert not PendingReplicaStateChange.objects.exists()
-    assert _slice_changes("unknown-report") == {
-        "unknown-report": LIMIT,
-        "unknown-report/1": LIMIT,
-        "unknown-report/2": 50,
-    }
-    assert metadata_verify() == []
+    _applied_once_each(report)

@@ -50,10 +50,9 @@ def renewing(lease_ms: int = LEASE_MS) -> LeaseKeeper:
     )
 
 
-def test_a_batch_handled_for_longer_than_its_lease_commits(monkeypatch: pytest.MonkeyPatch):
-    """The handler runs for over three leases (as one report naming a million partitions
-    does): the lease is renewed meanwhile, and the batch commits and is answered."""
-    runtime = short_leased()
+def handled_slowly(runtime: ControllerRuntime, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime's handler runs for three leases and a half before it handles (as one report
+    naming a million partitions does)."""
     handle = runtime._run
 
     def slow_handler(*args: Any) -> Any:
@@ -61,6 +60,12 @@ def test_a_batch_handled_for_longer_than_its_lease_commits(monkeypatch: pytest.M
         return handle(*args)
 
     monkeypatch.setattr(runtime, "_run", slow_handler)
+
+
+def test_a_batch_handled_for_longer_than_its_lease_commits(monkeypatch: pytest.MonkeyPatch):
+    """The lease is renewed while the handler runs, and the batch commits and is answered."""
+    runtime = short_leased()
+    handled_slowly(runtime, monkeypatch)
     answer = runtime.handle(registration_event(2))
     assert answer.error_code == 0, answer.response
     assert Broker.objects.filter(pk=2).exists()
@@ -74,13 +79,7 @@ def test_without_the_keeper_the_same_batch_finds_its_lease_lapsed(
     """What the keeper is for: the same slow batch, with nothing renewing its lease, is
     refused whole (NOT_CONTROLLER) and writes nothing."""
     runtime = short_leased()
-    handle = runtime._run
-
-    def slow_handler(*args: Any) -> Any:
-        time.sleep(3.5 * LEASE_MS / 1000)
-        return handle(*args)
-
-    monkeypatch.setattr(runtime, "_run", slow_handler)
+    handled_slowly(runtime, monkeypatch)
     monkeypatch.setattr(runtime.lease_keeper, "interval_s", 3600.0)  # never due
     answer = runtime.handle(registration_event(2))
     assert answer.response["error_code"] == 41, answer.response  # NOT_CONTROLLER

@@ -120,6 +120,14 @@ def renewals(queries: CaptureQueriesContext) -> list[str]:
     return [q["sql"] for q in queries if q["sql"].startswith("UPDATE cp_cluster SET lease_")]
 
 
+def clock_moved_on_after(reads: int, monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
+    """The commit's clock moves 10 s on after its first `reads` reads; the real clock."""
+    moved = iter([0] * reads)
+    real = now_ms
+    monkeypatch.setattr(metadata_log, "now_ms", lambda: real() + next(moved, 10_000))
+    return real
+
+
 def test_a_short_commit_renews_its_lease_in_its_fence_and_a_long_one_again_at_its_end(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -132,9 +140,7 @@ def test_a_short_commit_renews_its_lease_in_its_fence_and_a_long_one_again_at_it
     image.apply(first)
     # A commit whose statements ran longer than the slack (10 s here, on a clock moved on
     # after the fence) renews once more as its last statement: it leaves a whole lease.
-    moved = iter([0, 0])
-    real = now_ms
-    monkeypatch.setattr(metadata_log, "now_ms", lambda: real() + next(moved, 10_000))
+    real = clock_moved_on_after(2, monkeypatch)
     with CaptureQueriesContext(connection) as queries:
         again = log_commit(lease=renewed, delta=one_config(image), writes=[], lease_ms=60_000)
     assert len(renewals(queries)) == 1
@@ -148,9 +154,8 @@ def test_a_long_tables_transaction_renews_the_lease_at_its_end(
     meanwhile): one that ran longer than the slack (the clock moved 10 s on once the log's
     transaction was done) leaves its controller a whole lease, as the log's does."""
     lease, image = active()
-    moved = iter([0, 0, 0])  # the commit's timestamp, the log's fence, the log's end
-    real = now_ms
-    monkeypatch.setattr(metadata_log, "now_ms", lambda: real() + next(moved, 10_000))
+    # the commit's timestamp, the log's fence and the log's end read the clock before it moves
+    real = clock_moved_on_after(3, monkeypatch)
     with CaptureQueriesContext(connection) as queries:
         renewed = log_commit(lease=lease, delta=one_config(image), writes=[], lease_ms=60_000)
     assert len(renewals(queries)) == 1
