@@ -211,7 +211,13 @@ class ControllerRuntime(ControllerTimer):
                 Errors.NOT_CONTROLLER, "Another controller took over while this one loaded."
             )
         if image.last_offset < cluster.last_offset:
-            caught_up = projections_catch_up(lease, image, cluster.last_offset)
+            # As long as a batch (the last controller died between a large commit's two
+            # transactions): the lease is kept meanwhile, and renewed as the catch-up's
+            # transaction ends.
+            with self.lease_keeper.keeping(lease):
+                caught_up, lease = projections_catch_up(
+                    lease, image, cluster.last_offset, self.lease_ms
+                )
             logger.warning(
                 "the state tables stood at offset %d, behind the log's %d: caught up from its "
                 "%d records",

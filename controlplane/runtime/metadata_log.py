@@ -243,11 +243,15 @@ class _Prebuilt:
         yield from self._statements
 
 
-def projections_catch_up(lease: Lease, image: MetadataImage, up_to_offset: int) -> int:
+def projections_catch_up(
+    lease: Lease, image: MetadataImage, up_to_offset: int, lease_ms: int = 0
+) -> tuple[int, Lease]:
     """Bring the tables, which stand at `image`'s offset, up to the log's `up_to_offset`: the
     records after it replayed into one delta, its projections written as the commit writes
-    them, the delta applied to `image`. Answers how many records were replayed. The log's
-    records carry no request: the timeline names the controller for what it catches up."""
+    them (with `lease_ms`, renewing the lease at the end of a long transaction, as a commit
+    does), the delta applied to `image`. Answers how many records were replayed and the lease
+    as it left it. The log's records carry no request: the timeline names the controller for
+    what it catches up."""
     delta = MetadataDelta(image)
     rows = log_rows(
         ("offset", "record_type", "timestamp_ms", "data"),
@@ -269,10 +273,10 @@ def projections_catch_up(lease: Lease, image: MetadataImage, up_to_offset: int) 
             f"The metadata log ends at {delta.last_offset}, short of {up_to_offset}.",
         )
     if delta.replayed:
-        _project(lease, delta, prepare_delta(delta, (), timestamp))
+        lease = _project(lease, delta, prepare_delta(delta, (), timestamp), lease_ms)
         notifier.publish_tables(delta.last_offset)
         image.apply(delta)
-    return len(delta.replayed)
+    return len(delta.replayed), lease
 
 
 def _project(

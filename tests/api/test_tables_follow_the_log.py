@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from brokers.models import Broker
 from controlplane.authz import acl_cache
@@ -182,3 +184,25 @@ def test_the_tables_statements_built_while_the_log_is_written_run_once_in_order(
         write()
     assert ran == [0, 1, 2, 3, 4]
     assert list(tables) == []  # each built statement is handed over once
+
+
+def test_a_long_catch_up_of_the_tables_leaves_its_controller_a_whole_lease(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The tables' catch-up of a large commit may run for seconds: like a commit's, its
+    transaction renews the lease as it ends (the clock moved 10 s on here), so the controller
+    that took over keeps its lease and epoch instead of finding it lapsed at its next event."""
+    runtime = get_runtime()
+    runtime.handle(registration(1))
+    failed = fail_the_tables_once(monkeypatch)
+    assert runtime.handle(registration(2)).error_code == 0
+    assert failed
+    assert runtime.image is None  # the tables trail the log: caught up on the next activation
+    real = metadata_log.now_ms
+    monkeypatch.setattr(metadata_log, "now_ms", lambda: real() + 10_000)
+    with CaptureQueriesContext(connection) as queries:
+        assert runtime.handle(registration(3)).error_code == 0
+    renewals = [q["sql"] for q in queries if q["sql"].startswith("UPDATE cp_cluster SET lease_")]
+    assert len(renewals) == 1, "renewed at the end of the catch-up's transaction"
+    assert offsets()[1] == offsets()[0]
+    assert metadata_verify() == []
