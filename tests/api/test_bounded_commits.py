@@ -58,6 +58,27 @@ def _report(request_id: str, broker: int, epoch: int, topics: dict[str, int]) ->
     )
 
 
+ThreeSlices = Callable[[str], tuple[str, int]]
+
+
+@pytest.fixture
+def report_of_three_slices(
+    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+) -> ThreeSlices:
+    """Makes a topic `name` of 250 partitions led by broker 0 and its report naming them all:
+    three slices of LIMIT, LIMIT and 50; answers the report's request id and broker 0's
+    epoch."""
+
+    def make(name: str) -> tuple[str, int]:
+        settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
+        epochs = {b: register(b, unfence=True) for b in range(4)}
+        _topic(api, tokens["admin"], name, 250, leader=0)
+        _report(f"{name}-report", 0, epochs[0], {name: 250})
+        return f"{name}-report", epochs[0]
+
+    return make
+
+
 def test_slices_are_bounded_in_order_and_cover_the_report_once() -> None:
     payload = {
         "broker_id": 1,
@@ -79,13 +100,9 @@ def test_slices_are_bounded_in_order_and_cover_the_report_once() -> None:
 
 
 def test_a_big_report_is_applied_in_bounded_commits_with_the_controller_free_between(
-    api: Api,
-    tokens: dict[str, str],
-    register: Callable[..., int],
-    monkeypatch: pytest.MonkeyPatch,
-    settings: Any,
+    report_of_three_slices: ThreeSlices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    report, epoch = _a_report_of_three_slices("big", api, tokens, register, settings)
+    report, epoch = report_of_three_slices("big")
     runtime = get_runtime()
     handle_batch = runtime.handle_batch
     commits: list[tuple[int, int]] = []  # (records, log end) per commit of the report
@@ -292,18 +309,6 @@ def test_an_unfencing_heartbeat_wakes_the_timer_for_its_elections(
     assert not timer.is_alive()  # it stops within its poll, not after its interval
 
 
-def _a_report_of_three_slices(
-    name: str, api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
-) -> tuple[str, int]:
-    """A topic of 250 partitions led by broker 0 and its report naming them all: three slices
-    of LIMIT, LIMIT and 50; the report's request id and broker 0's epoch."""
-    settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT = LIMIT
-    epochs = {b: register(b, unfence=True) for b in range(4)}
-    _topic(api, tokens["admin"], name, 250, leader=0)
-    _report(f"{name}-report", 0, epochs[0], {name: 250})
-    return f"{name}-report", epochs[0]
-
-
 def _applied_once_each(request_id: str) -> None:
     """The report is gone from the table and each of its slices was written once."""
     assert not PendingReplicaStateChange.objects.exists()
@@ -314,16 +319,12 @@ def _applied_once_each(request_id: str) -> None:
 
 
 def test_every_slice_of_a_report_gets_a_whole_request_timeout(
-    api: Api,
-    tokens: dict[str, str],
-    register: Callable[..., int],
-    monkeypatch: pytest.MonkeyPatch,
-    settings: Any,
+    report_of_three_slices: ThreeSlices, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     """A report of a million partitions is applied over half a minute: its last slices, sent
     long after the first, are still applied (each slice's deadline runs from when it is sent),
     never answered REQUEST_TIMED_OUT and dropped with the report."""
-    report, _ = _a_report_of_three_slices("slow", api, tokens, register, settings)
+    report, _ = report_of_three_slices("slow")
     settings.CP_REQUEST_TIMEOUT_MS = 400
     runtime = get_runtime()
     handle_batch = runtime.handle_batch
@@ -338,15 +339,11 @@ def test_every_slice_of_a_report_gets_a_whole_request_timeout(
 
 
 def test_a_slice_whose_outcome_is_unknown_leaves_the_report_waiting_whole(
-    api: Api,
-    tokens: dict[str, str],
-    register: Callable[..., int],
-    monkeypatch: pytest.MonkeyPatch,
-    settings: Any,
+    report_of_three_slices: ThreeSlices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slice answered REQUEST_TIMED_OUT may or may not have been applied: the report stays
     waiting, and the next round applies the rest, each slice once."""
-    report, _ = _a_report_of_three_slices("unknown", api, tokens, register, settings)
+    report, _ = report_of_three_slices("unknown")
     runtime = get_runtime()
     handle_batch = runtime.handle_batch
     calls: list[int] = []
