@@ -250,6 +250,42 @@ def test_controlled_shutdown_waits_for_active_brokers_to_reach_its_offset():
     assert d.broker(0).fenced
 
 
+def test_a_controlled_shutdown_waits_for_the_active_brokers_not_for_the_leaving_one():
+    """Kafka's lowestActiveOffset: the brokers still unfenced and not shutting down must have
+    seen the moves; the leaving broker's own offset (it is applying the loss of its
+    leaderships) holds nothing up."""
+    d = registered_delta(3)
+    for broker_id in range(3):
+        run_event(d, "BrokerHeartbeat", _beat(broker_id, broker_id, 10), env())
+    topic = {"name": "led-by-0", "assignments": [{"partition_index": 0, "broker_ids": [0, 1]}]}
+    run_event(d, "CreateTopics", {"topics": [topic]}, env())
+    asked = run_event(d, "BrokerHeartbeat", _beat(0, 0, 10, shut_down=True), env())
+    assert asked["should_shut_down"] is False and d.broker(0).in_controlled_shutdown
+    moved = d.last_offset
+    assert d.broker(0).controlled_shutdown_offset <= moved
+
+    def again(sessions: dict[int, BrokerSession]) -> dict[str, object]:
+        return run_event(
+            d, "BrokerHeartbeat", _beat(0, 0, moved, shut_down=True), env(sessions=sessions)
+        )
+
+    behind = moved - 2  # before the shutdown's records
+    assert (
+        again(
+            {0: BrokerSession(1, behind), 1: BrokerSession(1, moved), 2: BrokerSession(1, behind)}
+        )["should_shut_down"]
+        is False
+    )  # broker 2 is active and has not seen the moves
+    assert d.broker(0).fenced is False
+    assert (
+        again(
+            {0: BrokerSession(1, behind), 1: BrokerSession(1, moved), 2: BrokerSession(1, moved)}
+        )["should_shut_down"]
+        is True
+    )
+    assert d.broker(0).fenced
+
+
 def test_fence_stale_brokers_fences_only_lapsed_unfenced_brokers():
     d = registered_delta(3)
     for broker_id in range(3):

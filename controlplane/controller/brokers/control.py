@@ -370,11 +370,14 @@ def state_decided_by_request(
 
 
 def lowest_active_offset(view: MetadataDelta, sessions: Mapping[int, BrokerSession]) -> int:
-    """The lowest metadata offset any unfenced broker has reported (Kafka: lowestActiveOffset)."""
+    """The lowest metadata offset any active broker has reported (Kafka: lowestActiveOffset).
+    Active: unfenced and not in a controlled shutdown. A leaving broker's own offset never
+    holds the shutdown up: it is applying the loss of its leaderships, which takes seconds at
+    a thousand partitions, and the brokers that matter are those taking them over."""
     offsets = [
         sessions[b.broker_id].metadata_offset if b.broker_id in sessions else -1
         for b in view.all_brokers()
-        if not b.fenced
+        if not b.fenced and not b.in_controlled_shutdown
     ]
     return min(offsets, default=2**63 - 1)
 
