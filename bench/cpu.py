@@ -54,6 +54,7 @@ _PROCESS_KINDS = (
     ("gunicorn", "web"),
     ("postgres", "postgresql"),
     ("redis-server", "redis"),
+    ("celery", "celery"),  # its worker and beat
     ("kafka.Kafka", "kafka_controllers"),  # the brokers are counted apart, by pid
 )
 
@@ -90,8 +91,8 @@ def _environment(process: Path) -> dict[str, str]:
 class CpuWindow:
     """Where the machine's CPU went during a phase: the brokers' JVMs, the bench itself (with
     the AdminClient programs it runs) and everything else, which on each side is its controller
-    (here: PostgreSQL, Redis, gunicorn, run_controller and its standby, serve_kafka; Kafka's:
-    the three controller JVMs), also by process kind."""
+    (here: PostgreSQL, Redis, gunicorn, run_controller and its standby, serve_kafka, Celery;
+    Kafka's: the three controller JVMs), also by process kind."""
 
     def __init__(self, brokers: Sequence[HasPid]) -> None:
         self.brokers = brokers

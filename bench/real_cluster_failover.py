@@ -4,13 +4,18 @@ under Kafka's own KRaft controller with the same settings.
 Each side runs the pinned Kafka jars as three brokers (`process.roles=broker`, a 256 MiB heap,
 `broker.heartbeat.interval.ms` 500) and one topic of `--partitions` partitions at replication
 factor 2, so each broker leads about a third; a kafka-python producer (`acks=all`) sends
-throughout. Then, twice:
+throughout. Then:
 
 - `kill -9` of the broker leading the most partitions: `live_leaders_s` is the time until every
   live broker's own Metadata names a live leader for every partition (the session timeout,
   `--session-timeout-ms`, included: the controller learns of the death by it);
-- its restart, then a controlled shutdown (SIGTERM) of the busiest broker: the same time,
-  counted from the signal (no session timeout: the broker asks to leave).
+- its restart, then `--shutdowns` (3) controlled shutdowns (SIGTERM) of the busiest broker, each
+  once the broker stopped before is back in every ISR and every partition is led by its
+  preferred replica again (the controllers' automatic elections): the same time, counted from
+  the signal (no session timeout: the broker asks to leave), and `exited_s`, until its process
+  ended (the controller lets it go once the brokers taking over have the moves: what a rolling
+  restart waits per broker). Each figure is the samples' median, every sample's beside it (one
+  sample on this machine spreads more than the two controllers differ).
 
 Then, the stopped broker back and every ISR whole, a controller failover: `kill -9` of the
 active controller (here: one `run_controller` with a hot standby; Kafka's: the quorum leader of
@@ -38,9 +43,14 @@ The broker failures and the creation also have a figure from the brokers' own lo
 (`leaderships_logged_s`, `leaderships_logged_ms`; bench/broker_logs.py): when the last broker
 logged taking its last new leaderships, free of the Metadata polls' resolution.
 
+With both sides, `ratios` gives this side's time over Kafka's controller's for every figure both
+measured (below 1: this side was faster), the kill -9's also with the session timeout taken off
+both.
+
 Each phase also has the producer's p99 acknowledgement latency while it lasted (sends that
 failed counted apart). This control plane's side is the real stack (PostgreSQL, Redis, gunicorn,
-`run_controller` and its hot standby, `serve_kafka` with a CONTROLLER listener); Kafka's is three
+`run_controller` and its hot standby, `serve_kafka` with a CONTROLLER listener, a Celery worker
+and beat); Kafka's is three
 controller nodes (`process.roles=controller`, `broker.session.timeout.ms` the same).
 
 With `--led-by-first`, every partition's preferred leader is the first broker (its second
@@ -94,6 +104,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 BULK_PREFIX = "bulk-"
 AFTER_FAILOVER = f"{BULK_PREFIX}after-controller-failover"  # allowed here as the bulk topics
 TOPIC = "failover"
+IMBALANCE_CHECK_S = "5"  # both controllers' automatic preferred-leader elections, every 5 s
 
 
 def log(message: str) -> None:
@@ -241,23 +252,71 @@ def sigterm(broker: KafkaBroker) -> None:
     broker.process.send_signal(signal.SIGTERM)
 
 
-def failover(brokers: list[KafkaBroker], partitions: int, led_by_first: bool) -> dict[str, Any]:
-    """kill -9 of the busiest broker, its restart, a controlled shutdown of the busiest. With
-    every partition led by the first broker, its controlled shutdown only: after a kill -9 its
-    restart recovers every one of its logs first (not within minutes at 10,000 on two cores)."""
+def failover(
+    brokers: list[KafkaBroker], partitions: int, led_by_first: bool, shutdowns: int = 1
+) -> dict[str, Any]:
+    """kill -9 of the busiest broker and its restart, then `shutdowns` controlled shutdowns of
+    the busiest, each from every partition led by its preferred replica (the stopped broker
+    restarted and back in every ISR before the next). With every partition led by the first
+    broker, its controlled shutdowns only: after a kill -9 its restart recovers every one of its
+    logs first (not within minutes at 10,000 on two cores)."""
     result: dict[str, Any] = {}
     if not led_by_first:
         victim, result["kill_9"] = lose_busiest(brokers, partitions, "kill -9", KafkaBroker.kill)
-        victim.start(format_storage=False)
-        wait_until(lambda: answering(victim) and leaders(victim.bootstrap), 120, "the restart")
-        wait_until(lambda: isrs_whole(brokers, partitions), 300, "back in every ISR", every=1)
-        time.sleep(6)  # the preferred leaders back (leader.imbalance.check.interval.seconds 5)
-    leaving, result["controlled_shutdown"] = lose_busiest(
-        brokers, partitions, "controlled shutdown", sigterm
-    )
+        restarted(brokers, partitions, victim)
+    samples = []
+    for sample in range(shutdowns):
+        if sample:
+            (stopped,) = [b for b in brokers if not b.running]
+            restarted(brokers, partitions, stopped)
+        wait_until(lambda: preferred_leaders(brokers), 120, "the preferred leaders back")
+        samples.append(shut_down_busiest(brokers, partitions))
+    result["controlled_shutdown"] = median_phase(samples)
+    return result
+
+
+def shut_down_busiest(brokers: list[KafkaBroker], partitions: int) -> dict[str, Any]:
+    """A controlled shutdown of the busiest broker, and `exited_s`: from the signal until its
+    process ended (the controller tells it to once the others have the moves; a rolling
+    restart waits this long per broker)."""
+    leaving, phase = lose_busiest(brokers, partitions, "controlled shutdown", sigterm)
     assert leaving.process is not None
     leaving.process.wait(timeout=300)
-    return result
+    phase["exited_s"] = round(time.monotonic() - phase["window"][0], 3)
+    log(f"controlled shutdown: broker {leaving.node_id} exited after {phase['exited_s']:.2f} s")
+    return phase
+
+
+def restarted(brokers: list[KafkaBroker], partitions: int, broker: KafkaBroker) -> None:
+    broker.start(format_storage=False)
+    wait_until(lambda: answering(broker) and leaders(broker.bootstrap), 120, "the restart")
+    wait_until(lambda: isrs_whole(brokers, partitions), 300, "back in every ISR", every=1)
+
+
+def preferred_leaders(brokers: Sequence[KafkaBroker]) -> bool:
+    """Every partition led by its first replica, as the first broker knows it (the
+    controllers' automatic preferred-leader elections, every 5 s here)."""
+    return all(p["leader_id"] == p["replica_nodes"][0] for p in described(brokers[0].bootstrap))
+
+
+SAMPLED_FIGURES = ("live_leaders_s", "leaderships_logged_s", "exited_s")
+
+
+def median_phase(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """One failure measured `len(samples)` times: the first sample's fields (the broker, what it
+    led, its window for the producer's figures), each figure the median of the samples, and
+    every sample's figures beside them (one sample on this machine spreads more than the gap
+    between two controllers)."""
+    if len(samples) == 1:
+        return samples[0]
+    phase = dict(samples[0])
+    for figure in SAMPLED_FIGURES:
+        taken = [s[figure] for s in samples if s[figure] is not None]
+        phase[figure] = round(statistics.median(taken), 3) if taken else None
+    phase["samples"] = [
+        {key: s[key] for key in ("broker", "led", *SAMPLED_FIGURES)} for s in samples
+    ]
+    return phase
 
 
 def led_by_first(partitions: int) -> dict[int, list[int]]:
@@ -313,7 +372,7 @@ def measure(
     producing = Producing(",".join(b.bootstrap for b in brokers))
     try:
         time.sleep(3)
-        phases = failover(brokers, partitions, args.led_by_first)
+        phases = failover(brokers, partitions, args.led_by_first, args.shutdowns)
     finally:
         producing.stop()  # every send answered: the windows' figures are whole
     for phase in phases.values():
@@ -427,7 +486,7 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     settings = {
         **BENCH_SETTINGS,
         "CP_BROKER_SESSION_TIMEOUT_MS": str(args.session_timeout_ms),
-        "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": "5",
+        "CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS": IMBALANCE_CHECK_S,
         **({"CP_CONTROLLER_LEASE_MS": str(args.lease_ms)} if args.lease_ms else {}),
         **args.settings,
     }
@@ -437,6 +496,11 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         stack.wait_active("controller")
         # The hot standby (the same controller id: the one voter the brokers know).
         standby = stack.start_controller("standby", KAFKA_CONTROLLER_ID)
+        # Celery beat and a worker, as deployed: the automatic preferred-leader elections
+        # (auto.leader.rebalance.enable, every CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS) are
+        # a scheduled task, as they are a timer of Kafka's controller.
+        stack.start_worker()
+        stack.start_beat()
         port = start_controller_listener(stack)
         brokers = brokers_under(
             stack,
@@ -513,7 +577,15 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
 
 def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     controllers, brokers = kafkas_own_cluster(
-        work, args.heap, {"broker.session.timeout.ms": str(args.session_timeout_ms)}, voters=3
+        work,
+        args.heap,
+        {
+            "broker.session.timeout.ms": str(args.session_timeout_ms),
+            # Its automatic preferred-leader elections run on the controllers, by their own
+            # setting (the brokers' is not read): every 5 s, as this side's.
+            "leader.imbalance.check.interval.seconds": IMBALANCE_CHECK_S,
+        },
+        voters=3,
     )
     phases: dict[str, Any] = {}
 
@@ -540,6 +612,46 @@ def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         return phases
 
 
+# Each figure both sides report, by where it is in a side's result.
+COMPARED = {
+    "kill_9_live_leaders": ("kill_9", "live_leaders_s"),
+    "kill_9_leaderships_logged": ("kill_9", "leaderships_logged_s"),
+    "controlled_shutdown_live_leaders": ("controlled_shutdown", "live_leaders_s"),
+    "controlled_shutdown_leaderships_logged": ("controlled_shutdown", "leaderships_logged_s"),
+    "controlled_shutdown_exited": ("controlled_shutdown", "exited_s"),
+    "controller_failover": ("controller_failover", "controller_failover_s"),
+    "reassign_answered": ("reassign_partitions", "acknowledged_ms"),
+    "reassign_completed": ("reassign_partitions", "reassignments_completed_ms"),
+    "reassign_every_partition_moved": ("reassign_partitions", "every_partition_moved_ms"),
+    "create_topics_answered": ("create_topics", "acknowledged_ms"),
+    "create_topics_every_partition_led": ("create_topics", "every_partition_led_ms"),
+    "create_topics_leaderships_logged": ("create_topics", "leaderships_logged_ms"),
+}
+# A kill -9 is learnt of by the session timeout on both sides: its ratio is also given without.
+AFTER_THE_SESSION = ("kill_9_live_leaders", "kill_9_leaderships_logged")
+
+
+def ratios(
+    ours: dict[str, Any] | None, kafkas: dict[str, Any] | None, session_s: float
+) -> dict[str, float]:
+    """This control plane's time over Kafka's controller's for each figure both sides measured
+    in the run (below 1: this side was faster); none with one side only."""
+    if not ours or not kafkas:
+        return {}
+    found: dict[str, float] = {}
+    for name, (phase, figure) in COMPARED.items():
+        mine = (ours.get(phase) or {}).get(figure)
+        theirs = (kafkas.get(phase) or {}).get(figure)
+        if mine is None or not theirs:
+            continue
+        found[name] = round(mine / theirs, 2)
+        if name in AFTER_THE_SESSION and theirs > session_s:
+            found[f"{name}_after_the_session"] = round(
+                max(0.0, mine - session_s) / (theirs - session_s), 2
+            )
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.real_cluster_failover",
@@ -554,6 +666,12 @@ def main() -> None:
         dest="reassign",
         action="store_false",
         help="skip the phase that reassigns every partition of the topic",
+    )
+    parser.add_argument(
+        "--shutdowns",
+        type=int,
+        default=3,
+        help="controlled shutdowns measured, each from the preferred leaders (their medians)",
     )
     parser.add_argument("--create-topics", type=int, default=1000, help="0: no creation phase")
     parser.add_argument("--create-partitions", type=int, default=10)
@@ -589,6 +707,8 @@ def main() -> None:
     )
     parser.add_argument("--logs", default=None, help="keep the stacks' and brokers' logs here")
     args = parser.parse_args()
+    if args.shutdowns < 1:
+        parser.error("--shutdowns takes 1 or more")
     if any("=" not in setting for setting in args.setting):
         parser.error("--setting takes NAME=VALUE")
     args.settings = dict(setting.split("=", 1) for setting in args.setting)
@@ -621,6 +741,7 @@ def main() -> None:
         "machine": platform.machine(),
         "this_control_plane": result_ours,
         "kafka_controller": result_kafka,
+        "ratios": ratios(result_ours, result_kafka, args.session_timeout_ms / 1000),
     }
     RESULTS.mkdir(exist_ok=True)
     name = "real_cluster_failover_led_by_first" if args.led_by_first else "real_cluster_failover"
