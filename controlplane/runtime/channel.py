@@ -10,6 +10,13 @@ work (sweeps, beat jobs, AlterReplicaState application) stays on Celery.
 
 Delivery is at most once, as Celery's early ack was: events taken by a controller that dies
 before answering are lost, and their senders retry with the same request id, which applies once.
+A sender does not wait out its whole attempt for an answer a dead controller took with it: each
+controller that starts serving the channel writes a token of its own (`controller:serving`),
+and a sender still waiting after `TAKEOVER_CHECK_S` looks at it; when another controller serves
+the channel than when it sent, it gives the new one a moment to answer (the event may still have
+been waiting in the list) and then gives up the attempt, so that its retry reaches the new
+controller at once instead of after `ATTEMPT_TIMEOUT_MS`, as a Kafka broker resends to a new
+controller once its connection to the old one broke.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ logger = logging.getLogger("controlplane.controller")
 REQUESTS = "controller:requests"
 REPLY = "controller:reply:"
 REPLY_TTL_S = 60  # an answer nobody waits for any more (its sender gave up) expires
+SERVING = "controller:serving"  # the token of the controller serving the channel now
+TAKEOVER_CHECK_S = 0.25  # how long a sender waits for its answer before it looks at the token
 MAX_BATCH = 500
 IDLE_WAIT_S = 1
 
@@ -71,14 +80,18 @@ class ControllerChannel:
         )
         self.requests_key = key_prefix + REQUESTS
         self.reply_prefix = key_prefix + REPLY
+        self.serving_key = key_prefix + SERVING
 
     def request(self, event: ControllerEvent, timeout_ms: int) -> ControllerAnswer | None:
         reply_key = self.reply_prefix + uuid.uuid4().hex
         # `queued_ms`: the controller measures how long events wait for it (its ingress lag).
         queued = {**event.queued(int(time.time() * 1000)).to_wire(), "reply_to": reply_key}
         try:
-            self.redis.rpush(self.requests_key, _encode(queued))
-            answered = self.redis.blpop([reply_key], timeout=max(timeout_ms, 1) / 1000)
+            sending = self.redis.pipeline(transaction=False)
+            sending.get(self.serving_key)
+            sending.rpush(self.requests_key, _encode(queued))
+            serving, _ = sending.execute()
+            answered = self._answer(reply_key, serving, time.monotonic() + timeout_ms / 1000)
         except redis.RedisError as error:
             if never_sent(error):
                 raise  # Redis refused the connection: no controller can have taken the event
@@ -92,6 +105,23 @@ class ControllerChannel:
         if answered is None:
             return None
         return ControllerAnswer.from_wire(json.loads(answered[1]))
+
+    def _answer(self, reply_key: str, serving: bytes | None, deadline: float) -> Any:
+        """The reply, or None at `deadline`, or soon after another controller than `serving`
+        started serving the channel (the one that took the event may have died with it)."""
+        while (left := deadline - time.monotonic()) > 0:
+            answered = self.redis.blpop([reply_key], timeout=_wait_s(left))
+            if answered is not None:
+                return answered
+            if self.redis.get(self.serving_key) != serving:
+                left = deadline - time.monotonic()
+                return self.redis.blpop([reply_key], timeout=_wait_s(left)) if left > 0 else None
+        return None
+
+
+def _wait_s(left_s: float) -> float:
+    """One BLPOP's timeout: at most `TAKEOVER_CHECK_S`, never 0 (which would block forever)."""
+    return max(min(left_s, TAKEOVER_CHECK_S), 0.001)
 
 
 def never_sent(error: redis.RedisError) -> bool:
@@ -126,10 +156,12 @@ class ChannelConsumer:
         self.redis = redis.Redis.from_url(url, socket_timeout=IDLE_WAIT_S + 30)
         self.requests_key = key_prefix + REQUESTS
         self.reply_prefix = key_prefix + REPLY
+        self.serving_key = key_prefix + SERVING
         self.handle_batch = handle_batch
         self.on_failure = on_failure
         self.max_batch = max_batch
         self.stopped = threading.Event()
+        self.announced = False
 
     def run(self) -> None:
         while not self.stopped.is_set():
@@ -139,8 +171,16 @@ class ChannelConsumer:
                 logger.warning("controller request channel: Redis unavailable", exc_info=True)
                 self.stopped.wait(0.5)
 
+    def announce(self) -> None:
+        """This controller serves the channel from now on: senders waiting for an answer from
+        another one give up their attempt and retry (see the module's docstring)."""
+        self.redis.set(self.serving_key, uuid.uuid4().hex)
+        self.announced = True
+
     def serve_once(self, wait_s: float = IDLE_WAIT_S) -> int:
         """Handle one batch of waiting events; returns how many (0 when none came)."""
+        if not self.announced:
+            self.announce()
         first = self.redis.blpop([self.requests_key], timeout=wait_s)
         if first is None:
             return 0

@@ -175,3 +175,48 @@ def test_a_commit_that_fails_at_its_commit_answers_request_timed_out_and_reloads
     retried = runtime.handle(event)
     assert retried.error_code == 0
     assert MetadataRecord.objects.filter(record_type="RegisterBrokerRecord").count() == 1
+
+
+def test_a_sender_retries_at_once_when_another_controller_serves_the_channel(
+    key_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A controller takes the event and dies with it (nothing committed, nothing answered);
+    another starts serving the channel. One attempt alone would wait past the request's
+    deadline (REQUEST_TIMED_OUT); the sender sees the new controller, gives the attempt up and
+    its retry is answered by the new one: the write is applied, once."""
+    channel = ControllerChannel(URL, longest_wait_s=60, key_prefix=key_prefix)
+    monkeypatch.setattr(services, "executor", lambda: DistributedExecutor(channel))
+    monkeypatch.setattr(services, "ATTEMPT_TIMEOUT_MS", 60_000)
+    runtime = get_runtime()
+    runtime.ensure_active()
+    taken: list[ControllerEvent] = []
+
+    def dies_with_the_batch(
+        events: Sequence[ControllerEvent], on_logged: object = None
+    ) -> list[ControllerAnswer]:
+        taken.extend(events)
+        raise RuntimeError("killed as it took the batch")
+
+    stop = threading.Event()
+
+    def serve() -> None:
+        dying = ChannelConsumer(URL, dies_with_the_batch, key_prefix=key_prefix)
+        while not stop.is_set() and not dying.serve_once(wait_s=0.2):
+            pass
+        successor = ChannelConsumer(URL, runtime.handle_batch, key_prefix=key_prefix)
+        try:
+            while not stop.is_set():
+                successor.serve_once(wait_s=0.2)
+        finally:
+            connection.close()  # this thread's own: the test database is dropped after
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        answer = call(broker_id=4, timeout_ms=10_000)
+    finally:
+        stop.set()
+        thread.join(timeout=10)
+    assert [event.api for event in taken] == ["BrokerRegistration"]
+    assert answer["error_code"] == 0 and answer["broker_epoch"] >= 0
+    assert MetadataRecord.objects.filter(record_type="RegisterBrokerRecord").count() == 1
