@@ -17,7 +17,7 @@ KAFKA_NEWEST ?= 4.4.0
 KAFKA_MATRIX ?= 4.0.2 4.1.1 4.2.2 4.3.1 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test-python install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers clean
+.PHONY: run install install-test-python install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers bench-failover-writes clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -90,7 +90,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers
+bench: bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers bench-failover-writes
 
 ## bench-heartbeats: heartbeats on the internal listener and whoami on the public one, on the real stack
 bench-heartbeats: install-test services
@@ -176,6 +176,10 @@ bench-raft-fetch: install-test services
 ## bench-admin: admin writes direct vs forwarded in an Envelope (KIP-590): latency, writes/s
 bench-admin: install-test services
 	$(PY) -m bench.admin_forwarding $(BENCH_ARGS)
+
+## bench-failover-writes: admin writes back to back while the active controller is killed: the slowest write
+bench-failover-writes: install-test services
+	$(PY) -m bench.failover_writes $(BENCH_ARGS)
 
 ## bench-audit: the audit pipeline: export rate of 1M records + 200k audit events, report times
 bench-audit: install-test services
