@@ -408,6 +408,10 @@ class FakeRedis:
         self.waiting = waiting
         self.replies: dict[str, list[str]] = {}
         self.expiring: set[str] = set()
+        self.values: dict[str, str] = {}
+
+    def set(self, key: str, value: str) -> None:
+        self.values[key] = value
 
     def blpop(self, keys: list[str], timeout: float) -> tuple[bytes, bytes] | None:
         return (keys[0].encode(), self.waiting.pop(0)) if self.waiting else None
@@ -456,3 +460,7 @@ def test_the_consumer_serves_what_it_can_decode_and_answers_each_sender() -> Non
     )
     assert set(fake.replies) == fake.expiring == {"t:controller:reply:1"}
     assert consumer.serve_once(wait_s=0) == 0  # nothing waits any more
+    # It said once that it serves the channel (a token of its own): senders waiting on another
+    # controller retry to it.
+    (token,) = fake.values.values()
+    assert list(fake.values) == ["t:controller:serving"] and len(token) == 32
