@@ -95,6 +95,7 @@ from bench.kafka_controllers import (
     quorum_leader,
 )
 from bench.replica_state import bearer_client
+from bench.side_by_side import median_phase, ratios
 from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
 from devtools.stack import BENCH_SETTINGS, running_stack
 from stock_kafka import jars as kafka
@@ -297,26 +298,6 @@ def preferred_leaders(brokers: Sequence[KafkaBroker]) -> bool:
     """Every partition led by its first replica, as the first broker knows it (the
     controllers' automatic preferred-leader elections, every 5 s here)."""
     return all(p["leader_id"] == p["replica_nodes"][0] for p in described(brokers[0].bootstrap))
-
-
-SAMPLED_FIGURES = ("live_leaders_s", "leaderships_logged_s", "exited_s")
-
-
-def median_phase(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """One failure measured `len(samples)` times: the first sample's fields (the broker, what it
-    led, its window for the producer's figures), each figure the median of the samples, and
-    every sample's figures beside them (one sample on this machine spreads more than the gap
-    between two controllers)."""
-    if len(samples) == 1:
-        return samples[0]
-    phase = dict(samples[0])
-    for figure in SAMPLED_FIGURES:
-        taken = [s[figure] for s in samples if s[figure] is not None]
-        phase[figure] = round(statistics.median(taken), 3) if taken else None
-    phase["samples"] = [
-        {key: s[key] for key in ("broker", "led", *SAMPLED_FIGURES)} for s in samples
-    ]
-    return phase
 
 
 def led_by_first(partitions: int) -> dict[int, list[int]]:
@@ -610,46 +591,6 @@ def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
             peak_rss_mib(c.pid) or 0.0 for c in controllers if c.running
         )
         return phases
-
-
-# Each figure both sides report, by where it is in a side's result.
-COMPARED = {
-    "kill_9_live_leaders": ("kill_9", "live_leaders_s"),
-    "kill_9_leaderships_logged": ("kill_9", "leaderships_logged_s"),
-    "controlled_shutdown_live_leaders": ("controlled_shutdown", "live_leaders_s"),
-    "controlled_shutdown_leaderships_logged": ("controlled_shutdown", "leaderships_logged_s"),
-    "controlled_shutdown_exited": ("controlled_shutdown", "exited_s"),
-    "controller_failover": ("controller_failover", "controller_failover_s"),
-    "reassign_answered": ("reassign_partitions", "acknowledged_ms"),
-    "reassign_completed": ("reassign_partitions", "reassignments_completed_ms"),
-    "reassign_every_partition_moved": ("reassign_partitions", "every_partition_moved_ms"),
-    "create_topics_answered": ("create_topics", "acknowledged_ms"),
-    "create_topics_every_partition_led": ("create_topics", "every_partition_led_ms"),
-    "create_topics_leaderships_logged": ("create_topics", "leaderships_logged_ms"),
-}
-# A kill -9 is learnt of by the session timeout on both sides: its ratio is also given without.
-AFTER_THE_SESSION = ("kill_9_live_leaders", "kill_9_leaderships_logged")
-
-
-def ratios(
-    ours: dict[str, Any] | None, kafkas: dict[str, Any] | None, session_s: float
-) -> dict[str, float]:
-    """This control plane's time over Kafka's controller's for each figure both sides measured
-    in the run (below 1: this side was faster); none with one side only."""
-    if not ours or not kafkas:
-        return {}
-    found: dict[str, float] = {}
-    for name, (phase, figure) in COMPARED.items():
-        mine = (ours.get(phase) or {}).get(figure)
-        theirs = (kafkas.get(phase) or {}).get(figure)
-        if mine is None or not theirs:
-            continue
-        found[name] = round(mine / theirs, 2)
-        if name in AFTER_THE_SESSION and theirs > session_s:
-            found[f"{name}_after_the_session"] = round(
-                max(0.0, mine - session_s) / (theirs - session_s), 2
-            )
-    return found
 
 
 def main() -> None:

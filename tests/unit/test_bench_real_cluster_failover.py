@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.real_cluster_failover import median_phase, ratios
+from bench.side_by_side import median_phase, ratios
 
 
 def _shutdown(broker: int, led: int, live: float, logged: float | None) -> dict[str, Any]:
