@@ -31,6 +31,7 @@ HEAD_FIELDS = (
     "log_start_offset",
     "lease_holder",
     "lease_expires_ms",
+    "projected_offset",
 )
 
 
@@ -38,7 +39,7 @@ def metadata_head() -> dict[str, Any]:
     """What a metadata fetch answers besides records: one read of the cluster row, plain SQL
     (every broker's long-poll reads it, and the ORM's query costs several times the CPU)."""
     row = cluster_fields(HEAD_FIELDS)
-    cluster_id, controller_id, epoch, last_offset, log_start, holder, expires = row
+    cluster_id, controller_id, epoch, last_offset, log_start, holder, expires, tables = row
     return {
         "cluster_id": cluster_id,
         "controller_id": controller_id if holder and expires >= now_ms() else None,
@@ -46,6 +47,9 @@ def metadata_head() -> dict[str, Any]:
         "last_offset": last_offset,
         # Kafka's FetchResponse log_start_offset: records before it are in a snapshot only.
         "log_start_offset": log_start,
+        # The offset the state tables reached: what a read of them shows (a commit is the
+        # log's transaction, then the tables'), the key of an answer cached from them.
+        "tables_offset": tables,
     }
 
 

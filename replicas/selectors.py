@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, TextField
@@ -22,6 +22,7 @@ from controlplane.controller.image import (
     TopicInfo,
 )
 from controlplane.models import AppliedRequest, Cluster, MetadataRecord
+from controlplane.tables_cache import AnswerCache, read_through
 from replicas.filtersets import TopicFilterSet
 from replicas.models import BrokerLoad, ClusterHealth, HealthSample, Partition, Topic
 
@@ -285,13 +286,58 @@ def replica_state_view(*, broker_id: int, topic_names: list[str]) -> MetadataDel
     return MetadataDelta(image)
 
 
+class ReassignmentListing(list[dict[str, Any]]):
+    """The reassignments a ListPartitionReassignments asked for, by topic. `read_at`: the
+    tables' offset whose state it is (None: a commit moved the tables during the read), and
+    with `asked` the key of anything derived from it (an encoded answer)."""
+
+    read_at: int | None = None
+    asked: Hashable = None
+
+
+def _weigh_listing(listing: ReassignmentListing) -> int:
+    return 1 + sum(len(topic["partitions"]) for topic in listing)
+
+
+# Listings per the tables' offset and the partitions asked: tools poll them (Kafka's
+# AdminClient names every moving partition, ten times a second) while the tables move only as
+# the brokers report. At most this many moving partitions are kept in all (a larger listing is
+# read on each ask).
+LISTINGS_KEPT_PARTITIONS = 100_000
+REASSIGNMENT_LISTINGS: AnswerCache[ReassignmentListing] = AnswerCache(
+    8, max_weight=LISTINGS_KEPT_PARTITIONS, weigh=_weigh_listing
+)
+
+
 def partition_reassignments(
     *, topics: Mapping[str, Collection[int] | None] | None = None
-) -> list[dict[str, Any]]:
+) -> ReassignmentListing:
     """The reassignments in progress (KIP-455), by topic name then partition, as Kafka's
     ListPartitionReassignments answers them: all of them (`topics` None), or those of the
     named topics' partitions (None: all of the topic's; an empty list: none of it, as Kafka).
-    One query over the index of the moving partitions, however large the cluster."""
+    One query over the index of the moving partitions, however large the cluster; the same
+    question at the same offset of the tables is answered from `REASSIGNMENT_LISTINGS` (the
+    answer is shared: never changed by its reader)."""
+    asked = None
+    if topics is not None:
+        asked = frozenset(
+            (name, None if wanted is None else frozenset(wanted)) for name, wanted in topics.items()
+        )
+    return read_through(
+        REASSIGNMENT_LISTINGS,
+        asked,
+        lambda: _reassignments_read(topics, asked),
+        stamp=_stamp_listing,
+    )
+
+
+def _stamp_listing(listing: ReassignmentListing, read_at: int) -> None:
+    listing.read_at = read_at
+
+
+def _reassignments_read(
+    topics: Mapping[str, Collection[int] | None] | None, asked: Hashable
+) -> ReassignmentListing:
     rows = Partition.objects.filter(reassigning=True)
     if topics is not None:
         named = [name for name, wanted in topics.items() if wanted is None or wanted]
@@ -321,4 +367,8 @@ def partition_reassignments(
                 "removing_replicas": lists[3 * at + 2],
             }
         )
-    return [{"name": name, "partitions": partitions} for name, partitions in answer.items()]
+    listing = ReassignmentListing(
+        {"name": name, "partitions": partitions} for name, partitions in answer.items()
+    )
+    listing.asked = asked
+    return listing

@@ -56,7 +56,8 @@ def _single_writer() -> None:
 
 
 def controller_state_reset() -> None:
-    """No controller, no sessions and no cached ACLs, principals or quotas in this process."""
+    """No controller, no sessions and no cached ACLs, principals, quotas or answers in this
+    process."""
     from audit.services import DENIALS
     from configs.mutation_quota import quota_cache
     from controlplane.authz import acl_cache
@@ -66,7 +67,10 @@ def controller_state_reset() -> None:
     from controlplane.runtime.ingress import local_listener_lags
     from controlplane.runtime.sessions import local_sessions
     from controlplane.throttling import MUTATION_QUOTAS, REQUEST_RATE
+    from replicas.selectors import REASSIGNMENT_LISTINGS
     from wire import features
+    from wire.apis.clients.metadata import metadata_cache
+    from wire.apis.clients.reassignments import ENCODED_LISTINGS
     from wire.apis.controller import voters
 
     reset_runtime()
@@ -82,6 +86,10 @@ def controller_state_reset() -> None:
     forwarded_cache.clear()
     FAILED_LOGINS.clear()
     DENIALS.clear()
+    # Answers cached per the tables' offset: each test's database starts its log afresh.
+    metadata_cache.clear()
+    REASSIGNMENT_LISTINGS.clear()
+    ENCODED_LISTINGS.clear()
 
 
 @pytest.fixture(autouse=True)

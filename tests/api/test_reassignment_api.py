@@ -152,6 +152,9 @@ def test_bad_bodies_are_invalid_requests(kafka: Kafka) -> None:
 
 
 def test_the_list_reads_one_query_however_many_partitions_move(kafka: Kafka) -> None:
+    """One query reads the listing, however many partitions move, between two reads of the
+    tables' offset; asked again at that offset, the one query is the offset's (the listing
+    kept for it); a commit moves the offset and the listing is read again."""
     kafka.create_topic("wide", [[1, 2, 3]] * 40)
     status, body = kafka.api.post(
         ALTER,
@@ -172,9 +175,21 @@ def test_the_list_reads_one_query_however_many_partitions_move(kafka: Kafka) -> 
 
     with CaptureQueriesContext(connection) as queries:
         listed = partition_reassignments()
-    assert len(queries.captured_queries) == 1
+    assert len(queries.captured_queries) == 3
     assert len(listed[0]["partitions"]) == 40
     assert Partition.objects.filter(reassigning=True).count() == 40
+    with CaptureQueriesContext(connection) as queries:
+        assert partition_reassignments() is listed
+    assert [q["sql"] for q in queries.captured_queries] == [
+        "SELECT projected_offset FROM cp_cluster WHERE id = 1"
+    ]
+    cancel = {
+        "topics": [{"name": "wide", "partitions": [{"partition_index": 0, "replicas": None}]}]
+    }
+    status, body = kafka.api.post(ALTER, cancel, token=kafka.tokens["admin"])
+    assert status == 200 and set(codes(body)) == {0}  # a commit: the tables' offset moved
+    moving = partition_reassignments()
+    assert [p["partition_index"] for p in moving[0]["partitions"]] == list(range(1, 40))
 
 
 def test_a_standby_loading_the_tables_finishes_a_move(kafka: Kafka) -> None:

@@ -13,6 +13,8 @@ import uuid
 from typing import Any
 
 import pytest
+from django.db import transaction
+from django.db.models import F
 from kafka.protocol.admin import DescribeClusterResponse as StockDescribeClusterResponse
 from kafka.protocol.metadata import MetadataResponse as StockMetadataResponse
 from kio.index import load_request_schema
@@ -21,8 +23,11 @@ from kio.serial import entity_reader, entity_writer
 
 from audit.models import AuditEvent
 from brokers.rpcs import CLUSTER_OPERATIONS
+from controlplane.models import Cluster
 from controlplane.principals import AuthenticatedPrincipal, principal_by_token
 from controlplane.rpc import Caller
+from controlplane.runtime.single_writer import commit_scope
+from replicas.models import Topic
 from wire.apis import load_all
 from wire.apis.base import WIRE_APIS, Advertised, WireRequest
 from wire.apis.clients import metadata as cluster
@@ -709,3 +714,27 @@ def test_metadata_for_1000_topics_of_10_partitions(
         f"\nMetadata v12 1,000 x 10: first {first_ms:.0f} ms, "
         f"cached {cached_ms:.1f} ms, {len(data)} bytes"
     )
+
+
+def test_an_all_topics_answer_read_while_the_tables_trail_the_log_is_not_kept(api, tokens, brokers):
+    """A commit is the log's transaction, then the tables'. A Metadata answer read between the
+    two shows the tables' state; it is cached under the tables' offset, so once they follow,
+    the next answer shows the committed topic instead of the earlier answer's bytes."""
+    status, answer = rest_create(api, tokens["admin"], {"name": "kept"}, {"name": "late"})
+    assert status == 200 and set(rest_codes(answer["topics"])) == {"NONE"}
+    cluster.metadata_cache.clear()
+
+    def names() -> set[str]:
+        data = call(3, 12, metadata_request(12, None), tokens["admin"])
+        return {t.name for t in StockMetadataResponse.decode(data, version=12).topics}
+
+    class TablesFollowed(Exception):
+        pass
+
+    with pytest.raises(TablesFollowed), transaction.atomic():
+        with commit_scope():  # the log holds "late"; the tables stand a commit behind, without it
+            Topic.objects.filter(name="late").delete()
+            Cluster.objects.filter(pk=1).update(projected_offset=F("projected_offset") - 1)
+        assert names() == {"kept"}
+        raise TablesFollowed  # the tables' transaction commits: "late" and its offset
+    assert names() == {"kept", "late"}

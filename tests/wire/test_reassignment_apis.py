@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 
 from controlplane.principals import principal_create
@@ -150,3 +151,46 @@ def test_both_listeners_advertise_them(wire_listener: RunningListener) -> None:
         assert authenticate(client, "ops", admin) == ErrorCode.none
         versions = served(client)
         assert versions[45] == (0, 1) and versions[46] == (0, 0)
+
+
+def test_a_poll_between_two_commits_is_the_same_bytes_authorized_and_audited_each_time(
+    tokens, topic
+):
+    """Tools poll the listing while the tables stand still: asked again at the same offset of
+    the tables, the answer is the encoding kept for it; each ask is still authorized and
+    audited on its own, and a commit answers the moved state."""
+    from audit.models import AuditEvent
+    from tests.wire.test_admin_apis import ADVERTISED, caller
+    from wire.apis.base import WIRE_APIS, WireRequest
+    from wire.convert import from_data
+
+    assert wire_call(45, 1, alter_body(topic, {0: [1, 2, 3], 1: [2, 3, 0]}, 1), tokens["admin"])
+    asked = {"timeout": 30_000, "topics": [{"name": topic, "partition_indexes": [0, 1]}]}
+
+    def ask(token: str) -> Any:
+        return WIRE_APIS[46].handler(
+            WireRequest(
+                api_key=46,
+                api_version=0,
+                correlation_id=3,
+                body=from_data(load_request_schema(46, 0), asked),
+                caller=caller(token),
+                advertised=ADVERTISED,
+                listener="SASL_PLAINTEXT",
+            )
+        )
+
+    audited = AuditEvent.objects.filter(api="ListPartitionReassignments").count()
+    first = ask(tokens["admin"])
+    assert ask(tokens["admin"]) is first
+    refused = wire_call(46, 0, asked, tokens["alice"])  # no DESCRIBE on the cluster
+    assert refused.error_code == ErrorCode.cluster_authorization_failed and refused.topics == ()
+    assert AuditEvent.objects.filter(api="ListPartitionReassignments").count() == audited + 3
+    listed = wire_call(46, 0, asked, tokens["admin"])
+    assert [p.partition_index for p in listed.topics[0].partitions] == [0, 1]
+
+    wire_call(45, 1, alter_body(topic, {0: None}, 1), tokens["admin"])  # a commit
+    moved = ask(tokens["admin"])
+    assert moved is not first
+    listed = wire_call(46, 0, asked, tokens["admin"])
+    assert [p.partition_index for p in listed.topics[0].partitions] == [1]

@@ -18,9 +18,9 @@ v12 (and DescribeCluster v1+): those versions are flexible, so a stock client sk
 does not know, and the canary clients (`canary.clients.wire`) read it.
 
 An all-topics Metadata answer (1,000 topics x 10 partitions is ~10k kio entities, tens of ms to
-encode in Python) is cached as encoded bytes per (metadata offset, version, flags, advertised
-address, the principal's authorization outcome): every change of topics, partitions, brokers or
-ACLs moves the offset, and the outcome (which topics the principal may see, with its
+encode in Python) is cached as encoded bytes per (the state tables' offset, version, flags,
+advertised address, the principal's authorization outcome): every change of topics, partitions,
+brokers or ACLs moves the offset, and the outcome (which topics the principal may see, with its
 operations) is computed on each request, so a cached answer never shows more than now allowed.
 """
 
@@ -29,7 +29,6 @@ operations) is computed on each request, so a cached answer never shows more tha
 import collections
 import dataclasses
 import datetime
-import threading
 import uuid
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -41,6 +40,7 @@ from canary.clients.wire import PodMetadataBroker, PodMetadataResponse
 from controlplane.authz import Visibility
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
 from controlplane.selectors import metadata_head
+from controlplane.tables_cache import AnswerCache
 from replicas import selectors as replica_selectors
 from wire.apis.base import WireRequest, wire_api
 from wire.apis.clients.nodes import (
@@ -109,40 +109,7 @@ class _Classes:
         )
 
 
-class _AnswerCache:
-    """Encoded all-topics answers, least recently used out."""
-
-    def __init__(self, entries: int) -> None:
-        self._entries = entries
-        self._answers: collections.OrderedDict[Hashable, bytes] = collections.OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Hashable) -> bytes | None:
-        with self._lock:
-            answer = self._answers.get(key)
-            if answer is None:
-                self.misses += 1
-                return None
-            self._answers.move_to_end(key)
-            self.hits += 1
-            return answer
-
-    def put(self, key: Hashable, answer: bytes) -> None:
-        with self._lock:
-            self._answers[key] = answer
-            self._answers.move_to_end(key)
-            while len(self._answers) > self._entries:
-                self._answers.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._answers.clear()
-            self.hits = self.misses = 0
-
-
-metadata_cache = _AnswerCache(CACHE_ENTRIES)
+metadata_cache: AnswerCache[bytes] = AnswerCache(CACHE_ENTRIES)
 
 
 def _topics(names: Iterable[str] | None = None) -> list[_Topic]:
@@ -279,7 +246,7 @@ def _all_topics(
     cluster_ops: int,
 ) -> bytes:
     """Every topic the principal may DESCRIBE (the others are left out, as Kafka does), encoded
-    and cached per metadata offset and authorization outcome."""
+    and cached per offset of the state tables and authorization outcome."""
     caller = request.caller
     topics: list[_Topic] | None = None
     operations: dict[str, int] = {}  # a non-super principal's, by topic, when asked
@@ -295,7 +262,7 @@ def _all_topics(
             }
         outcome = (tuple(t.name for t in topics), tuple(operations.items()))
     key = (
-        head["last_offset"],
+        head["tables_offset"],
         classes.version,
         topic_ops,
         cluster_ops,
@@ -323,9 +290,10 @@ def _all_topics(
         for t in topics
     )
     answer = encode(_response(classes, request, head, nodes, entities, cluster_ops))
-    # Cache only what one metadata offset alone gave: a commit between the reads may have
-    # mixed two offsets' rows (answered once, never cached).
-    if metadata_head()["last_offset"] == head["last_offset"]:
+    # Cache only what one offset of the tables alone gave: a commit between the reads may have
+    # mixed two offsets' rows (answered once, never cached). The key is the tables' offset, not
+    # the log's: between a commit's two transactions the log is ahead of what was read.
+    if metadata_head()["tables_offset"] == head["tables_offset"]:
         metadata_cache.put(key, answer)
     return answer
 

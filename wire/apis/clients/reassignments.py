@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane.tables_cache import AnswerCache
 from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import respond, run_rpc
 from wire.convert import to_data
+from wire.protocol import encode_body
 
 Data = dict[str, Any]
 
@@ -70,18 +72,31 @@ def alter_partition_reassignments(request: WireRequest) -> Any:
     )
 
 
+# Encoded answers of the listings read at one offset of the tables (`replicas.selectors.
+# ReassignmentListing`), by that offset, the partitions asked and the version: a tool polling
+# 3,000 moving partitions has them encoded once per change of the tables, not once per poll.
+ENCODED_LISTINGS: AnswerCache[bytes] = AnswerCache(8, max_weight=16 << 20, weigh=len)
+
+
 @wire_api("ListPartitionReassignments", 46, (0, 0), roles=BOTH_ROLES)
 def list_partition_reassignments(request: WireRequest) -> Any:
     body = _body(to_data(request.body))
     answer = run_rpc("ListPartitionReassignments", body, request)
-    if answer.ok:
-        return respond(
+    if not answer.ok:
+        return respond(request, {"throttle_time": 0, **answer.error_fields(), "topics": []})
+    topics = answer.data["topics"]
+    throttle = int(answer.data.get("throttle_time_ms", 0))
+    read_at = getattr(topics, "read_at", None)
+    key = (read_at, getattr(topics, "asked", None), request.api_version, throttle)
+    kept = None if read_at is None else ENCODED_LISTINGS.get(key)
+    if kept is not None:
+        return kept
+    encoded = encode_body(
+        respond(
             request,
-            {
-                "throttle_time": int(answer.data.get("throttle_time_ms", 0)),
-                "error_code": 0,
-                "error_message": None,
-                "topics": answer.data["topics"],
-            },
+            {"throttle_time": throttle, "error_code": 0, "error_message": None, "topics": topics},
         )
-    return respond(request, {"throttle_time": 0, **answer.error_fields(), "topics": []})
+    )
+    if read_at is not None:
+        ENCODED_LISTINGS.put(key, encoded)
+    return encoded

@@ -180,10 +180,10 @@ def _retried_by_the_sender(response: Any) -> int | None:
 
 
 def _encoded(header: RequestHeader, response: Any) -> bytes:
-    """The inner response as Kafka's envelope carries it: its header and body, unframed."""
-    frame = encode_response(
-        header.api_key, header.api_version, header.correlation_id, encode_body(response)
-    )
+    """The inner response as Kafka's envelope carries it: its header and body, unframed (a
+    handler may answer its body already encoded)."""
+    body = response if isinstance(response, bytes) else encode_body(response)
+    frame = encode_response(header.api_key, header.api_version, header.correlation_id, body)
     return frame[SIZE.size :]
 
 
