@@ -27,6 +27,9 @@ from kio.serial._introspect import (
 
 Data = dict[str, Any]
 ZERO_UUID = uuid.UUID(int=0)
+# Kafka's error codes by number: a code Kafka does not define (a house code) is answered
+# UNKNOWN_SERVER_ERROR, as a stock client can read only Kafka's.
+KAFKA_ERROR_CODES = {int(code.value): code for code in ErrorCode}
 
 
 def to_data(entity: Any) -> Any:
@@ -158,7 +161,7 @@ def _scalar(spec: _Field, value: Any) -> Any:
         case "uuid":
             return uuid.UUID(str(value)) if value else (None if spec.optional else ZERO_UUID)
         case "error_code":
-            return ErrorCode(int(value))
+            return KAFKA_ERROR_CODES.get(int(value), ErrorCode.unknown_server_error)
         case "string":
             return str(value)
         case "bool":

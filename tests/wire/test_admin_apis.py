@@ -924,17 +924,42 @@ def test_an_inner_not_controller_is_the_envelopes_own_error() -> None:
     assert retried(answered(ErrorCode.none, *[ErrorCode.not_controller] * 10_000)) is None
 
 
-def test_kafka_codes_turn_house_codes_into_unknown_server_error() -> None:
-    """A house error code Kafka does not define is UNKNOWN_SERVER_ERROR (-1), however deep; an
-    answer with none is passed on as it is, not copied."""
-    from wire.apis.common import kafka_codes
+def test_house_error_codes_are_answered_unknown_server_error_however_deep() -> None:
+    """A house error code Kafka does not define is UNKNOWN_SERVER_ERROR (-1) in the response
+    entity, however deep; Kafka's own codes stay as they are."""
+    from wire.apis.common import kafka_code, respond
 
     house = max(int(code) for code in ErrorCode) + 1000
-    answer = {"error_code": 0, "topics": [{"error_code": 36, "configs": [{"error_code": house}]}]}
-    assert kafka_codes(answer) == {
+    answer = {
         "error_code": 0,
-        "topics": [{"error_code": 36, "configs": [{"error_code": -1}]}],
+        "error_message": None,
+        "topics": [
+            {"name": "t", "partitions": [{"partition_index": 0, "replicas": [1]}]},
+        ],
     }
-    assert answer["topics"][0]["configs"][0]["error_code"] == house  # the caller's, unchanged
-    clean = {"topics": [{"error_code": 0, "name": "t"}], "error_code": None}
-    assert kafka_codes(clean) is clean
+    request = WireRequest(46, 0, 1, None, caller=None, advertised=ADVERTISED, listener="PLAINTEXT")  # type: ignore[arg-type]
+    assert respond(request, {**answer, "error_code": house}).error_code is (
+        ErrorCode.unknown_server_error
+    )
+    assert respond(request, {**answer, "error_code": 36}).error_code is ErrorCode(36)
+    altered = WireRequest(45, 0, 1, None, caller=None, advertised=ADVERTISED, listener="PLAINTEXT")  # type: ignore[arg-type]
+    deep = respond(
+        altered,
+        {
+            "error_code": 0,
+            "responses": [
+                {
+                    "name": "t",
+                    "partitions": [
+                        {"partition_index": 0, "error_code": house},
+                        {"partition_index": 1, "error_code": 36},
+                    ],
+                }
+            ],
+        },
+    )
+    assert [p.error_code for p in deep.responses[0].partitions] == [
+        ErrorCode.unknown_server_error,
+        ErrorCode(36),
+    ]
+    assert [kafka_code(code) for code in (house, 36, 0, None)] == [-1, 36, 0, -1]

@@ -19,33 +19,10 @@ from wire.convert import Data, from_data
 KNOWN_CODES = frozenset(int(code.value) for code in ErrorCode)
 
 
-def kafka_codes(value: Any) -> Any:
-    """`value` with every `error_code` one Kafka defines (a house code: UNKNOWN_SERVER_ERROR);
-    `value` itself when it has no house code (most answers: nothing copied)."""
-    return _recoded(value) if _has_house_code(value) else value
-
-
-def _is_house_code(key: str, code: Any) -> bool:
-    return key == "error_code" and code is not None and int(code) not in KNOWN_CODES
-
-
-def _has_house_code(value: Any) -> bool:
-    if isinstance(value, dict):
-        return any(
-            _is_house_code(k, v) or (isinstance(v, (dict, list)) and _has_house_code(v))
-            for k, v in value.items()
-        )
-    if isinstance(value, list):
-        return any(_has_house_code(item) for item in value if isinstance(item, (dict, list)))
-    return False
-
-
-def _recoded(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: -1 if _is_house_code(k, v) else _recoded(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_recoded(item) for item in value]
-    return value
+def kafka_code(code: Any) -> int:
+    """`code` when Kafka defines it; a house code (or none) is UNKNOWN_SERVER_ERROR (-1).
+    Inside a response entity `wire.convert.from_data` answers the same for every error code."""
+    return int(code) if isinstance(code, int) and int(code) in KNOWN_CODES else -1
 
 
 def throttle_ms(answer: RpcAnswer) -> int:
@@ -95,7 +72,7 @@ def respond(request: WireRequest, data: Mapping[str, Any]) -> Any:
     if "throttle_time_ms" in data:
         data["throttle_time"] = data.pop("throttle_time_ms")
     data.setdefault("throttle_time", 0)
-    return from_data(load_response_schema(request.api_key, request.api_version), kafka_codes(data))
+    return from_data(load_response_schema(request.api_key, request.api_version), data)
 
 
 def code_of(codes: Mapping[str, int], name: Any, unknown: int = 0) -> int:

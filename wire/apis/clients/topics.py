@@ -15,7 +15,7 @@ from typing import Any
 
 from controlplane.rpc import REGISTRY, RpcAnswer, execute
 from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
-from wire.apis.common import CONFIG_SOURCES, kafka_codes, respond, throttle_ms
+from wire.apis.common import CONFIG_SOURCES, kafka_code, respond, throttle_ms
 from wire.convert import to_data
 
 Data = dict[str, Any]
@@ -33,10 +33,9 @@ def whole_request_error(answer: RpcAnswer, items: str) -> Data | None:
     """The error of a request refused as a whole (no `items` in its answer), as item fields."""
     if answer.status == 200 or items in answer.data:
         return None
-    data = kafka_codes(answer.data)
     return {
-        "error_code": int(data.get("error_code", -1)),
-        "error_message": data.get("error_message"),
+        "error_code": kafka_code(answer.data.get("error_code")),
+        "error_message": answer.data.get("error_message"),
     }
 
 
