@@ -9,7 +9,12 @@ blocks (so whatever else runs on the machine hits both alike):
    request for all topics, decoded by kafka-python) against the REST equivalent, every page of
    `GET /api/v1/partitions?page_size=1000` (10 pages, decoded by httpx);
 2. CreateTopics of one topic (1 partition, RF 3): `KafkaAdminClient.create_topics()` against
-   `POST /api/v1/create-topics`.
+   `POST /api/v1/create-topics`;
+3. ListPartitionReassignments naming `--moving` partitions, all moving (a topic of that many
+   partitions on brokers 0 and 1, each moving its second replica to broker 2, which never
+   catches up here): `KafkaAdminClient.list_partition_reassignments()` as a tool polls it, the
+   tables standing still (the answer kept for their offset), against the same after a commit
+   (an ACL created, untimed: the listing read and encoded again), and the REST equivalent.
 
 p50 and p99 of each, and the ratio wire/REST (goal: <= 1, the wire no slower than REST).
 
@@ -173,12 +178,17 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
         creates = alternate(
             {"wire": wire_create, "rest": rest_create}, args.create_rounds, args.create_block
         )
+        listings = list_reassignments(http, admin, args)
         admin.close()
     finally:
         brokers.stop()
         http.close()
     result: dict[str, Any] = {"topics": args.topics, "partitions_per_topic": args.partitions}
-    for name, samples in (("metadata", metadata), ("create_topics", creates)):
+    for name, samples in (
+        ("metadata", metadata),
+        ("create_topics", creates),
+        ("list_partition_reassignments", listings),
+    ):
         wire, rest_samples = summary(samples["wire"]), summary(samples["rest"])
         result[name] = {
             "wire": wire,
@@ -187,7 +197,70 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
             "p99_ratio_wire_over_rest": round(wire["p99_ms"] / rest_samples["p99_ms"], 3),
             "goal_wire_no_slower": wire["p50_ms"] <= rest_samples["p50_ms"],
         }
+        if "wire_after_commit" in samples:
+            result[name]["wire_after_commit"] = summary(samples["wire_after_commit"])
+    result["list_partition_reassignments"]["moving"] = args.moving
     return result
+
+
+def list_reassignments(
+    http: httpx.Client, admin: Any, args: argparse.Namespace
+) -> dict[str, list[float]]:
+    moving = args.moving
+    assignments = [{"partition_index": i, "broker_ids": [0, 1]} for i in range(moving)]
+    topic = {"name": "moving", "num_partitions": -1, "replication_factor": -1}
+    answer = http.post(
+        "/api/v1/create-topics", json={"topics": [{**topic, "assignments": assignments}]}
+    ).json()
+    assert answer["topics"][0]["error_code"] == 0, answer
+    moves = [{"partition_index": i, "replicas": [0, 2]} for i in range(moving)]
+    body = {"topics": [{"name": "moving", "partitions": moves}]}
+    answer = http.post("/api/v1/alter-partition-reassignments", json=body).json()
+    assert {p["error_code"] for t in answer["responses"] for p in t["partitions"]} == {0}, answer
+    asked = {"moving": list(range(moving))}
+    log(f"ListPartitionReassignments: {moving} moving partitions")
+
+    def wire(_: int) -> None:
+        assert len(admin.list_partition_reassignments(asked)) == moving
+
+    def wire_after_commit(i: int) -> None:
+        commit(http, i)
+        started = time.perf_counter()
+        wire(i)
+        # timed from the commit's answer: `alternate`'s own samples of this way, which include
+        # the commit, are replaced by these below
+        after_commit.append(time.perf_counter() - started)
+
+    def rest(_: int) -> None:
+        body = {"topics": [{"name": "moving", "partition_indexes": asked["moving"]}]}
+        listed = http.post("/api/v1/list-partition-reassignments", json=body).json()
+        assert len(listed["topics"][0]["partitions"]) == moving, listed
+
+    after_commit: list[float] = []
+    wire(0)
+    rest(0)
+    samples = alternate(
+        {"wire": wire, "wire_after_commit": wire_after_commit, "rest": rest},
+        args.rounds,
+        args.block,
+    )
+    samples["wire_after_commit"] = after_commit
+    return samples
+
+
+def commit(http: httpx.Client, i: int) -> None:
+    """One small commit: an ACL of its own (the tables' offset moves)."""
+    acl = {
+        "resource_type": "TOPIC",
+        "resource_name": f"moving-{i}",
+        "pattern_type": "LITERAL",
+        "principal": "User:bench",
+        "host": "*",
+        "operation": "READ",
+        "permission_type": "ALLOW",
+    }
+    answer = http.post("/api/v1/create-acls", json={"creations": [acl]}).json()
+    assert answer["results"][0]["error_code"] == 0, answer
 
 
 def main() -> None:
@@ -198,6 +271,9 @@ def main() -> None:
     )
     parser.add_argument("--topics", type=int, default=1000)
     parser.add_argument("--partitions", type=int, default=10)
+    parser.add_argument(
+        "--moving", type=int, default=3000, help="ListPartitionReassignments: moving partitions"
+    )
     parser.add_argument("--rounds", type=int, default=5, help="Metadata: alternating rounds")
     parser.add_argument("--block", type=int, default=10, help="Metadata: requests per round")
     parser.add_argument("--create-rounds", type=int, default=5)

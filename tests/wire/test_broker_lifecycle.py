@@ -230,6 +230,20 @@ def test_alter_partition_by_topic_id(
         )
     )
     assert again.topics[0].partitions[0].error_code == ErrorCode.ineligible_replica
+    # What the REST route's serializer refuses (a negative partition index) is refused here too,
+    # by its fast path, as INVALID_REQUEST; nothing is applied.
+    valid = alter(topic_id, partition.leader_epoch, partition.partition_epoch, shrunk)
+    negative = dataclasses.replace(valid.partitions[0], partition_index=-1)
+    refused = broker_client.request(
+        alter_v3.AlterPartitionRequest(
+            broker_id=leader,
+            broker_epoch=epochs[leader],
+            topics=(dataclasses.replace(valid, partitions=(negative,)),),
+        )
+    )
+    assert refused.error_code == ErrorCode.invalid_request
+    partition.refresh_from_db()
+    assert sorted(partition.isr) == sorted([leader, follower])
 
 
 def test_brokers_create_kafkas_internal_topics_on_the_controller_listener(

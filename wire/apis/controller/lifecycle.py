@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from kio.index import load_response_schema
+from rest_framework.exceptions import ValidationError
 
 from brokers import services
 from brokers.api.serializers import BrokerHeartbeatSerializer, BrokerRegistrationSerializer
 from brokers.selectors import registered_epochs
+from controlplane.api.fields import StrictSerializer
 from controlplane.controller.errors import ApiError, Errors
 from controlplane.runtime.conversation import RequestContext
 from replicas import services as replica_services
@@ -36,13 +38,16 @@ def context_of(request: WireRequest) -> RequestContext:
     )
 
 
-def validated(serializer: Any, body: dict[str, Any]) -> dict[str, Any]:
-    """The REST serializer's checks on the translated body: INVALID_REQUEST naming the field."""
-    checked = serializer(data=body)
-    if not checked.is_valid():
-        field, problems = next(iter(checked.errors.items()))
-        raise ApiError(Errors.INVALID_REQUEST, f"{field}: {problems}")
-    return dict(checked.validated_data)
+def validated(serializer: type[StrictSerializer], body: dict[str, Any]) -> dict[str, Any]:
+    """The REST serializer's checks on the translated body (its fast path, as the REST route
+    takes: a leader's AlterPartition names hundreds of partitions): INVALID_REQUEST naming the
+    field."""
+    try:
+        return serializer.validated(body)
+    except ValidationError as error:
+        detail = error.detail
+        field, problems = next(iter(detail.items())) if isinstance(detail, dict) else ("", detail)
+        raise ApiError(Errors.INVALID_REQUEST, f"{field}: {problems}") from None
 
 
 def _cordoned(values: Any) -> dict[str, list[str]]:
