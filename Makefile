@@ -136,7 +136,7 @@ bench-canary: install-test services
 bench-health-fence: install
 	$(PY) -m bench.health_fence $(BENCH_ARGS)
 
-## bench-wire: the Kafka protocol listener vs REST through kafka-python: Metadata of 1,000 x 10, CreateTopics
+## bench-wire: the Kafka protocol listener vs REST through kafka-python: Metadata of 1,000 x 10, CreateTopics, ListPartitionReassignments of 3,000
 bench-wire: install-test services
 	$(PY) -m bench.wire_protocol $(BENCH_ARGS)
 
