@@ -5,6 +5,7 @@ ACLs and tokens are read through `security.selectors`, configs and quotas throug
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -31,15 +32,25 @@ HEAD_FIELDS = (
     "log_start_offset",
     "lease_holder",
     "lease_expires_ms",
-    "projected_offset",
 )
 
 
 def metadata_head() -> dict[str, Any]:
     """What a metadata fetch answers besides records: one read of the cluster row, plain SQL
     (every broker's long-poll reads it, and the ORM's query costs several times the CPU)."""
-    row = cluster_fields(HEAD_FIELDS)
-    cluster_id, controller_id, epoch, last_offset, log_start, holder, expires, tables = row
+    return _head(cluster_fields(HEAD_FIELDS))
+
+
+def metadata_head_with_tables_offset() -> dict[str, Any]:
+    """The head, and in the same read `tables_offset`: the offset the state tables reached,
+    what a read of them shows (a commit is the log's transaction, then the tables'), so the
+    key of an answer cached from them."""
+    *row, tables = cluster_fields((*HEAD_FIELDS, "projected_offset"))
+    return {**_head(row), "tables_offset": tables}
+
+
+def _head(row: Sequence[Any]) -> dict[str, Any]:
+    cluster_id, controller_id, epoch, last_offset, log_start, holder, expires = row
     return {
         "cluster_id": cluster_id,
         "controller_id": controller_id if holder and expires >= now_ms() else None,
@@ -47,9 +58,6 @@ def metadata_head() -> dict[str, Any]:
         "last_offset": last_offset,
         # Kafka's FetchResponse log_start_offset: records before it are in a snapshot only.
         "log_start_offset": log_start,
-        # The offset the state tables reached: what a read of them shows (a commit is the
-        # log's transaction, then the tables'), the key of an answer cached from them.
-        "tables_offset": tables,
     }
 
 

@@ -72,6 +72,16 @@ def test_every_wire_form_carries_the_same_answer(api, tokens, log_of_brokers, me
     assert plain["Content-Type"] == fc.JSON and not plain.has_header("Content-Encoding")
     reference = plain.json()
     assert len(reference["records"]) == reference["last_offset"] + 1 > 4
+    # The documented fields, no other (the internal API reference).
+    assert set(reference) == {
+        "cluster_id",
+        "controller_id",
+        "controller_epoch",
+        "last_offset",
+        "log_start_offset",
+        "error_code",
+        "records",
+    }
 
     response = fetch(
         api, tokens["broker"], "after_offset=-1", ACCEPT=media_type, ACCEPT_ENCODING=encoding

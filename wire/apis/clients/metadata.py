@@ -11,7 +11,8 @@ is alive one synthetic node (the controller's id) is advertised, so clients can 
 The reads are the REST API's: the live brokers as DescribeCluster lists them
 (`brokers.selectors.brokers_alive`), topics and partitions from `replicas.selectors`, topic
 visibility from `controlplane.authz.Visibility` (what GET /api/v1/topics shows), the cluster's
-head (id, controller, metadata offset) from `controlplane.selectors.metadata_head`.
+head (id, controller, the log's and the tables' offsets) from
+`controlplane.selectors.metadata_head_with_tables_offset`.
 
 KIP-1095's `Pod` travels as a tagged field of our own (`POD_TAG`) on the brokers of Metadata
 v12 (and DescribeCluster v1+): those versions are flexible, so a stock client skips a tag it
@@ -39,7 +40,7 @@ from brokers.rpcs import OPERATIONS_NOT_ASKED
 from canary.clients.wire import PodMetadataBroker, PodMetadataResponse
 from controlplane.authz import Visibility
 from controlplane.controller.acls.bindings import AclOperation, ResourceType
-from controlplane.selectors import metadata_head
+from controlplane.selectors import metadata_head_with_tables_offset
 from controlplane.tables_cache import AnswerCache
 from replicas import selectors as replica_selectors
 from wire.apis.base import WireRequest, wire_api
@@ -229,7 +230,7 @@ def metadata(request: WireRequest) -> Any:
     if 8 <= version <= 10 and body.include_cluster_authorized_operations:
         cluster_ops = cluster_operations(caller)
     visibility = Visibility(caller.principal, caller.host, ResourceType.TOPIC)
-    head = metadata_head()
+    head = metadata_head_with_tables_offset()
     classes = _Classes.of(version)
     # v0 names no topic to ask for all; v1+ sends null (an empty list asks for none).
     if body.topics is None or (version == 0 and not body.topics):
@@ -293,7 +294,7 @@ def _all_topics(
     # Cache only what one offset of the tables alone gave: a commit between the reads may have
     # mixed two offsets' rows (answered once, never cached). The key is the tables' offset, not
     # the log's: between a commit's two transactions the log is ahead of what was read.
-    if metadata_head()["tables_offset"] == head["tables_offset"]:
+    if metadata_head_with_tables_offset()["tables_offset"] == head["tables_offset"]:
         metadata_cache.put(key, answer)
     return answer
 
