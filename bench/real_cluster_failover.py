@@ -45,7 +45,10 @@ logged taking its last new leaderships, free of the Metadata polls' resolution.
 
 With both sides, `ratios` gives this side's time over Kafka's controller's for every figure both
 measured (below 1: this side was faster), the kill -9's also with the session timeout taken off
-both.
+both. With `--rounds N` the sides run in turn N times (the order swapped every other round, each
+round in its own directory): each ratio is the median of the rounds' own ratios, every round's
+ratio is beside it (`ratios_per_round`), each side's median figure in `figures_median`, and every
+round's whole result in `rounds`.
 
 Each phase also has the producer's p99 acknowledgement latency while it lasted (sends that
 failed counted apart). This control plane's side is the real stack (PostgreSQL, Redis, gunicorn,
@@ -57,7 +60,7 @@ With `--led-by-first`, every partition's preferred leader is the first broker (i
 replica alternating between the other two), and the failure is the controlled shutdown of that
 broker, leading every partition (no kill -9: its restart would recover every log first).
 
-    .venv/bin/python -m bench.real_cluster_failover [--partitions 3000]
+    .venv/bin/python -m bench.real_cluster_failover [--partitions 3000] [--rounds 3]
     .venv/bin/python -m bench.real_cluster_failover --partitions 10000 --led-by-first \
         --create-topics 0
     .venv/bin/python -m bench.real_cluster_failover --partitions 10000 --led-by-first \
@@ -95,7 +98,7 @@ from bench.kafka_controllers import (
     quorum_leader,
 )
 from bench.replica_state import bearer_client
-from bench.side_by_side import median_phase, ratios
+from bench.side_by_side import across_rounds, median_phase, ratios
 from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
 from devtools.stack import BENCH_SETTINGS, running_stack
 from stock_kafka import jars as kafka
@@ -593,6 +596,32 @@ def kafkas(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         return phases
 
 
+def run_round(args: argparse.Namespace, work: Path, number: int) -> dict[str, Any]:
+    """Each side asked for, in turn: with several rounds, each its own directory and the sides'
+    order swapped every other round (the side run second shares the machine with the first's
+    leftovers: the page cache, PostgreSQL's and the JVMs' files)."""
+    sides = [side for side in ("ours", "kafka") if args.sides in ("both", side)]
+    if args.rounds > 1:
+        log(f"round {number} of {args.rounds}")
+        work = work / f"round-{number}"
+        work.mkdir(parents=True, exist_ok=True)
+        if number % 2 == 0:
+            sides.reverse()
+    found: dict[str, dict[str, Any] | None] = {"ours": None, "kafka": None}
+    for side in sides:
+        if side == "ours":
+            log("this control plane")
+            found["ours"] = ours(args, work)
+        else:
+            log("Kafka's own controller")
+            found["kafka"] = kafkas(args, work)
+    return {
+        "this_control_plane": found["ours"],
+        "kafka_controller": found["kafka"],
+        "ratios": ratios(found["ours"], found["kafka"], args.session_timeout_ms / 1000),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.real_cluster_failover",
@@ -646,10 +675,19 @@ def main() -> None:
         default="both",
         help="run this side, Kafka's, or both (the default: a ratio needs both)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run the sides in turn this many times (the order swapped every other round): each "
+        "ratio the median of the rounds' ratios, every round's beside it",
+    )
     parser.add_argument("--logs", default=None, help="keep the stacks' and brokers' logs here")
     args = parser.parse_args()
     if args.shutdowns < 1:
         parser.error("--shutdowns takes 1 or more")
+    if args.rounds < 1:
+        parser.error("--rounds takes 1 or more")
     if any("=" not in setting for setting in args.setting):
         parser.error("--setting takes NAME=VALUE")
     args.settings = dict(setting.split("=", 1) for setting in args.setting)
@@ -662,14 +700,8 @@ def main() -> None:
     with contextlib.ExitStack() as scope:
         logs = args.logs or scope.enter_context(tempfile.TemporaryDirectory(prefix="bench-rcf-"))
         work = Path(logs).resolve()
-        result_ours = result_kafka = None
-        if args.sides in ("both", "ours"):
-            log("this control plane")
-            result_ours = ours(args, work)
-        if args.sides in ("both", "kafka"):
-            log("Kafka's own controller")
-            result_kafka = kafkas(args, work)
-    result = {
+        rounds = [run_round(args, work, number) for number in range(1, args.rounds + 1)]
+    result: dict[str, Any] = {
         "kafka_version": kafka.chosen_version(),
         "partitions": args.partitions,
         "replication_factor": 2,
@@ -680,10 +712,11 @@ def main() -> None:
         "settings": args.settings,
         "cpus": os.cpu_count(),
         "machine": platform.machine(),
-        "this_control_plane": result_ours,
-        "kafka_controller": result_kafka,
-        "ratios": ratios(result_ours, result_kafka, args.session_timeout_ms / 1000),
     }
+    if len(rounds) == 1:
+        result.update(rounds[0])
+    else:
+        result.update(across_rounds(rounds), rounds=rounds)
     RESULTS.mkdir(exist_ok=True)
     name = "real_cluster_failover_led_by_first" if args.led_by_first else "real_cluster_failover"
     if args.sides != "both":

@@ -64,3 +64,34 @@ def ratios(
                 max(0.0, mine - session_s) / (theirs - session_s), 2
             )
     return found
+
+
+def across_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Both sides run in turn `len(rounds)` times (each round: `this_control_plane`,
+    `kafka_controller`, `ratios`): each ratio as the median of the rounds' own ratios (each
+    round's two sides ran minutes apart on the same machine, so a round's ratio pairs them), every
+    round's ratio beside it, and each side's median figure."""
+    named = {name for one in rounds for name in one["ratios"]}
+    per_round = {
+        name: [one["ratios"].get(name) for one in rounds]
+        for name in [*COMPARED, *(f"{n}_after_the_session" for n in AFTER_THE_SESSION)]
+        if name in named
+    }
+    figures: dict[str, dict[str, float | None]] = {}
+    for name, (phase, figure) in COMPARED.items():
+        sides = {
+            side: [(one[side].get(phase) or {}).get(figure) for one in rounds if one.get(side)]
+            for side in ("this_control_plane", "kafka_controller")
+        }
+        if any(value is not None for taken in sides.values() for value in taken):
+            figures[name] = {side: _median(taken) for side, taken in sides.items()}
+    return {
+        "ratios": {name: _median(taken) for name, taken in per_round.items()},
+        "ratios_per_round": per_round,
+        "figures_median": figures,
+    }
+
+
+def _median(taken: list[float | None]) -> float | None:
+    present = [value for value in taken if value is not None]
+    return round(statistics.median(present), 3) if present else None

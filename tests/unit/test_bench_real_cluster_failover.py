@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.side_by_side import median_phase, ratios
+from bench.side_by_side import across_rounds, median_phase, ratios
 
 
 def _shutdown(broker: int, led: int, live: float, logged: float | None) -> dict[str, Any]:
@@ -69,3 +69,44 @@ def test_ratios_divide_this_side_by_kafkas_for_the_figures_both_measured() -> No
 
 def test_no_ratios_with_one_side() -> None:
     assert ratios({"kill_9": {"live_leaders_s": 3.5}}, None, session_s=3.0) == {}
+
+
+def _round(ours_s: float | None, kafkas_s: float, failover_s: float) -> dict[str, Any]:
+    ours = {
+        "kill_9": {"live_leaders_s": ours_s},
+        "controller_failover": {"controller_failover_s": failover_s},
+    }
+    kafkas = {
+        "kill_9": {"live_leaders_s": kafkas_s},
+        "controller_failover": {"controller_failover_s": 2.0},
+    }
+    return {
+        "this_control_plane": ours,
+        "kafka_controller": kafkas,
+        "ratios": ratios(ours, kafkas, session_s=3.0),
+    }
+
+
+def test_rounds_report_each_ratios_median_and_every_rounds_ratio() -> None:
+    rounds = [_round(3.5, 4.0, 0.5), _round(4.4, 4.0, 0.6), _round(3.3, 3.0, 0.4)]
+    summary = across_rounds(rounds)
+    # The median of the rounds' own ratios (0.88, 1.1, 1.1), not the ratio of the medians.
+    assert summary["ratios_per_round"]["kill_9_live_leaders"] == [0.88, 1.1, 1.1]
+    assert summary["ratios"]["kill_9_live_leaders"] == 1.1
+    # Kafka's 3.0 s in the last round is no longer than the session: no such ratio in that round.
+    assert summary["ratios_per_round"]["kill_9_live_leaders_after_the_session"] == [0.5, 1.4, None]
+    assert summary["ratios"]["kill_9_live_leaders_after_the_session"] == 0.95
+    assert summary["ratios"]["controller_failover"] == 0.25
+    assert summary["figures_median"]["kill_9_live_leaders"] == {
+        "this_control_plane": 3.5,
+        "kafka_controller": 4.0,
+    }
+    assert "create_topics_answered" not in summary["ratios"]
+    assert "create_topics_answered" not in summary["figures_median"]
+
+
+def test_a_round_missing_a_figure_leaves_it_out_of_the_median() -> None:
+    summary = across_rounds([_round(None, 4.0, 0.5), _round(4.4, 4.0, 0.5)])
+    assert summary["ratios_per_round"]["kill_9_live_leaders"] == [None, 1.1]
+    assert summary["ratios"]["kill_9_live_leaders"] == 1.1
+    assert summary["figures_median"]["kill_9_live_leaders"]["this_control_plane"] == 4.4
