@@ -1,9 +1,13 @@
 """CPU time from /proc, for the benchmarks: a process's (all its threads), the whole machine's,
-and where it went during a phase of a run with real brokers (`CpuWindow`)."""
+and where it went during a phase of a run with brokers (`CpuWindow`), or during a window known
+only once the phase is over (`CpuTrail`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -88,6 +92,46 @@ def _environment(process: Path) -> dict[str, str]:
     return dict(pair.split("=", 1) for pair in pairs if "=" in pair)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class CpuSample:
+    """The CPU times counted at one moment (`at`, time.monotonic()): the whole machine's, the
+    brokers' processes', the bench's own (with the children it reaped) and the controller
+    side's by process kind."""
+
+    at: float
+    machine: float
+    brokers: float
+    bench: float
+    kinds: dict[str, float]
+
+
+def cpu_sample(brokers: Sequence[HasPid]) -> CpuSample:
+    return CpuSample(
+        at=time.monotonic(),
+        machine=machine_busy_s(),
+        brokers=sum(process_cpu_s(b.pid) for b in brokers),
+        bench=process_cpu_s(os.getpid(), children=True),
+        kinds=_controller_side_by_kind({b.pid for b in brokers if b.pid is not None}),
+    )
+
+
+def cpu_between(before: CpuSample, after: CpuSample) -> dict[str, Any]:
+    """Where the CPU went from one sample to a later one (CPU seconds)."""
+    machine = after.machine - before.machine
+    brokers = after.brokers - before.brokers
+    bench = after.bench - before.bench
+    return {
+        "cpu_s_machine": round(machine, 1),
+        "cpu_s_brokers": round(brokers, 1),
+        "cpu_s_bench_clients": round(bench, 1),
+        "cpu_s_controller_side": round(max(0.0, machine - brokers - bench), 1),
+        "cpu_s_controller_side_by_process": {
+            kind: round(spent - before.kinds.get(kind, 0.0), 1)
+            for kind, spent in sorted(after.kinds.items())
+        },
+    }
+
+
 class CpuWindow:
     """Where the machine's CPU went during a phase: the brokers' JVMs, the bench itself (with
     the AdminClient programs it runs) and everything else, which on each side is its controller
@@ -96,30 +140,53 @@ class CpuWindow:
 
     def __init__(self, brokers: Sequence[HasPid]) -> None:
         self.brokers = brokers
-        self.started = self._sample()
-        self.kinds_started = self._kinds()
-
-    def _sample(self) -> tuple[float, float, float]:
-        brokers = sum(process_cpu_s(b.pid) for b in self.brokers)
-        return machine_busy_s(), brokers, process_cpu_s(os.getpid(), children=True)
-
-    def _kinds(self) -> dict[str, float]:
-        return _controller_side_by_kind({b.pid for b in self.brokers if b.pid is not None})
+        self.started = cpu_sample(brokers)
 
     def figures(self) -> dict[str, Any]:
-        machine, brokers, bench = (
-            after - before for after, before in zip(self._sample(), self.started, strict=True)
-        )
-        kinds = self._kinds()
+        return cpu_between(self.started, cpu_sample(self.brokers))
+
+
+class CpuTrail:
+    """CPU samples taken by a thread every `interval_s` while a phase runs, for a window known
+    only afterwards (from a moment of the run until every broker had a change):
+    `between(t0, t1)` answers where the CPU went from the last sample at or before `t0` to the
+    first at or after `t1`, with the window's length and how many of the machine's cores were
+    busy on average. `sample_now()` takes one at once (a window's start)."""
+
+    def __init__(self, brokers: Sequence[HasPid], *, interval_s: float = 0.25) -> None:
+        self.brokers = brokers
+        self.interval_s = interval_s
+        self.samples: list[CpuSample] = [cpu_sample(brokers)]
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cpu-trail", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.wait(self.interval_s):
+            self.sample_now()
+
+    def sample_now(self) -> None:
+        sample = cpu_sample(self.brokers)
+        with self._lock:
+            self.samples.append(sample)
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._thread.join(timeout=10)
+
+    def between(self, t0: float, t1: float) -> dict[str, Any]:
+        with self._lock:
+            samples = sorted(self.samples, key=lambda s: s.at)
+        before = next((s for s in reversed(samples) if s.at <= t0), samples[0])
+        after = next((s for s in samples if s.at >= t1), samples[-1])
+        seconds = max(after.at - before.at, 1e-9)
+        figures = cpu_between(before, after)
         return {
-            "cpu_s_machine": round(machine, 1),
-            "cpu_s_brokers": round(brokers, 1),
-            "cpu_s_bench_clients": round(bench, 1),
-            "cpu_s_controller_side": round(max(0.0, machine - brokers - bench), 1),
-            "cpu_s_controller_side_by_process": {
-                kind: round(spent - self.kinds_started.get(kind, 0.0), 1)
-                for kind, spent in sorted(kinds.items())
-            },
+            "seconds": round(seconds, 2),
+            "cores": os.cpu_count(),
+            "cores_busy": round(figures["cpu_s_machine"] / seconds, 2),
+            **figures,
         }
 
 

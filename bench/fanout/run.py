@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from bench.cpu import CpuTrail
 from bench.fanout.common import (
     ACCEPT,
     ALL_BROKERS_GOAL_S,
@@ -235,12 +236,14 @@ def fail_and_fan_out(
     followers: int,
     settle_s: float,
     timeout_s: float,
+    cpu: CpuTrail,
 ) -> dict[str, Any]:
     at_head = await_followers_at_head(stack, fleet)
     log(f"  {at_head['polling']} of {followers} followers long-polling at {at_head['head']}")
     # A fetch is in flight on the client; a moment more for the server to have parked it.
     time.sleep(settle_s)
     commits_before = len(controller_commits(stack))
+    cpu.sample_now()
     t0, acknowledged, error = send_failure(broker_http, failure, epoch)
     commit = None
     if error:
@@ -267,6 +270,10 @@ def fail_and_fan_out(
     )
     rows = [row | {"process": p} for p, reply in enumerate(replies) for row in reply["followers"]]
     figures = fan_out_figures(rows, followers=followers, partitions=failure.partitions)
+    # Where the machine's cores went from the report until the last broker had the change
+    # (or the deadline): the followers' processes stand for the brokers.
+    every = figures["all_brokers_s"]
+    window = cpu.between(t0, t0 + (timeout_s if every is None else every))
     errors = _summed(r["errors"] for r in replies) - at_head["errors"]
     result = {
         "partitions": failure.partitions,
@@ -280,12 +287,18 @@ def fail_and_fan_out(
         "reached_head_within_timeout": all(r["reached_head"] for r in replies),
         "follower_request_failures": dict(errors),
         "controller_commit": commit,
+        "cpu_until_all_brokers": window,
     }
-    every, first = figures["all_brokers_s"], figures["first_broker_s"]
+    first = figures["first_broker_s"]
     log(
         f"  acknowledged in {acknowledged * 1000:.0f} ms; {figures['brokers_complete']}/"
         f"{followers} brokers complete, first {'-' if first is None else f'{first * 1000:.0f} ms'},"
         f" all {'-' if every is None else f'{every * 1000:.0f} ms'}"
+    )
+    log(
+        f"  meanwhile {window['cores_busy']} of {window['cores']} cores busy: followers "
+        f"{window['cpu_s_brokers']} s, bench {window['cpu_s_bench_clients']} s, controller side "
+        f"{window['cpu_s_controller_side']} s {window['cpu_s_controller_side_by_process']}"
     )
     return result
 
@@ -337,6 +350,7 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     fencings_before = fencing_records(stack)
     sizes = []
     probes = start_probes(http, stack, brokers)
+    cpu = CpuTrail(fleet.procs)
     try:
         for failure in failures:
             log(f"broker {failure.broker_id} fails the log dir of {failure.partitions} partitions")
@@ -350,9 +364,11 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
                     followers=args.brokers,
                     settle_s=args.settle_ms / 1000,
                     timeout_s=args.timeout,
+                    cpu=cpu,
                 )
             )
     finally:
+        cpu.stop()
         follower_errors = fleet.stop()
         answered: dict[str, Any] = {probe.name: probe.stop() for probe in probes}
         if shape is not None:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from bench.cpu import CpuWindow
+from bench.cpu import CpuTrail, CpuWindow
 
 # A parent named like PostgreSQL's postmaster (the kind is read from the command line) with a
 # child named like a backend, busy for `busy` seconds and then idle until the parent ends and
@@ -71,3 +71,46 @@ def test_a_child_busy_inside_the_window_is_counted_to_its_parents_kind() -> None
     finally:
         parent.kill()
         parent.wait()
+
+
+BUSY_THEN_IDLE = """
+import sys, time
+print("ready", flush=True)
+sys.stdin.readline()
+end = time.process_time() + float(sys.argv[1])
+while time.process_time() < end: pass
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_trail_answers_for_a_window_chosen_afterwards() -> None:
+    broker = subprocess.Popen(
+        [sys.executable, "-c", BUSY_THEN_IDLE, "0.5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    trail = None
+    try:
+        assert broker.stdout is not None and broker.stdout.readline().strip() == "ready"
+        trail = CpuTrail([broker], interval_s=0.05)
+        time.sleep(0.3)
+        quiet_until = time.monotonic()
+        trail.sample_now()
+        busy_from = time.monotonic()
+        _step(broker, "done")  # it spends its 0.5 s of CPU inside [busy_from, busy_until]
+        busy_until = time.monotonic()
+        time.sleep(0.2)
+        trail.stop()
+        quiet = trail.between(quiet_until - 0.25, quiet_until)
+        busy = trail.between(busy_from, busy_until)
+        assert quiet["cpu_s_brokers"] < 0.1
+        assert busy["cpu_s_brokers"] >= 0.4
+        assert busy["seconds"] >= busy_until - busy_from
+        assert busy["cores_busy"] > 0
+    finally:
+        if trail is not None:
+            trail.stop()
+        broker.kill()
+        broker.wait()
