@@ -18,15 +18,18 @@ import msgspec
 import zstandard
 
 from bench.fanout.common import ACCEPT, METADATA_PATH, RETRY_S
+from bench.fanout.raw_http import FETCH_ERRORS, RawHttpConnection
 from bench.fanout.wire import Answer, completion, read_head
 
 # --- The followers: 20 per process, each with its own connection -----------------------------
+
+FETCH_TIMEOUT_S = 300  # a long-poll answers within its wait_ms: this only ends a hung one
 
 
 @dataclasses.dataclass
 class Follower:
     broker_id: int
-    client: httpx.AsyncClient
+    client: RawHttpConnection
     offset: int
     params: dict[str, int]
     changed: asyncio.Event
@@ -40,9 +43,9 @@ class Follower:
             self.changed.set()
             try:
                 params = {**self.params, "after_offset": self.offset}
-                async with self.client.stream("GET", METADATA_PATH, params=params) as response:
-                    body = b"".join([chunk async for chunk in response.aiter_raw()])
-            except httpx.HTTPError as error:
+                async with asyncio.timeout(FETCH_TIMEOUT_S):
+                    response = await self.client.get(METADATA_PATH, params)
+            except FETCH_ERRORS as error:
                 self.polling_at = None
                 self.errors[f"{type(error).__name__}: {error}"] += 1
                 await asyncio.sleep(RETRY_S)
@@ -55,7 +58,7 @@ class Follower:
                 continue
             answer = Answer(
                 arrival,
-                body,
+                response.body,
                 response.headers.get("content-type", "application/json"),
                 response.headers.get("content-encoding", ""),
             )
@@ -219,12 +222,7 @@ async def _follow(conn: Connection, setup: dict[str, Any]) -> None:
     headers = {"Authorization": f"Bearer {setup['token']}", **ACCEPT[setup["encoding"]]}
     group = FollowerGroup([], asyncio.Event(), collections.Counter())
     for broker_id in setup["broker_ids"]:
-        client = httpx.AsyncClient(
-            base_url=setup["base"],
-            headers=headers,
-            timeout=httpx.Timeout(300, connect=10),
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-        )
+        client = RawHttpConnection(setup["base"], headers)
         group.followers.append(
             Follower(broker_id, client, setup["start_offset"], params, group.changed, group.errors)
         )
@@ -252,7 +250,7 @@ async def _follow(conn: Connection, setup: dict[str, Any]) -> None:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for follower in group.followers:
-            await follower.client.aclose()
+            await follower.client.close()
 
 
 def follower_process(conn: Connection, setup: dict[str, Any]) -> None:
