@@ -277,13 +277,23 @@ def replica_state_view(*, broker_id: int, topic_names: list[str]) -> MetadataDel
         "topic_id", "partition_index", "replica_ids", "leader"
     )
     partitions = image.partitions
+    # Registrations are immutable and a cluster has few distinct replica sets (100,000
+    # partitions led by one of 60 brokers name about 3,400): one object per (replica set,
+    # leader), shared, is a dict lookup per partition where parsing and building one took
+    # 2.5 µs (250 ms for 100,000, before the report is acknowledged).
+    shared: dict[tuple[str, int], PartitionRegistration] = {}
     for topic_id, index, replica_ids, leader in rows.iterator(chunk_size=5000):
-        # Only what validation reads (the replica set), from the ",1,2,3," column: no JSON.
-        replicas = tuple(map(int, replica_ids[1:-1].split(","))) if len(replica_ids) > 1 else ()
-        partitions[(topic_id, index)] = PartitionRegistration(
-            replicas=replicas, isr=(), leader=leader
-        )
+        registration = shared.get((replica_ids, leader))
+        if registration is None:
+            registration = shared[(replica_ids, leader)] = _validated_partition(replica_ids, leader)
+        partitions[(topic_id, index)] = registration
     return MetadataDelta(image)
+
+
+def _validated_partition(replica_ids: str, leader: int) -> PartitionRegistration:
+    """Only what validation reads (the replica set), from the ",1,2,3," column: no JSON."""
+    replicas = tuple(map(int, replica_ids[1:-1].split(","))) if len(replica_ids) > 1 else ()
+    return PartitionRegistration(replicas=replicas, isr=(), leader=leader)
 
 
 class ReassignmentListing(list[dict[str, Any]]):
