@@ -241,6 +241,10 @@ class HeartbeatShapeProcess:
             daemon=True,
         )
 
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
     def start(self) -> HeartbeatShapeProcess:
         self._process.start()
         if not self._conn.poll(120):

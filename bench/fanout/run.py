@@ -271,7 +271,8 @@ def fail_and_fan_out(
     rows = [row | {"process": p} for p, reply in enumerate(replies) for row in reply["followers"]]
     figures = fan_out_figures(rows, followers=followers, partitions=failure.partitions)
     # Where the machine's cores went from the report until the last broker had the change
-    # (or the deadline): the followers' processes stand for the brokers.
+    # (or the deadline): the followers' processes (and the heartbeating one) stand for the
+    # brokers.
     every = figures["all_brokers_s"]
     window = cpu.between(t0, t0 + (timeout_s if every is None else every))
     errors = _summed(r["errors"] for r in replies) - at_head["errors"]
@@ -350,7 +351,8 @@ def measure(stack: Stack, args: argparse.Namespace) -> dict[str, Any]:
     fencings_before = fencing_records(stack)
     sizes = []
     probes = start_probes(http, stack, brokers)
-    cpu = CpuTrail(fleet.procs)
+    # The brokers' stand-ins: the followers' processes and the heartbeating one, if any.
+    cpu = CpuTrail([*fleet.procs, *([shape] if shape is not None else [])])
     try:
         for failure in failures:
             log(f"broker {failure.broker_id} fails the log dir of {failure.partitions} partitions")
