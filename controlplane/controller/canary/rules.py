@@ -85,12 +85,20 @@ def leader_order(
     """The order in which replicas are tried as leader: replica order, except that a canary
     partition tries its canary replicas first (KIP-1095: canary traffic stays on canary
     brokers while its ISR allows)."""
-    if not partition.is_canary or not canary_brokers:
-        return partition.replicas
-    first = [r for r in partition.replicas if r in canary_brokers]
-    if not first or len(first) == len(partition.replicas):
-        return partition.replicas
-    return (*first, *(r for r in partition.replicas if r not in canary_brokers))
+    return replicas_leader_order(partition.replicas, partition.is_canary, canary_brokers)
+
+
+def replicas_leader_order(
+    replicas: tuple[int, ...], is_canary: bool, canary_brokers: Collection[int]
+) -> tuple[int, ...]:
+    """`leader_order` of a partition with these replicas (one whose replicas are about to
+    change, without building the changed registration)."""
+    if not is_canary or not canary_brokers:
+        return replicas
+    first = [r for r in replicas if r in canary_brokers]
+    if not first or len(first) == len(replicas):
+        return replicas
+    return (*first, *(r for r in replicas if r not in canary_brokers))
 
 
 def preferred_leader(partition: PartitionRegistration, canary_brokers: Collection[int]) -> int:

@@ -34,8 +34,12 @@ def moving_to(current: Sequence[int], target: Sequence[int]) -> Assignment:
     leaves (in broker id order, as Kafka's TreeSet orders them), the new ones as `adding`.
     `current` is every replica the partition has now, those of a reassignment in progress
     included: a new target replaces it, and what it was adding that the new one drops leaves."""
-    removing = tuple(sorted(set(current) - set(target)))
-    adding = tuple(sorted(set(target) - set(current)))
+    # Comprehensions over the few replicas a partition has: cheaper than sets of them.
+    leaving = [r for r in current if r not in target]
+    joining = [r for r in target if r not in current]
+    leaving.sort()
+    joining.sort()
+    removing, adding = tuple(leaving), tuple(joining)
     return Assignment((*target, *removing), adding, removing)
 
 
@@ -50,12 +54,13 @@ def completed(
     removing = assignment.removing
     new_isr, new_replicas = isr, assignment.replicas
     if removing:
-        new_isr = tuple(r for r in isr if r not in removing)
-        new_replicas = tuple(r for r in assignment.replicas if r not in removing)
+        new_isr = tuple([r for r in isr if r not in removing])
+        new_replicas = tuple([r for r in assignment.replicas if r not in removing])
         if not new_isr or not new_replicas:
             return None
-    if not set(new_replicas) <= set(new_isr):
-        return None
+    for replica in new_replicas:
+        if replica not in new_isr:
+            return None
     return new_replicas, new_isr
 
 

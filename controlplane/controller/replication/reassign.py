@@ -26,7 +26,12 @@ from typing import Any
 from controlplane.controller.canary.rules import canary_brokers_of
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.controller.image import MetadataDelta, PartitionRegistration, TopicPartition
+from controlplane.controller.image import (
+    BrokerRegistration,
+    MetadataDelta,
+    PartitionRegistration,
+    TopicPartition,
+)
 from controlplane.controller.partitions.changes import (
     Election,
     PartitionChanges,
@@ -51,6 +56,8 @@ class _Reassigner:
         self.policy = UncleanPolicy(view, configs)
         self.canary = canary_brokers_of(view)
         self.allow_rf_change = allow_rf_change
+        # Each broker looked up once: a request names the same few brokers for every partition.
+        self._brokers: dict[int, BrokerRegistration | None] = {}
 
     def topic(self, topic: Mapping[str, Any]) -> dict[str, Any]:
         name = topic["name"]
@@ -123,7 +130,7 @@ class _Reassigner:
             )
         previous = None
         for broker_id in sorted(target):
-            broker = self.view.broker(broker_id)
+            broker = self._broker(broker_id)
             if broker is None:
                 raise ApiError(
                     Errors.INVALID_REPLICA_ASSIGNMENT,
@@ -172,8 +179,15 @@ class _Reassigner:
             )
         )
 
+    def _broker(self, broker_id: int) -> BrokerRegistration | None:
+        try:
+            return self._brokers[broker_id]
+        except KeyError:
+            broker = self._brokers[broker_id] = self.view.broker(broker_id)
+            return broker
+
     def _default_dir(self, broker_id: int) -> str:
-        broker = self.view.broker(broker_id)
+        broker = self._broker(broker_id)
         return default_log_dir(None if broker is None else broker.log_dirs)
 
 
