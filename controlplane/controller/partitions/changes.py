@@ -173,11 +173,7 @@ def _elected(
         # KIP-1095: a canary partition's leadership goes back to a canary broker as soon as
         # one can lead it (in the ISR, online, active), whatever the election.
         leader = next(
-            (
-                r
-                for r in order
-                if r in canary_brokers and r in isr and r not in offline and acceptable(r)
-            ),
+            (r for r in order if r in canary_brokers and _can_lead(r, isr, offline, acceptable)),
             leader,
         )
     return leader, ((leader,) if unclean else isr)
@@ -212,6 +208,14 @@ def _assignment_changes(
     return fields
 
 
+def _can_lead(
+    replica: int, isr: tuple[int, ...], offline: tuple[int, ...], acceptable: AcceptableLeader
+) -> bool:
+    """A valid leader: in the ISR, not offline, and acceptable (a function of the module, not a
+    closure built per partition: this runs for every partition of a 10,000-partition change)."""
+    return replica in isr and replica not in offline and acceptable(replica)
+
+
 def _elect(
     partition: PartitionRegistration,
     order: tuple[int, ...],
@@ -221,18 +225,16 @@ def _elect(
     election: Election,
 ) -> tuple[int, bool]:
     """(leader, unclean): Kafka's electLeader, preferred / any in-ISR / unclean, trying the
-    replicas in `order` (replica order; canary replicas first for a canary partition). A valid
-    leader is in `isr`, not `offline`, and `acceptable` (spelled out here rather than in a
-    closure: this runs once per partition of a 10,000-partition change)."""
+    replicas in `order` (replica order; canary replicas first for a canary partition)."""
     if election is Election.PREFERRED and order:
         preferred = order[0]
-        if preferred in isr and preferred not in offline and acceptable(preferred):
+        if _can_lead(preferred, isr, offline, acceptable):
             return preferred, False
     current = partition.leader
-    if current != NO_LEADER and current in isr and current not in offline and acceptable(current):
+    if current != NO_LEADER and _can_lead(current, isr, offline, acceptable):
         return current, False
     for replica in order:
-        if replica in isr and replica not in offline and acceptable(replica):
+        if _can_lead(replica, isr, offline, acceptable):
             return replica, False
     if election is Election.UNCLEAN:
         for replica in order:
