@@ -329,7 +329,9 @@ def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
     TopicRecord (deleted topics too), or from the topics table once retention cut that record
     from the log (a topic deleted since is then unnamed), a config's sensitive value redacted,
     a client quota
-    named by its entity as describe-client-quotas names it."""
+    named by its entity as describe-client-quotas names it. Each record's data is read as jsonb
+    once (the log keeps it as json text: controlplane.models.LogRecordData), for the several
+    keys taken from it."""
     sql = _PG if postgres else _SQLITE
     data, params = exported_data_sql(sql)
     sql_text = (
@@ -342,14 +344,22 @@ def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
         f" CASE WHEN r.record_type = 'ClientQuotaRecord' THEN {sql.quota_entity}"
         f" ELSE r{sql.get('resource_name')} END,"
         f" {data}"
-        " FROM cp_metadata_record r LEFT JOIN ("
+        f" FROM (SELECT {_LOG_COLUMNS}, {sql.jsonb('data')} AS data FROM cp_metadata_record"
+        '  WHERE "offset" > %s AND "offset" <= %s ORDER BY "offset" LIMIT %s) r'
+        " LEFT JOIN ("
         f"SELECT n{sql.get('topic_id')} AS id, n{sql.get('name')} AS name"
         " FROM cp_metadata_record n WHERE n.record_type = 'TopicRecord'"
         f") t ON t.id = r{sql.get('topic_id')}"
         f" LEFT JOIN cp_topic live ON live.topic_id = r{sql.get('topic_id')}"
-        ' WHERE r."offset" > %s AND r."offset" <= %s ORDER BY r."offset" LIMIT %s'
+        ' ORDER BY r."offset"'
     )
     return sql_text, params
+
+
+_LOG_COLUMNS = (
+    '"offset", record_type, controller_epoch, timestamp_ms, principal, client_id, client_host,'
+    " request_id, broker_id"
+)
 
 
 def exported_data_sql(sql: _Dialect) -> tuple[str, list[Any]]:
@@ -394,6 +404,9 @@ class _Dialect:
     """JSON in SQL, as each database spells it (`get` answers a suffix to a table alias)."""
 
     postgres: bool
+
+    def jsonb(self, column: str) -> str:
+        return f"{column}::jsonb" if self.postgres else column
 
     def get(self, name: str) -> str:
         return f".data->>'{name}'" if self.postgres else f".data->>'$.{name}'"

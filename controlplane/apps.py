@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.apps import AppConfig
 
 
@@ -7,7 +9,11 @@ class ControlPlaneConfig(AppConfig):
     verbose_name = "Control plane"
 
     def ready(self) -> None:
+        from django.db.backends.signals import connection_created
         from django.utils.module_loading import autodiscover_modules
+
+        # Before any connection opens: every one reads the log's json data as text.
+        connection_created.connect(_read_json_as_text)
 
         from controlplane.api import openapi_auth  # noqa: F401  (the Bearer security scheme)
 
@@ -34,3 +40,13 @@ class ControlPlaneConfig(AppConfig):
         register_timer_job(metadata_snapshot_when_due)
         register_scrape_collector(SnapshotCollector())
         autodiscover_modules("rpcs")  # every app's admin RPCs (controlplane.rpc.REGISTRY)
+
+
+def _read_json_as_text(sender: Any, connection: Any, **kwargs: Any) -> None:
+    """A new connection reads `json` values as text, as Django has it read `jsonb`: the log's
+    data is json (controlplane.models.LogRecordData) and its readers decode it themselves."""
+    if connection.vendor != "postgresql":
+        return
+    from psycopg.types.string import TextLoader
+
+    connection.connection.adapters.register_loader("json", TextLoader)

@@ -3,7 +3,11 @@ the writes applied by (principal, request id), principals and the ACL projection
 
 from __future__ import annotations
 
+import functools
+from typing import Any
+
 from django.db import models
+from django.db.models.fields.json import KeyTransformFactory
 
 
 class Cluster(models.Model):
@@ -67,6 +71,66 @@ class KRaftQuorum(models.Model):
         db_table = "cp_kraft_quorum"
 
 
+class LogRecordData(models.JSONField):
+    """A record's data in the log: PostgreSQL's `json` (the text as written), not `jsonb`.
+
+    The log is appended far more than it is searched by content: every commit copies a row per
+    record (100,000 for a large change), and its readers (replay, the standby, the Raft door,
+    exports) read the data whole, as text, by offset. `jsonb` parses each value into its
+    binary form as it is stored and prints it back as it is read; `json` keeps the text,
+    checked once (a 4,001-record COPY into the log a third faster). Every connection reads
+    `json` as text, as Django has psycopg read `jsonb` (controlplane.apps): the readers decode
+    it themselves. The few queries that look inside a record (`data__fenced=1`, a redaction)
+    read it as `jsonb`: the field's lookups and key transforms cast it first (`json` has no
+    equality, no `?`), so the ORM filters it as any JSONField."""
+
+    def db_type(self, connection: Any) -> str | None:
+        if connection.vendor == "postgresql":
+            return "json"
+        return super().db_type(connection)
+
+    def get_lookup(self, lookup_name: str) -> Any:
+        found: Any = super().get_lookup(lookup_name)
+        return None if found is None else _on_jsonb(found)
+
+    def get_transform(self, lookup_name: str) -> Any:
+        found: Any = super().get_transform(lookup_name)
+        if isinstance(found, KeyTransformFactory):
+            return _JsonbKey(found.key_name)
+        return None if found is None else _on_jsonb(found)
+
+
+class _AsJsonb(models.Func):
+    """The log's data as jsonb on PostgreSQL; as it is on other databases (text)."""
+
+    output_field = models.JSONField()
+    template = "%(expressions)s"
+
+    def as_postgresql(self, compiler: Any, connection: Any, **extra_context: Any) -> Any:
+        return self.as_sql(compiler, connection, template="(%(expressions)s)::jsonb")
+
+
+def _as_jsonb(expression: Any) -> _AsJsonb:
+    return _AsJsonb(expression)
+
+
+class _JsonbKey(KeyTransformFactory):
+    """A key of the log's data, read from its jsonb form."""
+
+    def __call__(self, lhs: Any, *args: Any, **kwargs: Any) -> Any:
+        return super().__call__(_as_jsonb(lhs), *args, **kwargs)
+
+
+@functools.cache
+def _on_jsonb(operation: Any) -> Any:
+    """JSONField's lookup or transform `operation`, on the log's data read as jsonb."""
+
+    def __init__(self: Any, lhs: Any, *args: Any, **kwargs: Any) -> None:
+        operation.__init__(self, _as_jsonb(lhs), *args, **kwargs)
+
+    return type(f"Jsonb{operation.__name__}", (operation,), {"__init__": __init__})
+
+
 class MetadataRecord(models.Model):
     """One entry of the metadata log: gap-free offsets, append-only."""
 
@@ -79,7 +143,7 @@ class MetadataRecord(models.Model):
     client_host = models.CharField(max_length=64, blank=True, default="")
     request_id = models.CharField(max_length=128, blank=True, default="")
     broker_id = models.IntegerField(null=True, blank=True)
-    data = models.JSONField()
+    data = LogRecordData()
 
     class Meta:
         db_table = "cp_metadata_record"

@@ -117,7 +117,7 @@ def _redacted_data_sql() -> str:
     kind = f"record_type = '{USER_SCRAM_CREDENTIAL_RECORD}'"
     if connection.vendor == "postgresql":
         hidden = json.dumps(dict.fromkeys(SECRET_FIELDS, REDACTED))
-        redacted = f"""("data" || '{hidden}'::jsonb)::text"""
+        redacted = f"""("data"::jsonb || '{hidden}'::jsonb)::text"""
         return f'CASE WHEN {kind} THEN {redacted} ELSE "data"::text END'
     pairs = ", ".join(f"'$.{field}', '{REDACTED}'" for field in SECRET_FIELDS)
     return f'CASE WHEN {kind} THEN json_set("data", {pairs}) ELSE CAST("data" AS TEXT) END'

@@ -28,15 +28,18 @@ from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 @dataclasses.dataclass(frozen=True, slots=True)
 class Column:
     name: str
-    pg_type: str  # the element type of its array on PostgreSQL ("int", "bigint", "text", ...)
-    json: bool = False  # stored as JSON: values are JSON text, cast on the way in
+    # The element type of its array on PostgreSQL ("int", "bigint", "text", ...); "json": the
+    # value is JSON text, stored as it is (a json column: copied as its text, checked once).
+    pg_type: str
+    json: bool = False  # stored as jsonb: values are JSON text, cast on the way in
 
 
 Write = Callable[[], None]
 # Below this many rows a bulk write binds arrays (one statement); from it on, rows are copied.
 COPY_MIN_ROWS = 500
 # Column element types as COPY's binary format names them (psycopg's type names).
-_COPY_TYPES = {"int": "int4", "bigint": "int8", "text": "text", "boolean": "bool"}
+# A json value's binary form is its text.
+_COPY_TYPES = {"int": "int4", "bigint": "int8", "text": "text", "boolean": "bool", "json": "text"}
 
 
 def _nothing() -> None:

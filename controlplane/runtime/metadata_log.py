@@ -449,7 +449,7 @@ LOG_COLUMNS = [
     Column("client_host", "text"),
     Column("request_id", "text"),
     Column("broker_id", "int"),
-    Column("data", "text", json=True),
+    Column("data", "json"),  # the text as written (controlplane.models.LogRecordData)
 ]
 
 
