@@ -110,15 +110,11 @@ class _AsJsonb(models.Func):
         return self.as_sql(compiler, connection, template="(%(expressions)s)::jsonb")
 
 
-def _as_jsonb(expression: Any) -> _AsJsonb:
-    return _AsJsonb(expression)
-
-
 class _JsonbKey(KeyTransformFactory):
     """A key of the log's data, read from its jsonb form."""
 
     def __call__(self, lhs: Any, *args: Any, **kwargs: Any) -> Any:
-        return super().__call__(_as_jsonb(lhs), *args, **kwargs)
+        return super().__call__(_AsJsonb(lhs), *args, **kwargs)
 
 
 @functools.cache
@@ -126,7 +122,7 @@ def _on_jsonb(operation: Any) -> Any:
     """JSONField's lookup or transform `operation`, on the log's data read as jsonb."""
 
     def __init__(self: Any, lhs: Any, *args: Any, **kwargs: Any) -> None:
-        operation.__init__(self, _as_jsonb(lhs), *args, **kwargs)
+        operation.__init__(self, _AsJsonb(lhs), *args, **kwargs)
 
     return type(f"Jsonb{operation.__name__}", (operation,), {"__init__": __init__})
 
