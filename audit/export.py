@@ -330,7 +330,7 @@ def _log_sql(postgres: bool) -> tuple[str, list[Any]]:
     from the log (a topic deleted since is then unnamed), a config's sensitive value redacted,
     a client quota
     named by its entity as describe-client-quotas names it. Each record's data is read as jsonb
-    once (the log keeps it as json text: controlplane.models.LogRecordData), for the several
+    once (the log keeps it as json text: controlplane.models.JsonAsWritten), for the several
     keys taken from it."""
     sql = _PG if postgres else _SQLITE
     data, params = exported_data_sql(sql)

@@ -44,7 +44,8 @@ class ControlPlaneConfig(AppConfig):
 
 def _read_json_as_text(sender: Any, connection: Any, **kwargs: Any) -> None:
     """A new connection reads `json` values as text, as Django has it read `jsonb`: the log's
-    data is json (controlplane.models.LogRecordData) and its readers decode it themselves."""
+    data and the writes' stored answers are json (controlplane.models.JsonAsWritten) and their
+    readers decode them themselves."""
     if connection.vendor != "postgresql":
         return
     from psycopg.types.string import TextLoader

@@ -71,16 +71,18 @@ class KRaftQuorum(models.Model):
         db_table = "cp_kraft_quorum"
 
 
-class LogRecordData(models.JSONField):
-    """A record's data in the log: PostgreSQL's `json` (the text as written), not `jsonb`.
+class JsonAsWritten(models.JSONField):
+    """A JSON value stored as PostgreSQL's `json` (the text as written), not `jsonb`.
 
-    The log is appended far more than it is searched by content: every commit copies a row per
-    record (100,000 for a large change), and its readers (replay, the standby, the Raft door,
-    exports) read the data whole, as text, by offset. `jsonb` parses each value into its
-    binary form as it is stored and prints it back as it is read; `json` keeps the text,
-    checked once (a 4,001-record COPY into the log a third faster). Every connection reads
-    `json` as text, as Django has psycopg read `jsonb` (controlplane.apps): the readers decode
-    it themselves. The few queries that look inside a record (`data__fenced=1`, a redaction)
+    For what is appended far more than it is searched by content: the log's record data (every
+    commit copies a row per record, 100,000 for a large change; its readers, replay, the
+    standby, the Raft door, exports, read the data whole, as text, by offset) and a write's
+    stored answer (a CreateTopics of 500 topics answers about 1 MB, read back only by a retry).
+    `jsonb` parses each value into its binary form as it is stored and prints it back as it is
+    read; `json` keeps the text, checked once (a 4,001-record COPY into the log a third faster,
+    a 1 MB answer stored in a fifth of the time). Every connection reads `json` as text, as
+    Django has psycopg read `jsonb` (controlplane.apps): the readers decode it themselves. The
+    few queries that look inside a value (`data__fenced=1`, `response__broker_id`, a redaction)
     read it as `jsonb`: the field's lookups and key transforms cast it first (`json` has no
     equality, no `?`), so the ORM filters it as any JSONField."""
 
@@ -101,7 +103,7 @@ class LogRecordData(models.JSONField):
 
 
 class _AsJsonb(models.Func):
-    """The log's data as jsonb on PostgreSQL; as it is on other databases (text)."""
+    """A JsonAsWritten value as jsonb on PostgreSQL; as it is on other databases (text)."""
 
     output_field = models.JSONField()
     template = "%(expressions)s"
@@ -111,7 +113,7 @@ class _AsJsonb(models.Func):
 
 
 class _JsonbKey(KeyTransformFactory):
-    """A key of the log's data, read from its jsonb form."""
+    """A key of a JsonAsWritten value, read from its jsonb form."""
 
     def __call__(self, lhs: Any, *args: Any, **kwargs: Any) -> Any:
         return super().__call__(_AsJsonb(lhs), *args, **kwargs)
@@ -119,7 +121,7 @@ class _JsonbKey(KeyTransformFactory):
 
 @functools.cache
 def _on_jsonb(operation: Any) -> Any:
-    """JSONField's lookup or transform `operation`, on the log's data read as jsonb."""
+    """JSONField's lookup or transform `operation`, on a JsonAsWritten value read as jsonb."""
 
     def __init__(self: Any, lhs: Any, *args: Any, **kwargs: Any) -> None:
         operation.__init__(self, _AsJsonb(lhs), *args, **kwargs)
@@ -139,7 +141,7 @@ class MetadataRecord(models.Model):
     client_host = models.CharField(max_length=64, blank=True, default="")
     request_id = models.CharField(max_length=128, blank=True, default="")
     broker_id = models.IntegerField(null=True, blank=True)
-    data = LogRecordData()
+    data = JsonAsWritten()
 
     class Meta:
         db_table = "cp_metadata_record"
@@ -191,14 +193,14 @@ class AppliedRequest(models.Model):
     request_id = models.CharField(max_length=128)
     principal = models.CharField(max_length=255)
     api = models.CharField(max_length=64)
-    response = models.JSONField()  # what the client got (a secret withheld)
+    response = JsonAsWritten()  # what the client got (a secret withheld)
     first_offset = models.BigIntegerField()
     last_offset = models.BigIntegerField()
     created_ms = models.BigIntegerField()
     # For a retry's audit trail: whether the write was audited in its commit, and the core's
     # notes of it (a renewed token's id), never answered.
     audited = models.BooleanField(default=False)
-    notes = models.JSONField(default=dict)
+    notes = JsonAsWritten(default=dict)
     # What the request asked (controlplane.runtime.conversation.request_fingerprint): the same
     # id with another body is refused, never answered this. Null for writes stored before.
     fingerprint = models.CharField(max_length=64, null=True)

@@ -4,7 +4,7 @@ import controlplane.models
 
 
 class Migration(migrations.Migration):
-    """The log's record data as json, the text as written (controlplane.models.LogRecordData):
+    """The log's record data as json, the text as written (controlplane.models.JsonAsWritten):
     rewrites the table once, its values printed from their jsonb form."""
 
     dependencies = [
@@ -15,6 +15,6 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="metadatarecord",
             name="data",
-            field=controlplane.models.LogRecordData(),
+            field=controlplane.models.JsonAsWritten(),
         ),
     ]

@@ -369,12 +369,12 @@ APPLIED_COLUMNS = [
     Column("request_id", "text"),
     Column("principal", "text"),
     Column("api", "text"),
-    Column("response", "text", json=True),
+    Column("response", "json"),  # the text as written (controlplane.models.JsonAsWritten)
     Column("first_offset", "bigint"),
     Column("last_offset", "bigint"),
     Column("created_ms", "bigint"),
     Column("audited", "boolean"),
-    Column("notes", "text", json=True),
+    Column("notes", "json"),
     Column("fingerprint", "text"),
 ]
 
@@ -449,7 +449,7 @@ LOG_COLUMNS = [
     Column("client_host", "text"),
     Column("request_id", "text"),
     Column("broker_id", "int"),
-    Column("data", "json"),  # the text as written (controlplane.models.LogRecordData)
+    Column("data", "json"),  # the text as written (controlplane.models.JsonAsWritten)
 ]
 
 

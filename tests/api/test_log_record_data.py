@@ -1,5 +1,6 @@
-"""The log's record data is stored as json on PostgreSQL (the text as written) and still filters
-as any JSONField: by a key's value, a nested key, a key's presence."""
+"""The log's record data and the writes' stored answers are stored as json on PostgreSQL (the
+text as written) and still filter as any JSONField: by a key's value, a nested key, a key's
+presence."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import json
 import pytest
 from django.db import connection
 
-from controlplane.models import MetadataRecord
+from controlplane.models import AppliedRequest, MetadataRecord
 from controlplane.runtime.controller import get_runtime
 from controlplane.runtime.conversation import ControllerEvent, RequestContext
 from controlplane.runtime.lease import cluster_get_or_create
@@ -81,3 +82,52 @@ def test_postgresql_keeps_the_data_as_the_text_written() -> None:
         (text,) = cursor.fetchone()
     assert isinstance(text, str)  # read as text, as jsonb was: the readers decode it
     assert json.loads(text)["name"] == "kept"
+
+
+def test_a_stored_answer_reads_back_whole_and_filters_by_its_keys() -> None:
+    a_topic_and_a_fenced_broker()
+    stored = AppliedRequest.objects.get(principal="User:admin", request_id="create-kept")
+    assert stored.api == "CreateTopics"
+    assert isinstance(stored.response, dict) and isinstance(stored.notes, dict)
+    assert [t["name"] for t in stored.response["topics"]] == ["kept"]
+    assert stored.response["topics"][0]["num_partitions"] == 2
+    by_name = AppliedRequest.objects.filter(response__topics__0__name="kept")
+    assert list(by_name.values_list("request_id", flat=True)) == ["create-kept"]
+    assert not AppliedRequest.objects.filter(response__topics__0__name="other").exists()
+    assert list(by_name.values_list("response__topics__0__error_code", flat=True)) == [0]
+    # A retry of the same request id is answered from what was stored, not applied again.
+    retried = get_runtime().handle(
+        ControllerEvent(
+            "CreateTopics",
+            {"topics": [{"name": "kept", "num_partitions": 2, "replication_factor": 2}]},
+            RequestContext(principal="User:admin", request_id="create-kept"),
+        )
+    )
+    assert retried.response["topics"] == stored.response["topics"]
+    assert MetadataRecord.objects.filter(record_type="TopicRecord").count() == 1
+
+
+def test_postgresql_keeps_the_stored_answers_as_text_compressed_with_lz4() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("the column's type is PostgreSQL's (make test runs it there)")
+    a_topic_and_a_fenced_broker()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT column_name, data_type FROM information_schema.columns"
+            " WHERE table_name = 'cp_applied_request' AND column_name IN ('response', 'notes')"
+            " ORDER BY column_name"
+        )
+        assert cursor.fetchall() == [("notes", "json"), ("response", "json")]
+        cursor.execute(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+        )
+        (lz4,) = cursor.fetchone()
+        cursor.execute(
+            "SELECT attcompression FROM pg_attribute"
+            " WHERE attrelid = 'cp_applied_request'::regclass AND attname = 'response'"
+        )
+        assert cursor.fetchone() == ("l" if lz4 else "\0",)
+        cursor.execute("SELECT response FROM cp_applied_request WHERE request_id = 'create-kept'")
+        (text,) = cursor.fetchone()
+    assert isinstance(text, str)
+    assert json.loads(text)["topics"][0]["name"] == "kept"
