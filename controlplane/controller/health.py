@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 
 from controlplane.controller.config_schema import (
@@ -96,7 +97,10 @@ class HealthCounts:
         return cls(*values)
 
     def values(self) -> tuple[int, ...]:
-        return dataclasses.astuple(self)
+        # Read field by field: dataclasses.astuple deep-copies each value, and the health
+        # figures read these for every topic a commit touches (500 topics created at once).
+        values: tuple[int, ...] = _COUNTS(self)
+        return values
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -125,7 +129,13 @@ class BrokerLoad:
     offline_log_dirs: int = 0
 
     def is_empty(self) -> bool:
-        return not any(dataclasses.astuple(self)[1:])
+        return not any(_LOAD_FIGURES(self))
+
+
+_COUNTS = operator.attrgetter(*(f.name for f in dataclasses.fields(HealthCounts)))
+_LOAD_FIGURES = operator.attrgetter(
+    *(f.name for f in dataclasses.fields(BrokerLoad) if f.name != "broker_id")
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
