@@ -5,7 +5,6 @@ operations bits Metadata and DescribeCluster answer (Kafka's authorizedOperation
 import dataclasses
 import functools
 import importlib
-import io
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
@@ -13,7 +12,6 @@ from typing import Any
 from django.conf import settings
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
-from kio.serial import entity_writer
 
 from brokers import selectors as broker_selectors
 from brokers.rpcs import CLUSTER_OPERATIONS
@@ -21,6 +19,7 @@ from controlplane.controller.acls.bindings import CLUSTER_NAME, AclOperation, Re
 from controlplane.controller.canary.rules import BROKER_POD
 from controlplane.rpc import Caller
 from controlplane.selectors import metadata_head
+from wire.encoding import encode as encode_entity
 
 
 def error_code(code: int) -> ErrorCode:
@@ -32,10 +31,8 @@ def error_code(code: int) -> ErrorCode:
 
 
 def encode(entity: Any) -> bytes:
-    """The entity's encoded body (kio's writer, as the server encodes it)."""
-    buffer = io.BytesIO()
-    entity_writer(type(entity))(buffer, entity)
-    return buffer.getvalue()
+    """The entity's encoded body, as the server encodes it (wire.encoding)."""
+    return encode_entity(entity)
 
 
 @functools.cache

@@ -1,0 +1,128 @@
+"""The listener's entity writer (wire.encoding) writes exactly the bytes kio's own writer
+writes, for every request and response schema kio has, and reads back as the same entity."""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import importlib
+import io
+import pkgutil
+import uuid
+from typing import Any
+
+import kio.schema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.schema.create_topics.v7.response import (
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    CreateTopicsResponse,
+)
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader
+from kio.serial import entity_writer as kio_entity_writer
+from kio.serial.writers import write_unsigned_varlong
+from kio.static.primitive import Records
+
+from wire.encoding import encode, uvarint
+
+# kio registers no strategy of its own for a batch's raw bytes (any bytes are some).
+st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
+
+
+@functools.cache
+def schemas() -> tuple[type, ...]:
+    """Every request, response and header entity kio defines, by API and version."""
+    found = []
+    for module in pkgutil.walk_packages(kio.schema.__path__, "kio.schema."):
+        name = module.name.rsplit(".", 1)[-1]
+        if name not in ("request", "response", "header"):
+            continue
+        loaded = importlib.import_module(module.name)
+        for value in vars(loaded).values():
+            if (
+                isinstance(value, type)
+                and value.__module__ == loaded.__name__
+                and (hasattr(value, "__api_key__") or name == "header")
+                and hasattr(value, "__flexible__")
+                and hasattr(value, "__dataclass_fields__")
+            ):
+                found.append(value)
+    return tuple(sorted(found, key=lambda c: (c.__module__, c.__name__)))
+
+
+def kio_encode(entity: Any) -> bytes:
+    buffer = io.BytesIO()
+    kio_entity_writer(type(entity))(buffer, entity)
+    return buffer.getvalue()
+
+
+def test_every_schema_kio_has_is_found() -> None:
+    found = schemas()
+    assert len(found) > 500  # about 80 APIs, each in several versions, requests and responses
+    names = {c.__name__ for c in found}
+    assert {"CreateTopicsResponse", "MetadataResponse", "EnvelopeResponse"} <= names
+    assert {"FetchRequest", "RequestHeader", "ResponseHeader"} <= names
+
+
+@settings(
+    max_examples=1500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.data())
+def test_the_bytes_are_kios_for_any_entity_of_any_schema(data: st.DataObject) -> None:
+    schema = data.draw(st.sampled_from(schemas()))
+    entity = data.draw(st.from_type(schema))
+    try:
+        expected = kio_encode(entity)
+    except Exception as refused:  # a value kio cannot write (out of its type's range)
+        with pytest.raises(type(refused)):
+            encode(entity)
+        return
+    assert encode(entity) == expected
+    _, size = entity_reader(schema)(memoryview(expected), 0)  # well-formed, whole
+    assert size == len(expected)
+
+
+def test_a_large_create_topics_answer_is_written_as_kio_writes_it() -> None:
+    configs = tuple(
+        CreatableTopicConfigs(
+            name=f"config.{i}",
+            value=None if i % 5 == 0 else "x" * i,
+            read_only=i % 2 == 0,
+            config_source=5,
+            is_sensitive=i % 7 == 0,
+        )
+        for i in range(14)
+    )
+    answer = CreateTopicsResponse(
+        throttle_time=datetime.timedelta(milliseconds=250),
+        topics=tuple(
+            CreatableTopicResult(
+                name=f"bulk-{i:04d}-" + "é" * (i % 3),
+                topic_id=uuid.UUID(int=i + 1),
+                error_code=ErrorCode.none if i % 9 else ErrorCode.topic_already_exists,
+                error_message=None if i % 9 else "exists",
+                topic_config_error_code=ErrorCode.none,
+                num_partitions=10,
+                replication_factor=2,
+                configs=configs,
+            )
+            for i in range(500)
+        ),
+    )
+    written = encode(answer)
+    assert written == kio_encode(answer)
+    decoded, size = entity_reader(CreateTopicsResponse)(memoryview(written), 0)
+    assert (decoded, size) == (answer, len(written))
+
+
+@pytest.mark.parametrize("value", [0, 1, 127, 128, 300, 16_383, 16_384, 2**31 - 1, 2**35])
+def test_an_unsigned_varint_is_kafkas(value: int) -> None:
+    expected = io.BytesIO()
+
+    write_unsigned_varlong(expected, value)
+    assert uvarint(value) == expected.getvalue()
