@@ -362,6 +362,7 @@ class ControllerRuntime(ControllerTimer):
                 (time.perf_counter() - committed) * 1000,
                 "; ".join(
                     [
+                        *_queue_wait(events, now),
                         f"projections built in {projections_built.get() * 1000:.0f} ms while "
                         "the statements ran",
                         *statements.timings,
@@ -417,9 +418,9 @@ class ControllerRuntime(ControllerTimer):
     def _note_queue_delay(self, events: Sequence[ControllerEvent], now: int) -> None:
         """How long the oldest of these events waited for the controller since it was queued
         (the channel's or the batcher's `queued_ms`; the timer's own events carry none)."""
-        queued = [e.queued_ms for e in events if e.queued_ms is not None]
-        if queued:
-            self.ingress_lag.record("the controller's queue", now - min(queued), now)
+        oldest = _oldest_queued(events)
+        if oldest is not None:
+            self.ingress_lag.record("the controller's queue", now - oldest, now)
 
     def _mirror(self, changed: dict[int, BrokerStatus | None]) -> None:
         try:
@@ -489,6 +490,20 @@ class _StatementCounter:
 
 # The answers of a batch given as soon as the log holds it, by the events' index in the batch.
 EarlyAnswers = Callable[[Mapping[int, ControllerAnswer]], None]
+
+
+def _oldest_queued(events: Sequence[ControllerEvent]) -> int | None:
+    """When the batch's oldest event was queued for the controller (on the request channel or
+    through the batcher; the timer's own events carry no `queued_ms`)."""
+    queued = [e.queued_ms for e in events if e.queued_ms is not None]
+    return min(queued) if queued else None
+
+
+def _queue_wait(events: Sequence[ControllerEvent], now: int) -> list[str]:
+    """For the log line of a large commit: how long its oldest event waited for the
+    controller, where an answer's time went before the controller handled it."""
+    oldest = _oldest_queued(events)
+    return [] if oldest is None else [f"queued {now - oldest} ms before the controller took it"]
 
 
 def _answer_logged(
