@@ -13,7 +13,7 @@ import dataclasses
 import datetime
 import functools
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -81,7 +81,7 @@ class _Field:
     # An integer type's inclusive range (kio's Interval types), checked here: constructing the
     # type checks the same range through a metaclass call, most of a large answer's conversion.
     int_range: tuple[int, int] | None = None
-    shape: str = "scalar"  # "entities", "entity", "array" or "scalar": how `_value` builds it
+    shape: str = "scalar"  # "entities", "entity", "array" or "scalar": how `_converter` builds it
 
 
 @functools.cache
@@ -119,32 +119,86 @@ def _int_range(primitive: Any) -> tuple[int, int] | None:
 
 def from_data(cls: type, data: Mapping[str, Any]) -> Any:
     """The kio entity `cls` from `data` (dict keys = kio's field names; extras ignored)."""
-    values: Data = {}
-    for spec in _fields(cls):
-        if spec.name in data:
-            values[spec.name] = _value(spec, data[spec.name])
-        elif spec.required:
-            values[spec.name] = _zero(spec)
-    return cls(**values)
+    return _builder(cls)(data)
 
 
-def _value(spec: _Field, value: Any) -> Any:
-    if value is None and spec.optional:  # a null array is not an empty one (all keys vs none)
-        return None
+@functools.cache
+def _builder(cls: type) -> Callable[[Mapping[str, Any]], Any]:
+    """`from_data` for `cls`, its fields' conversions chosen once: a large answer (a
+    CreateTopics of 500 topics: 7,500 entities) converts each value with one call, not a
+    dispatch on its field's shape."""
+    plan = tuple((spec.name, _converter(spec), spec.required, spec) for spec in _fields(cls))
+
+    def build(data: Mapping[str, Any]) -> Any:
+        values: Data = {}
+        for name, convert, required, spec in plan:
+            if name in data:
+                values[name] = convert(data[name])
+            elif required:
+                values[name] = _zero(spec)
+        return cls(**values)
+
+    return build
+
+
+def _converter(spec: _Field) -> Callable[[Any], Any]:
     shape = spec.shape
-    if shape == "scalar":
-        return _scalar(spec, value)
     if shape == "entities":
         entity = spec.kind.type_
-        return tuple(from_data(entity, item) for item in (value or ()))
+
+        def entities(value: Any) -> Any:
+            if value is None and spec.optional:  # a null array is not an empty one
+                return None
+            build = _builder(entity)
+            return tuple([build(item) for item in value or ()])
+
+        return entities
     if shape == "entity":
-        return None if value is None else from_data(spec.kind.type_, value)
+        nested = spec.kind.type_
+        return lambda value: None if value is None else _builder(nested)(value)
+    if shape == "array":
+        return functools.partial(_array, spec)
+    return _scalar_converter(spec)
+
+
+def _array(spec: _Field, value: Any) -> Any:
+    if value is None and spec.optional:
+        return None
     items = value or ()
     if spec.int_range is not None:
         low, high = spec.int_range
         if all(type(item) is int and low <= item <= high for item in items):
             return tuple(items)  # what `_scalar` answers for each
     return tuple(_scalar(spec, item) for item in items)
+
+
+def _scalar_converter(spec: _Field) -> Callable[[Any], Any]:
+    """A scalar field's conversion, the common case of its type first."""
+    general = functools.partial(_optional_scalar, spec)
+    if spec.int_range is not None:
+        low, high = spec.int_range
+
+        def ranged(value: Any) -> Any:
+            return value if type(value) is int and low <= value <= high else general(value)
+
+        return ranged
+    match spec.kafka_type:
+        case "string":
+            return lambda value: value if type(value) is str else general(value)
+        case "bool":
+            return lambda value: value if type(value) is bool else general(value)
+        case "error_code":
+            unknown = ErrorCode.unknown_server_error
+            return lambda value: (
+                KAFKA_ERROR_CODES.get(value, unknown) if type(value) is int else general(value)
+            )
+    return general
+
+
+def _optional_scalar(spec: _Field, value: Any) -> Any:
+    if value is None and spec.optional:
+        return None
+    return _scalar(spec, value)
 
 
 def _scalar(spec: _Field, value: Any) -> Any:
