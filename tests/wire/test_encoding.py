@@ -67,15 +67,23 @@ def test_every_schema_kio_has_is_found() -> None:
     assert {"FetchRequest", "RequestHeader", "ResponseHeader"} <= names
 
 
-@settings(
-    max_examples=1500,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-@given(st.data())
-def test_the_bytes_are_kios_for_any_entity_of_any_schema(data: st.DataObject) -> None:
-    schema = data.draw(st.sampled_from(schemas()))
-    entity = data.draw(st.from_type(schema))
+def any_entity(examples: int) -> Any:
+    """A test's decorators: `entity`, any entity of any schema kio has, `examples` of them."""
+
+    def decorate(test: Any) -> Any:
+        drawn = given(entity=st.sampled_from(schemas()).flatmap(st.from_type))(test)
+        return settings(
+            max_examples=examples,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+        )(drawn)
+
+    return decorate
+
+
+@any_entity(examples=1500)
+def test_the_bytes_are_kios_for_any_entity_of_any_schema(entity: Any) -> None:
+    schema = type(entity)
     try:
         expected = kio_encode(entity)
     except Exception as refused:  # a value kio cannot write (out of its type's range)
