@@ -480,9 +480,9 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         stack.wait_active("controller")
         # The hot standby (the same controller id: the one voter the brokers know).
         standby = stack.start_controller("standby", KAFKA_CONTROLLER_ID)
-        # Celery beat and a worker, as deployed: the automatic preferred-leader elections
+        # Celery beat and a worker, as deployed. The automatic preferred-leader elections
         # (auto.leader.rebalance.enable, every CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS) are
-        # a scheduled task, as they are a timer of Kafka's controller.
+        # the active controller's own timer job, as they are a timer of Kafka's controller.
         stack.start_worker()
         stack.start_beat()
         port = start_controller_listener(stack)

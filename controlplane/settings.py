@@ -283,10 +283,6 @@ CP_STATIC_BROKER_CONFIGS = {
 if CP_DELEGATION_TOKEN_SECRET_KEY is not None:
     CP_STATIC_BROKER_CONFIGS["delegation.token.secret.key"] = CP_DELEGATION_TOKEN_SECRET_KEY
 CELERY_BEAT_SCHEDULE = {
-    "rebalance-preferred-leaders": {
-        "task": "replicas.tasks.rebalance_leaders",
-        "schedule": float(CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS),
-    },
     "apply-waiting-replica-state-changes": {
         "task": "replicas.tasks.apply_replica_state_changes",
         "schedule": 5.0,

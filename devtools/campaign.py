@@ -22,9 +22,9 @@ slow connections on both public listeners for 30 s; 1,000 anonymous maximal fram
 listener of serve_kafka (devtools/campaign_hostile.py); lose two of the three racks' brokers at once
 (their heartbeats stop): after the session timeout every partition with a surviving ISR member must
 have a live leader, and when the racks come back their brokers rejoin the ISR and the preferred
-leaders return (Celery beat's rebalance); restart every broker with a new incarnation (kill -9 the
-simulator, start it again): each registers anew once its old session lapsed, and every ISR must be
-whole again and every preferred leader lead again (devtools/campaign_brokers.py has the broker
+leaders return (the controller's rebalance); restart every broker with a new incarnation (kill -9
+the simulator, start it again): each registers anew once its old session lapsed, and every ISR must
+be whole again and every preferred leader lead again (devtools/campaign_brokers.py has the broker
 faults). Then the real brokers' faults (devtools/campaign_kafka.py): kill -9 of the one leading the
 most partitions (fenced after the session timeout, every partition led by a live broker as the
 brokers' own Metadata says; restarted, back in every ISR), SIGSTOP of one past its session then
@@ -81,7 +81,7 @@ SESSION_TIMEOUT_MS = 6000
 RACKS = 3  # the simulator puts broker i on rack-{i % RACKS}
 LOG_DIRS = 2  # per broker; a replica lives in one of them
 HISTORY_CLIENTS = 4  # threads recording the history the linearizability checker proves
-LEADER_IMBALANCE_CHECK_S = 3  # Celery beat's preferred-leader rebalance, often for the campaign
+LEADER_IMBALANCE_CHECK_S = 3  # the controller's preferred-leader rebalance, often here
 # A service restarting is answered 503 (NOT_CONTROLLER, Retry-After) or 504: never a 500.
 UNAVAILABLE = frozenset({"503", "504"})
 # Every run_controller of the campaign runs as the one controller id the real brokers know as

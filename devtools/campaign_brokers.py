@@ -53,6 +53,27 @@ def healed(partitions: list[Partition]) -> bool:
     return bool(partitions) and isr_full(partitions) and preferred_lead(partitions)
 
 
+class NotHealed:
+    """False, and what a timed-out wait shows: the partitions not yet healed."""
+
+    def __init__(self, partitions: list[Partition]) -> None:
+        self.partitions = [
+            {k: p[k] for k in ("partition_index", "leader_id", "replica_nodes", "isr_nodes")}
+            for p in partitions
+            if not healed([p])
+        ]
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"not healed: {self.partitions or 'no partitions'}"
+
+
+def healed_or_why(partitions: list[Partition]) -> bool | NotHealed:
+    return True if healed(partitions) else NotHealed(partitions)
+
+
 def simulator_argv(
     web: Http, *, broker_token: str, admin_token: str, brokers: int, racks: int, log_dirs: int,
     topic: str,
@@ -116,7 +137,7 @@ def lose_two_racks(campaign: FaultCampaign, *, brokers: int, racks: int) -> dict
     unfenced_s = round(time.monotonic() - back, 2)
     wait_for(lambda: isr_full(campaign.partitions()), 60, "every replica back in its ISR")
     in_isr_s = round(time.monotonic() - back, 2)
-    wait_for(lambda: healed(campaign.partitions()), 60, "the preferred leaders back")
+    wait_for(lambda: healed_or_why(campaign.partitions()), 60, "the preferred leaders back")
     return {
         "lost_brokers": lost,
         "partitions_with_a_surviving_isr_member": len(with_a_survivor),
@@ -149,7 +170,7 @@ def restart_every_broker(campaign: FaultCampaign, *, brokers: int) -> dict[str, 
     unfenced_s = round(time.monotonic() - began, 2)
     wait_for(lambda: isr_full(campaign.partitions()), 60, "every replica back in its ISR")
     in_isr_s = round(time.monotonic() - began, 2)
-    wait_for(lambda: healed(campaign.partitions()), 60, "the preferred leaders back")
+    wait_for(lambda: healed_or_why(campaign.partitions()), 60, "the preferred leaders back")
     partitions = campaign.partitions()
     return {
         "restarted_brokers": sorted(old),

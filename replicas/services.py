@@ -66,10 +66,6 @@ def replicas_assign_to_dirs(*, payload: dict[str, Any], context: RequestContext)
     return broker_call(api="AssignReplicasToDirs", payload=payload, context=context)
 
 
-def leaders_rebalance(*, context: RequestContext | None = None) -> dict[str, Any]:
-    return controller_call(api="RebalanceLeaders", payload={}, context=context or RequestContext())
-
-
 def replica_state_alter(*, payload: dict[str, Any], context: RequestContext) -> dict[str, Any]:
     """Validate an AlterReplicaState now; queue what is valid for the controller."""
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from celery import shared_task
 
@@ -18,9 +17,3 @@ def apply_replica_state_changes() -> int:
 
 
 _one_at_a_time = threading.Lock()
-
-
-@shared_task(name="replicas.tasks.rebalance_leaders")  # type: ignore[untyped-decorator]
-def rebalance_leaders() -> dict[str, Any]:
-    """Celery beat, every leader.imbalance.check.interval.seconds."""
-    return services.leaders_rebalance()

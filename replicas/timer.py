@@ -1,5 +1,10 @@
 """What the active controller's timer does for replicas: apply waiting AlterReplicaState reports
-(in case a task message was lost) and, embedded (no Celery beat), the preferred-leader rebalance."""
+(in case a task message was lost) and the preferred-leader rebalance.
+
+The rebalance is the controller's own periodic work, as Kafka's QuorumController schedules
+maybeBalancePartitionLeaders on its own queue: it runs on the active controller in every mode,
+never through a background worker, so that leadership converges back to the preferred replicas
+whatever happens to Celery or its broker."""
 
 from __future__ import annotations
 
@@ -7,7 +12,6 @@ from django.conf import settings
 
 from controlplane.runtime.controller import ControllerRuntime
 from controlplane.runtime.conversation import ControllerEvent
-from controlplane.runtime.executor import executor
 from controlplane.runtime.lease import now_ms
 
 _last_rebalance_ms: dict[str, int] = {}
@@ -22,8 +26,8 @@ def apply_waiting_reports(runtime: ControllerRuntime) -> None:
 
 
 def rebalance_when_due(runtime: ControllerRuntime) -> None:
-    if not executor().in_process:
-        return  # Celery beat sends replicas.tasks.rebalance_leaders
+    """Every leader.imbalance.check.interval.seconds on the active controller (the
+    RebalanceLeaders event writes nothing when every preferred leader leads)."""
     interval_ms = settings.CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS * 1000
     now = now_ms()
     last = _last_rebalance_ms.setdefault(runtime.node_id, now)

@@ -138,15 +138,25 @@ def test_reports_that_arrive_together_are_applied_in_one_commit(
     assert replica_state_apply_pending() == 0
 
 
-def test_the_beat_job_moves_leadership_back_to_preferred_replicas(
-    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+def test_the_controllers_timer_moves_leadership_back_to_preferred_replicas(
+    api: Api,
+    tokens: dict[str, str],
+    register: Callable[..., int],
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from replicas import tasks
+    """The rebalance is the active controller's own periodic job (as Kafka's QuorumController
+    schedules it), due every leader.imbalance.check.interval.seconds; no Celery beat job."""
+    from controlplane.models import MetadataRecord
+    from controlplane.runtime.controller import get_runtime
+    from replicas import timer
     from replicas.models import Partition
 
-    schedule = settings.CELERY_BEAT_SCHEDULE["rebalance-preferred-leaders"]
-    assert schedule["task"] == tasks.rebalance_leaders.name
-    assert schedule["schedule"] == settings.CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS
+    assert "rebalance-preferred-leaders" not in settings.CELERY_BEAT_SCHEDULE
+    clock = [1_000_000]
+    monkeypatch.setattr(timer, "now_ms", lambda: clock[0])
+    monkeypatch.setattr(timer, "_last_rebalance_ms", {})
+    interval_ms = settings.CP_LEADER_IMBALANCE_CHECK_INTERVAL_SECONDS * 1000
     epochs = {b: register(b, unfence=True) for b in range(3)}
     status, body = api.post(
         "/api/v1/create-topics",
@@ -199,7 +209,17 @@ def test_the_beat_job_moves_leadership_back_to_preferred_replicas(
         token=tokens["broker"],
     )
     assert body["topics"][0]["partitions"][0]["error_code"] == 0, body
-    assert tasks.rebalance_leaders()["elections"] == 1
+    runtime = get_runtime()
+    runtime.run_jobs()  # the first round starts the interval
+    assert Partition.objects.get(topic__name="pref").leader == 1
+    clock[0] += interval_ms - 1
+    runtime.run_jobs()
+    assert Partition.objects.get(topic__name="pref").leader == 1  # not due yet
+    clock[0] += 1
+    runtime.run_jobs()
     p = Partition.objects.get(topic__name="pref")
     assert p.leader == 0 and p.leader_epoch == 2
-    assert tasks.rebalance_leaders()["elections"] == 0  # balanced: nothing more to do
+    records = MetadataRecord.objects.count()
+    clock[0] += interval_ms
+    runtime.run_jobs()
+    assert MetadataRecord.objects.count() == records  # balanced: the next round writes nothing

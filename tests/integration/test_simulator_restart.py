@@ -10,8 +10,9 @@ leader.imbalance.check.interval.seconds, short here) gives leadership back:
 * embedded, as `make run` runs it (one process is the server and the controller, on SQLite; the
   same simulator command line): the simulator killed and started again; then both stopped as
   Ctrl-C stops them and started again on the same database; then one broker replaced;
-* distributed (PostgreSQL, Redis, a `run_controller`, a Celery worker and beat): the controller,
-  the web node and the simulator killed together and started again.
+* distributed (PostgreSQL, Redis, a `run_controller`, no Celery worker nor beat: the rebalance is
+  the active controller's own timer job): the controller, the web node and the simulator killed
+  together and started again.
 
 Every wait polls with a generous bound; nothing asserts on timings.
 """
@@ -179,7 +180,7 @@ def test_make_run_heals_after_every_restart(tmp_path: Path) -> None:
 
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[Stack]:
-    """The integration tests' stack settings, and a short rebalance period for Celery beat."""
+    """The integration tests' stack settings, and a short preferred-leader rebalance period."""
     need_postgres()
     need_redis()
     settings = {
@@ -198,8 +199,6 @@ def test_distributed_control_plane_and_brokers_restarted_together(stack: Stack) 
     stack.start_controller("controller-1", 3001)
     stack.wait_active("controller-1", 60)
     http = stack.start_web("web", workers=1, threads=8)
-    stack.start_worker()
-    stack.start_beat()
     stack.spawn("simulator", simulator_argv(http, stack.tokens), stdin=subprocess.PIPE)
     first = wait_healed(http, token, {}, "the first start")
 
