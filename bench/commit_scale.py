@@ -7,7 +7,9 @@ broker, and one AlterReplicaState naming every one of them. Per size: handle, en
 (with its SQL statements) and image application, in ms and in µs per partition; the growth of
 each from the small size to the large (goal: at most 1.2 x per partition); the topics'
 creation (`creations`: one CreateTopics commit per 10,000 partitions), in ms and µs per
-partition; `verify_metadata` at the end.
+partition; a round of the controller's preferred-leader rebalance (`rebalance_round_ms`), on
+the balanced cluster and once those partitions are off their preferred leader;
+`verify_metadata` at the end.
 
     python -m bench.commit_scale                      # 10,000 and 100,000
     python -m bench.commit_scale --sizes 10000 --profile /tmp/prof   # cProfile per size
@@ -109,11 +111,16 @@ def run(sizes: list[int], profile_dir: str | None, left_out: list[str]) -> dict[
             topic_ids = create_topics_led_by(runtime, leader, size)
             creations[str(size)] = creation_figures(time.perf_counter() - started, size)
             log(f"created {size} partitions: {creations[str(size)]}")
+            balanced_ms = rebalance_round_ms(runtime)
             log(f"broker {leader} leads {size} partitions; failing its log dir")
             profiler = cProfile.Profile() if profile_dir else None
             runtime.timer_lag.take()
             figures[str(size)] = fail_log_dir(runtime, leader, epochs[leader], topic_ids, profiler)
             figures[str(size)]["timer_worst_lag_ms"] = timer_worst_lag(runtime)
+            figures[str(size)]["rebalance_round_ms"] = {
+                "balanced": balanced_ms,
+                "these_partitions_off_their_preferred_leader": rebalance_round_ms(runtime),
+            }
             if profiler is not None and profile_dir:
                 write_profile(profiler, Path(profile_dir), size)
             log(f"  {figures[str(size)]}")
@@ -164,6 +171,16 @@ def handle(runtime: Any, api: str, payload: dict[str, Any]) -> dict[str, Any]:
     event = ControllerEvent(api, payload, RequestContext(principal="User:bench"))
     response: dict[str, Any] = runtime.handle(event).response
     return response
+
+
+def rebalance_round_ms(runtime: Any) -> float:
+    """One round of the controller's preferred-leader rebalance as its timer runs it (here it
+    elects nothing: the cluster is balanced, or the preferred leaders' log dir is offline)."""
+    started = time.perf_counter()
+    response = handle(runtime, "RebalanceLeaders", {})
+    elapsed_ms = round((time.perf_counter() - started) * 1000, 1)
+    assert response == {"error_code": 0, "elections": 0, "enabled": True}, response
+    return elapsed_ms
 
 
 def register_brokers(runtime: Any) -> dict[int, int]:

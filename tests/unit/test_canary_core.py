@@ -18,9 +18,10 @@ from controlplane.controller.canary.rules import (
     is_canary_partition,
     leader_order,
 )
+from controlplane.controller.dispatch import run_event
 from controlplane.controller.errors import Errors
-from controlplane.controller.image import PartitionRegistration
-from controlplane.controller.records import PartitionChangeRecord, PartitionRecord
+from controlplane.controller.image import MetadataDelta, PartitionRegistration
+from controlplane.controller.records import PartitionChangeRecord, PartitionRecord, TopicRecord
 from tests.unit.test_replication_core import Cluster
 
 CANARY = "canary-broker"
@@ -308,6 +309,34 @@ def test_alter_replica_state_moves_canary_leadership_to_a_canary_replica():
     cluster.replicas_offline(100, {"mixed": [0]})
     p = cluster.partition("mixed", 0)
     assert p.leader == 101 and 100 in p.offline_replicas
+
+
+@pytest.mark.parametrize("applied", [True, False], ids=["in-the-image", "in-the-same-delta"])
+def test_the_rebalance_finds_a_canary_partition_led_by_its_first_replica(applied: bool):
+    """A canary partition led by its first replica, a regular broker, while a canary replica
+    is in sync (a log may hold it): the first replica leads, yet it is not the preferred leader
+    (its first canary replica is), and the rebalance, which reads its candidates from the
+    image's groups instead of every partition, still moves leadership there."""
+    cluster = canary_cluster(2, 2)
+    delta = MetadataDelta(cluster.image)
+    topic_id = "00000000-0000-0000-0000-0000000000aa"
+    delta.replay(TopicRecord(name="first-regular", topic_id=topic_id))
+    delta.replay(
+        PartitionRecord(
+            partition_id=0, topic_id=topic_id, replicas=(0, 100), isr=(0, 100), leader=0,
+            is_canary=True,
+        )
+    )  # fmt: skip
+    if applied:
+        cluster.image.apply(delta)
+        response = cluster.run("RebalanceLeaders", {})
+        leader = cluster.partition("first-regular", 0).leader
+    else:
+        response = run_event(delta, "RebalanceLeaders", {}, cluster.env())
+        partition = delta.partition((topic_id, 0))
+        assert partition is not None
+        leader = partition.leader
+    assert response["elections"] == 1 and leader == 100
 
 
 def test_preferred_elections_and_the_rebalance_prefer_canary_replicas():

@@ -30,6 +30,7 @@ from controlplane.controller.dispatch import run_event
 from controlplane.controller.env import DEFAULT_SESSION_TIMEOUT_MS, BrokerSession, ControllerEnv
 from controlplane.controller.image import MetadataDelta, MetadataImage, replay_log
 from controlplane.controller.records import NO_LEADER, Record, record_from_data
+from tests.unit.rebalance_cover import assert_rebalance_candidates_cover
 
 CLUSTER = "canary-properties"
 REGULAR = (0, 1, 2, 3)
@@ -52,6 +53,7 @@ class CanaryMachine(RuleBasedStateMachine):
         delta = MetadataDelta(self.image)
         env = ControllerEnv(now_ms=self.now, activated_ms=self.now, sessions=self.sessions)
         response = run_event(delta, api, payload, env)
+        assert_rebalance_candidates_cover(delta)  # the changes over the image, not yet applied
         self.records.extend(delta.replayed)
         self.image.apply(delta)
         return response
@@ -250,6 +252,10 @@ class CanaryMachine(RuleBasedStateMachine):
         self.run("RebalanceLeaders", {})
 
     # --- invariants --------------------------------------------------------------------------
+    @invariant()
+    def the_rebalance_candidates_cover_every_partition_off_its_preferred_leader(self) -> None:
+        assert_rebalance_candidates_cover(MetadataDelta(self.image))
+
     @invariant()
     def isolation_is_every_replica_on_a_canary_broker(self) -> None:
         canary = canary_brokers_of(self.image)

@@ -41,6 +41,7 @@ from controlplane.controller.image import (
 from controlplane.controller.kraft import KafkaLogEncoder, LogEntry, decode_records
 from controlplane.controller.records import NO_LEADER, Record, record_from_data
 from devtools.kafka_view import KafkaView, view_of_image
+from tests.unit.rebalance_cover import assert_rebalance_candidates_cover
 
 CLUSTER = "replication-properties"
 BROKER_IDS = st.integers(min_value=0, max_value=4)
@@ -72,6 +73,7 @@ class ReplicationMachine(RuleBasedStateMachine):
         delta = MetadataDelta(self.image)
         env = ControllerEnv(now_ms=self.now, activated_ms=self.now, sessions=self.sessions)
         response = run_event(delta, api, payload, env)
+        assert_rebalance_candidates_cover(delta)  # the changes over the image, not yet applied
         self.records.extend(delta.replayed)
         self.image.apply(delta)
         return response
@@ -610,6 +612,10 @@ class ReplicationMachine(RuleBasedStateMachine):
             self.run("RebalanceLeaders", {})
 
     # --- invariants --------------------------------------------------------------------------
+    @invariant()
+    def the_rebalance_candidates_cover_every_partition_off_its_preferred_leader(self) -> None:
+        assert_rebalance_candidates_cover(MetadataDelta(self.image))
+
     @invariant()
     def partitions_are_well_formed(self) -> None:
         for tp, p in self.image.partitions.items():

@@ -14,7 +14,7 @@ yields the records that rebuild it in an empty image (`snapshot_records`), and
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, Protocol
 
 from controlplane.controller.image.acls import AclsDelta, AclsImage
@@ -415,6 +415,13 @@ class MetadataDelta:
 
     def partitions_led_by(self, broker_id: int) -> set[TopicPartition]:
         return self.topics_delta.partitions_led_by(broker_id)
+
+    def partitions_off_first_replica(
+        self, or_with_replica_on: Collection[int]
+    ) -> set[TopicPartition]:
+        """The partitions not led by their first replica, and those with a replica on a broker
+        of `or_with_replica_on`."""
+        return self.topics_delta.partitions_off_first_replica(or_with_replica_on)
 
     def config(self, resource_type: str, resource_name: str, name: str) -> str | None:
         return self.configs_delta.config(resource_type, resource_name, name)

@@ -13,7 +13,7 @@ and the indexes by broker hold one entry per partition, not seven (`PartitionGro
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from controlplane.controller.frozen import quick_init
@@ -295,6 +295,23 @@ class TopicsImage:
                 found.add(members)
         return found
 
+    def partitions_off_first_replica(
+        self, or_with_replica_on: Collection[int]
+    ) -> set[TopicPartition]:
+        """The partitions not led by their first replica (Kafka's imbalancedPartitions), and
+        those with a replica on a broker of `or_with_replica_on`: read from the groups (a
+        few thousand with Kafka's placement), not from every partition."""
+        found: set[TopicPartition] = set()
+        for (replicas, _, leader), members in self.groups.items():
+            if (not replicas or leader != replicas[0]) or (
+                or_with_replica_on and any(r in or_with_replica_on for r in replicas)
+            ):
+                if isinstance(members, set):
+                    found |= members
+                else:
+                    found.add(members)
+        return found
+
     # The indexes by broker as whole dicts, built from the groups on each read (O(partitions)):
     # for tests and tools; the controller asks broker by broker.
     @property
@@ -561,6 +578,18 @@ class TopicsDelta:
     def partitions_led_by(self, broker_id: int) -> set[TopicPartition]:
         found = self.image.partitions_led_by(broker_id)
         return self._indexed(found, lambda p: p.leader == broker_id)
+
+    def partitions_off_first_replica(
+        self, or_with_replica_on: Collection[int]
+    ) -> set[TopicPartition]:
+        found = self.image.partitions_off_first_replica(or_with_replica_on)
+        return self._indexed(
+            found,
+            lambda p: (
+                (not p.replicas or p.leader != p.replicas[0])
+                or any(r in or_with_replica_on for r in p.replicas)
+            ),
+        )
 
     def broker_has_leaderships(self, broker_id: int) -> bool:
         """Whether `broker_id` leads a partition, without gathering them (each heartbeat asks):
