@@ -161,12 +161,12 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
         if profiler is not None:
             profiler.disable()
         first_s = time.perf_counter() - started
-        left_after_first = len(leaderships(runtime.image, SHUTTING))
+        left_after_first = len(leaderships_now(runtime, SHUTTING))
         # What the heartbeat's commit did not move (CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT), the
         # controller's fencing rounds move next (bounded commits of
         # CP_MAX_PARTITION_CHANGES_PER_COMMIT, the controller free in between).
         deadline = time.monotonic() + 300
-        while leaderships(runtime.image, SHUTTING) and time.monotonic() < deadline:
+        while still_leads(runtime, SHUTTING) and time.monotonic() < deadline:
             time.sleep(0.01)
         all_moved_s = time.perf_counter() - started
         notice_ms = (notices.after_ms(started, 0), notices.after_ms(started, -1))
@@ -178,7 +178,7 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
         sessions.stop()
     if profiler is not None and profile_dir:
         write_profile(profiler, Path(profile_dir), size)
-    left = sum(1 for _ in leaderships(runtime.image, SHUTTING))
+    left = len(leaderships_now(runtime, SHUTTING))
     # Every broker has seen the commit (the web node records the offsets heartbeats report).
     now_ms = int(time.time() * 1000)
     for broker_id, epoch in epochs.items():
@@ -212,6 +212,19 @@ def run(size: int, profile_dir: str | None) -> dict[str, Any]:
 
 def leaderships(image: Any, broker_id: int) -> Any:
     return image.topics_image.partitions_led_by(broker_id)
+
+
+# While the timer moves what is left, the controller applies commits to its image: the bench
+# reads it between two of them (holding the controller's lock, as an event would), never while
+# one is applied (a read then could meet a partition half moved between the indexes).
+def leaderships_now(runtime: Any, broker_id: int) -> Any:
+    with runtime._lock:
+        return leaderships(runtime.image, broker_id)
+
+
+def still_leads(runtime: Any, broker_id: int) -> bool:
+    with runtime._lock:
+        return bool(runtime.image.topics_image.broker_has_leaderships(broker_id))
 
 
 def heartbeat(runtime: Any, broker_id: int, epoch: int, *, want_shut_down: bool = False) -> Any:
