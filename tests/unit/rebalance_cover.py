@@ -5,21 +5,21 @@ from __future__ import annotations
 
 from controlplane.controller.canary.rules import canary_brokers_of, preferred_leader
 from controlplane.controller.image import MetadataDelta
-from controlplane.controller.replication.elections import rebalance_candidates
+from controlplane.controller.replication.elections import rebalance_topics
 
 
 def assert_rebalance_candidates_cover(view: MetadataDelta) -> None:
-    """Every partition not led by its preferred replica is a candidate, and the candidates come
-    in the order a scan of every partition (topics by name, partitions by index) meets them:
-    on a fresh view of the image, and on a delta's changes over it."""
+    """Every partition not led by its preferred replica is in one of the rebalance's topics,
+    which come by name as a scan of every topic meets them: on a fresh view of the image, and
+    on a delta's changes over it."""
     canary = canary_brokers_of(view)
     scanned = [
         (tp, partition)
         for topic in sorted(view.all_topics(), key=lambda t: t.name)
         for tp, partition in view.topic_partitions(topic)
     ]
-    candidates = rebalance_candidates(view, canary)
-    chosen = {tp for tp, _ in candidates}
-    assert candidates == [(tp, p) for tp, p in scanned if tp in chosen]
+    topics = rebalance_topics(view, canary)
+    assert [t.name for t in topics] == sorted(t.name for t in topics)
+    chosen = {tp for topic in topics for tp, _ in view.topic_partitions(topic)}
     off = [tp for tp, p in scanned if p.leader != preferred_leader(p, canary)]
     assert set(off) <= chosen, set(off) - chosen

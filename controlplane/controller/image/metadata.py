@@ -416,12 +416,10 @@ class MetadataDelta:
     def partitions_led_by(self, broker_id: int) -> set[TopicPartition]:
         return self.topics_delta.partitions_led_by(broker_id)
 
-    def partitions_off_first_replica(
-        self, or_with_replica_on: Collection[int]
-    ) -> set[TopicPartition]:
-        """The partitions not led by their first replica, and those with a replica on a broker
-        of `or_with_replica_on`."""
-        return self.topics_delta.partitions_off_first_replica(or_with_replica_on)
+    def topics_off_first_replica(self, or_with_replica_on: Collection[int]) -> set[str]:
+        """The topics with a partition not led by its first replica, or with a replica on a
+        broker of `or_with_replica_on` (more topics at times, never fewer)."""
+        return self.topics_delta.topics_off_first_replica(or_with_replica_on)
 
     def config(self, resource_type: str, resource_name: str, name: str) -> str | None:
         return self.configs_delta.config(resource_type, resource_name, name)

@@ -295,21 +295,23 @@ class TopicsImage:
                 found.add(members)
         return found
 
-    def partitions_off_first_replica(
-        self, or_with_replica_on: Collection[int]
-    ) -> set[TopicPartition]:
-        """The partitions not led by their first replica (Kafka's imbalancedPartitions), and
-        those with a replica on a broker of `or_with_replica_on`: read from the groups (a
-        few thousand with Kafka's placement), not from every partition."""
-        found: set[TopicPartition] = set()
+    def topics_off_first_replica(self, or_with_replica_on: Collection[int]) -> set[str]:
+        """The topics with a partition not led by its first replica (Kafka's
+        imbalancedPartitions, by topic) or with a replica on a broker of `or_with_replica_on`:
+        read from the groups (a few thousand with Kafka's placement), not from every partition,
+        and no further once every topic is found."""
+        found: set[str] = set()
+        every_topic = len(self.topics)
         for (replicas, _, leader), members in self.groups.items():
             if (not replicas or leader != replicas[0]) or (
                 or_with_replica_on and any(r in or_with_replica_on for r in replicas)
             ):
                 if isinstance(members, set):
-                    found |= members
+                    found.update(topic_id for topic_id, _ in members)
                 else:
-                    found.add(members)
+                    found.add(members[0])
+                if len(found) >= every_topic:
+                    break
         return found
 
     # The indexes by broker as whole dicts, built from the groups on each read (O(partitions)):
@@ -579,17 +581,18 @@ class TopicsDelta:
         found = self.image.partitions_led_by(broker_id)
         return self._indexed(found, lambda p: p.leader == broker_id)
 
-    def partitions_off_first_replica(
-        self, or_with_replica_on: Collection[int]
-    ) -> set[TopicPartition]:
-        found = self.image.partitions_off_first_replica(or_with_replica_on)
-        return self._indexed(
-            found,
-            lambda p: (
+    def topics_off_first_replica(self, or_with_replica_on: Collection[int]) -> set[str]:
+        """The image's (a topic whose partitions this delta changed back stays: a topic too
+        many is read for nothing, never a topic too few) and those of the partitions this
+        delta changed that are off their first replica or on such a broker."""
+        found = self.image.topics_off_first_replica(or_with_replica_on)
+        for (topic_id, _), p in self.changed_partitions.items():
+            if p is not None and (
                 (not p.replicas or p.leader != p.replicas[0])
                 or any(r in or_with_replica_on for r in p.replicas)
-            ),
-        )
+            ):
+                found.add(topic_id)
+        return found
 
     def broker_has_leaderships(self, broker_id: int) -> bool:
         """Whether `broker_id` leads a partition, without gathering them (each heartbeat asks):

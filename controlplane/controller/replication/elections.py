@@ -10,7 +10,7 @@ from typing import Any
 from controlplane.controller.canary.rules import canary_brokers_of, preferred_leader
 from controlplane.controller.config_schema import ConfigView
 from controlplane.controller.errors import Errors
-from controlplane.controller.image import MetadataDelta, PartitionRegistration, TopicPartition
+from controlplane.controller.image import MetadataDelta, TopicInfo, TopicPartition
 from controlplane.controller.partitions.changes import (
     AcceptableLeader,
     Election,
@@ -91,21 +91,15 @@ def _elect_one(
     return Errors.NONE, None
 
 
-def rebalance_candidates(
-    view: MetadataDelta, canary: Collection[int]
-) -> list[tuple[TopicPartition, PartitionRegistration]]:
-    """Every partition whose leader may not be its preferred replica, by topic name and index:
-    those not led by their first replica and, while canary brokers are registered, those with
-    a replica on one (a canary partition's preferred leader is its first canary replica). Read
-    from the image's groups, so a balanced cluster of a million partitions is not scanned at
-    every leader.imbalance.check.interval.seconds (Kafka keeps its imbalancedPartitions)."""
-    found = []
-    for tp in view.partitions_off_first_replica(canary):
-        partition, topic = view.partition(tp), view.topic(tp[0])
-        if partition is not None and topic is not None:
-            found.append((topic.name, tp, partition))
-    found.sort(key=lambda found: (found[0], found[1][1]))
-    return [(tp, partition) for _, tp, partition in found]
+def rebalance_topics(view: MetadataDelta, canary: Collection[int]) -> list[TopicInfo]:
+    """The topics where a leader may not be the preferred replica, by name: those with a
+    partition not led by its first replica or, while canary brokers are registered, with one
+    that has a replica on one (a canary partition's preferred leader is its first canary
+    replica). Found from the image's groups, so a balanced cluster of a million partitions is
+    not read whole at every leader.imbalance.check.interval.seconds (Kafka keeps its
+    imbalancedPartitions); within them, the rebalance reads partitions as a scan would."""
+    topics = (view.topic(topic_id) for topic_id in view.topics_off_first_replica(canary))
+    return sorted((t for t in topics if t is not None), key=lambda t: t.name)
 
 
 def rebalance_leaders(
@@ -118,24 +112,25 @@ def rebalance_leaders(
         return changes, {"error_code": 0, "elections": 0, "enabled": False}
     acceptable = acceptable_leaders(view)
     canary = canary_brokers_of(view)
-    for tp, partition in rebalance_candidates(view, canary):
-        if changes.elections >= limit:
-            break
-        preferred = preferred_leader(partition, canary)
-        if (
-            partition.leader == preferred
-            or preferred not in partition.isr
-            or preferred in partition.offline_replicas
-            or not acceptable(preferred)
-        ):
-            continue
-        changes.add(
-            change_partition(
-                tp,
-                partition,
-                acceptable=acceptable,
-                election=Election.PREFERRED,
-                canary_brokers=canary,
+    for topic in rebalance_topics(view, canary):
+        for tp, partition in view.topic_partitions(topic):
+            if changes.elections >= limit:
+                break
+            preferred = preferred_leader(partition, canary)
+            if (
+                partition.leader == preferred
+                or preferred not in partition.isr
+                or preferred in partition.offline_replicas
+                or not acceptable(preferred)
+            ):
+                continue
+            changes.add(
+                change_partition(
+                    tp,
+                    partition,
+                    acceptable=acceptable,
+                    election=Election.PREFERRED,
+                    canary_brokers=canary,
+                )
             )
-        )
     return changes, {"error_code": 0, "elections": changes.elections, "enabled": True}
