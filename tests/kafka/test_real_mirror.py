@@ -367,7 +367,14 @@ def test_a_topic_of_real_brokers_is_mirrored_to_another_control_planes_cluster(
         brokers, brokers[1], TOPIC, {"retention.ms": "7200000"}
     )
     assert answer == {"topic": {TOPIC: "OK"}}, answer
-    assert dynamic_configs(a, TOPIC) == {**CREATED_WITH, "retention.ms": "7200000"}
+    # A write a broker forwarded is answered once the log holds it; A's REST API reads the
+    # state tables, which follow the log's commit in a transaction of their own.
+    wait_for(
+        lambda: dynamic_configs(a, TOPIC) == {**CREATED_WITH, "retention.ms": "7200000"},
+        10,
+        "A's tables to follow the log's commit of the forwarded alter",
+        0.1,
+    )
     forwarded = audit(a, api="IncrementalAlterConfigs", resource=TOPIC)
     # One row per attempt that reached the controller: one when the first was answered.
     assert 1 <= len(forwarded) <= attempts, (attempts, forwarded)
