@@ -1,7 +1,9 @@
 """Benchmark: the pure Python a commit of 10,000 partitions costs the controller, no database.
 
-Three commits on an image of 60 registered, unfenced brokers, through the controller's own
-handlers: a topic's creation (CreateTopics of 10,000 partitions, RF 3, led by broker 1), the
+Four commits on an image of 60 registered, unfenced brokers, through the controller's own
+handlers: a topic's creation (CreateTopics of 10,000 partitions, RF 3, led by broker 1), a bulk
+creation as Kafka's AdminClient sends one (CreateTopics of 1,000 topics of 10 partitions, RF 3,
+placed by the controller), the
 start of a move of every partition's last replica to another broker (AlterPartitionReassignments
 naming all 10,000, on the created topic), and broker 1's log dir failure (AlterReplicaState
 naming all 10,000, on the created topic: each partition elects another leader and marks the
@@ -61,6 +63,7 @@ def measure(partitions: int, repeat: int) -> dict[str, Any]:
     image, epochs, env = _brokers_image()
     creation = _creation_request(partitions)
     created = _steps(image, "CreateTopics", creation, env, repeat)
+    many = _steps(image, "CreateTopics", _many_topics_request(partitions // 10), env, repeat)
     delta = MetadataDelta(image)
     _run(delta, "CreateTopics", creation, env)
     image.apply(delta)
@@ -74,6 +77,7 @@ def measure(partitions: int, repeat: int) -> dict[str, Any]:
     return {
         "setup": {"partitions": partitions, "brokers": BROKERS, "repeat": repeat},
         "creation": created,
+        "creation_of_many_topics": many,
         "reassignment": _steps(
             image, "AlterPartitionReassignments", _reassignment(partitions), env, repeat
         ),
@@ -136,6 +140,16 @@ def _creation_request(partitions: int) -> dict[str, Any]:
         for index in range(partitions)
     ]
     return {"topics": [{"name": "bench", "assignments": assignments}]}
+
+
+def _many_topics_request(topics: int) -> dict[str, Any]:
+    """Topics of 10 partitions, RF 3, each placed by the controller."""
+    return {
+        "topics": [
+            {"name": f"bulk-{i:05d}", "num_partitions": 10, "replication_factor": 3}
+            for i in range(topics)
+        ]
+    }
 
 
 def _steps(base: Any, api: str, payload: dict[str, Any], env: Any, repeat: int) -> dict[str, Any]:

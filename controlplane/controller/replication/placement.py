@@ -19,6 +19,7 @@ inside the canary set as outside it.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import zlib
 from collections.abc import Collection, Iterable, Sequence
 
@@ -43,13 +44,16 @@ class Placed:
 
 def rack_alternated(brokers: Iterable[UsableBroker]) -> list[UsableBroker]:
     by_rack: dict[str, list[UsableBroker]] = {}
-    for broker in sorted(brokers, key=lambda b: b.broker_id):
+    for broker in sorted(brokers, key=_broker_id):
         by_rack.setdefault(broker.rack or "", []).append(broker)
+    if len(by_rack) <= 1:  # one rack (or none named): the brokers in id order
+        return next(iter(by_rack.values()), [])
     racks = [by_rack[name] for name in sorted(by_rack)]
-    arranged: list[UsableBroker] = []
-    for turn in range(max((len(r) for r in racks), default=0)):
-        arranged.extend(rack[turn] for rack in racks if turn < len(rack))
-    return arranged
+    return [b for turn in itertools.zip_longest(*racks) for b in turn if b is not None]
+
+
+def _broker_id(broker: UsableBroker) -> int:
+    return broker.broker_id
 
 
 def place_replicas(
