@@ -4,7 +4,7 @@ outcome, reason and broker; and a new topic's placement (brokers, racks, canary 
 
 Pure: every function takes rows already read (one query for a topic's partitions, one for the
 brokers) and decides with the controller's own rules from the pure core (`change_partition`,
-`preferred_leader`, `place_partitions`), so the preview is the controller's answer for the
+`preferred_leader`, `BrokerRings.place`), so the preview is the controller's answer for the
 state it was read in, never a second opinion.
 """
 
@@ -19,7 +19,7 @@ from controlplane.controller.errors import ApiError, Errors
 from controlplane.controller.image import PartitionRegistration
 from controlplane.controller.partitions.changes import Election, change_partition
 from controlplane.controller.records import NO_LEADER
-from controlplane.controller.replication.placement import UsableBroker, place_partitions
+from controlplane.controller.replication.placement import BrokerRings, UsableBroker
 
 UNCLEAN = "UNCLEAN"
 
@@ -373,7 +373,7 @@ def placement(
     replication_factor: int,
     canary: Sequence[int],
 ) -> Placement:
-    """Where CreateTopics would put the replicas: the controller's `place_partitions` over the
+    """Where CreateTopics would put the replicas: the controller's `BrokerRings.place` over the
     brokers it would use (registered, not shutting down), read-only."""
     usable = [
         UsableBroker(b.broker_id, b.rack, b.fenced, b.canary)
@@ -381,8 +381,7 @@ def placement(
         if not b.in_controlled_shutdown
     ]
     try:
-        placed = place_partitions(
-            usable,
+        placed = BrokerRings(usable).place(
             seed_name=topic,
             first_partition=0,
             num_partitions=num_partitions,

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controlplane.controller.canary.rules import CANARY_BROKER_POD
 from controlplane.controller.dispatch import run_event
 from controlplane.controller.env import BrokerSession, ControllerEnv
 from controlplane.controller.errors import ApiError, Errors, InvalidStateTransition
@@ -1495,3 +1496,67 @@ def test_placement_properties(brokers, rf, partitions, first, seed_name):
             assert set(replicas[: len(unfenced)]) == unfenced_ids  # unfenced brokers first
     # Balanced leaders, for a fresh topic and for the partitions a topic gains.
     assert max(leaders.values()) - min(leaders.values()) <= 1
+
+
+@st.composite
+def broker_set(draw: st.DrawFn) -> list[tuple[int, str | None, str, bool]]:
+    """Brokers to register: id, rack, pod (some canary) and whether each stays fenced."""
+    ids = draw(st.lists(st.integers(1, 30), min_size=1, max_size=9, unique=True))
+    racks = draw(st.sampled_from([[None], ["a", "b"], ["a", "b", "c"]]))
+    return [
+        (
+            broker_id,
+            draw(st.sampled_from(racks)),
+            draw(st.sampled_from(["broker", "broker", CANARY_BROKER_POD])),
+            draw(st.booleans()),
+        )
+        for broker_id in ids
+    ]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    brokers=broker_set(),
+    topics=st.lists(
+        st.tuples(st.integers(1, 6), st.integers(1, 3), st.sampled_from([None, "25", "50"])),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_topics_placed_in_one_request_are_placed_as_each_alone(brokers, topics):
+    """A request of many topics reads the brokers once for all of them: each topic still gets
+    the replicas, leaders and canary flags a request of its own gives it."""
+
+    def cluster() -> Cluster:
+        built = Cluster()
+        for broker_id, rack, pod, fenced in brokers:
+            built.register(broker_id, rack=rack, pod=pod, unfence=not fenced)
+        return built
+
+    def request(index: int, partitions: int, rf: int, percent: str | None) -> dict[str, Any]:
+        configs = (
+            [] if percent is None else [{"name": "percent.canary.partition", "value": percent}]
+        )
+        return {
+            "name": f"topic-{index}",
+            "num_partitions": partitions,
+            "replication_factor": rf,
+            "assignments": [],
+            "configs": configs,
+        }
+
+    def placed(built: Cluster, answers: list[Any]) -> list[Any]:
+        rows = []
+        for answer in answers:
+            rows.append((answer["name"], answer["error_code"], answer.get("error_message")))
+            if answer["error_code"] == 0:
+                for index in range(answer["num_partitions"]):
+                    p = built.partition(answer["name"], index)
+                    rows.append((p.replicas, p.isr, p.leader, p.is_canary, p.canary_isolated))
+        return rows
+
+    together = cluster()
+    answers = together.create_topics(*(request(i, *t) for i, t in enumerate(topics)))
+    alone = cluster()
+    each = [alone.create_topics(request(i, *t))[0] for i, t in enumerate(topics)]
+    assert placed(together, answers) == placed(alone, each)

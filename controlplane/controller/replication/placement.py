@@ -19,6 +19,7 @@ inside the canary set as outside it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import zlib
 from collections.abc import Collection, Iterable, Sequence
@@ -66,91 +67,130 @@ def place_replicas(
 ) -> list[tuple[int, ...]]:
     """Replica lists for partitions first_partition .. first_partition + num_partitions - 1,
     over all of `brokers` (no canary isolation)."""
-    _check(brokers, replication_factor)
+    ring = _Ring.of(brokers)
+    ring.check(replication_factor)
     ordinals = range(first_partition, first_partition + num_partitions)
-    return _place(brokers, seed_name, ordinals, replication_factor)
+    return _place(ring, seed_name, ordinals, replication_factor)
 
 
-def place_partitions(
-    brokers: Sequence[UsableBroker],
-    *,
-    seed_name: str,
-    first_partition: int,
-    num_partitions: int,
-    replication_factor: int,
-    canary: Collection[int] = (),
-    isolated_before: int = 0,
-) -> Placed:
-    """Canary-aware placement of partitions first_partition .. + num_partitions - 1, of which
-    `canary` (indexes) are canary partitions; `isolated_before` counts the topic's existing
-    isolated canary partitions (an expansion continues their stripes)."""
-    _check(brokers, replication_factor)
-    canary = frozenset(canary)
-    canary_ring = [b for b in brokers if b.canary and not b.fenced]
-    can_isolate = bool(canary) and len(canary_ring) >= replication_factor
-    regular = [b for b in brokers if not b.canary]
-    if sum(1 for b in regular if not b.fenced) < replication_factor:
-        regular = list(brokers)  # too few regular brokers: use the canary ones too
-    indexes = range(first_partition, first_partition + num_partitions)
-    in_canary_ring = [can_isolate and i in canary for i in indexes]
-    canary_ordinals: list[int] = []
-    regular_ordinals: list[int] = []
-    isolated_count = isolated_before
-    for index, on_canary in zip(indexes, in_canary_ring, strict=True):
-        if on_canary:
-            canary_ordinals.append(isolated_count)
-            isolated_count += 1
-        else:
-            regular_ordinals.append(index - isolated_count)
-    placed_canary = iter(_place(canary_ring, seed_name, canary_ordinals, replication_factor))
-    placed_regular = iter(_place(regular, seed_name, regular_ordinals, replication_factor))
-    replicas = [next(placed_canary if c else placed_regular) for c in in_canary_ring]
-    canary_ids = {b.broker_id for b in brokers if b.canary}
-    isolated = [
-        i in canary and all(r in canary_ids for r in assigned)
-        for i, assigned in zip(indexes, replicas, strict=True)
-    ]
-    return Placed(replicas, isolated)
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Ring:
+    """Brokers a stripe goes over: how many, the unfenced ones rack-alternated (the leaders
+    and followers), and the fenced ones (followers only, when too few are unfenced)."""
 
+    size: int
+    unfenced: list[UsableBroker]
+    spare: list[UsableBroker]
 
-def _check(brokers: Sequence[UsableBroker], replication_factor: int) -> None:
-    unfenced = [b for b in brokers if not b.fenced]
-    if replication_factor <= 0:
-        raise ApiError(
-            Errors.INVALID_REPLICATION_FACTOR,
-            f"Invalid replication factor {replication_factor}: the replication factor must "
-            "be positive.",
+    @classmethod
+    def of(cls, brokers: Sequence[UsableBroker]) -> _Ring:
+        return cls(
+            len(brokers),
+            rack_alternated(b for b in brokers if not b.fenced),
+            rack_alternated(b for b in brokers if b.fenced),
         )
-    if not unfenced:
-        raise ApiError(Errors.INVALID_REPLICATION_FACTOR, "All brokers are currently fenced.")
-    if replication_factor > len(brokers):
-        raise ApiError(
-            Errors.INVALID_REPLICATION_FACTOR,
-            f"The target replication factor of {replication_factor} cannot be reached because "
-            f"only {len(brokers)} broker(s) are registered.",
-        )
+
+    def check(self, replication_factor: int) -> None:
+        if replication_factor <= 0:
+            raise ApiError(
+                Errors.INVALID_REPLICATION_FACTOR,
+                f"Invalid replication factor {replication_factor}: the replication factor must "
+                "be positive.",
+            )
+        if not self.unfenced:
+            raise ApiError(Errors.INVALID_REPLICATION_FACTOR, "All brokers are currently fenced.")
+        if replication_factor > self.size:
+            raise ApiError(
+                Errors.INVALID_REPLICATION_FACTOR,
+                f"The target replication factor of {replication_factor} cannot be reached "
+                f"because only {self.size} broker(s) are registered.",
+            )
+
+
+class BrokerRings:
+    """The rings placement stripes over one set of usable brokers (the canary ones, the
+    regular ones, all of them), each arranged once: a request that places many topics places
+    each over the same brokers."""
+
+    def __init__(self, brokers: Sequence[UsableBroker]) -> None:
+        self._brokers = brokers
+
+    @functools.cached_property
+    def _everyone(self) -> _Ring:
+        return _Ring.of(self._brokers)
+
+    @functools.cached_property
+    def _canary(self) -> _Ring:
+        return _Ring.of([b for b in self._brokers if b.canary and not b.fenced])
+
+    @functools.cached_property
+    def _regular(self) -> _Ring:
+        return _Ring.of([b for b in self._brokers if not b.canary])
+
+    @functools.cached_property
+    def _canary_ids(self) -> frozenset[int]:
+        return frozenset(b.broker_id for b in self._brokers if b.canary)
+
+    def place(
+        self,
+        *,
+        seed_name: str,
+        first_partition: int,
+        num_partitions: int,
+        replication_factor: int,
+        canary: Collection[int] = (),
+        isolated_before: int = 0,
+    ) -> Placed:
+        """Canary-aware placement of partitions first_partition .. + num_partitions - 1, of
+        which `canary` (indexes) are canary partitions; `isolated_before` counts the topic's
+        existing isolated canary partitions (an expansion continues their stripes)."""
+        self._everyone.check(replication_factor)
+        canary = frozenset(canary)
+        can_isolate = bool(canary) and len(self._canary.unfenced) >= replication_factor
+        regular = self._regular
+        if len(regular.unfenced) < replication_factor:
+            regular = self._everyone  # too few regular brokers: use the canary ones too
+        indexes = range(first_partition, first_partition + num_partitions)
+        in_canary_ring = [can_isolate and i in canary for i in indexes]
+        canary_ordinals: list[int] = []
+        regular_ordinals: list[int] = []
+        isolated_count = isolated_before
+        for index, on_canary in zip(indexes, in_canary_ring, strict=True):
+            if on_canary:
+                canary_ordinals.append(isolated_count)
+                isolated_count += 1
+            else:
+                regular_ordinals.append(index - isolated_count)
+        placed_canary = iter(_place(self._canary, seed_name, canary_ordinals, replication_factor))
+        placed_regular = iter(_place(regular, seed_name, regular_ordinals, replication_factor))
+        replicas = [next(placed_canary if c else placed_regular) for c in in_canary_ring]
+        canary_ids = self._canary_ids
+        isolated = [
+            i in canary and all(r in canary_ids for r in assigned)
+            for i, assigned in zip(indexes, replicas, strict=True)
+        ]
+        return Placed(replicas, isolated)
 
 
 def _place(
-    brokers: Sequence[UsableBroker],
+    ring: _Ring,
     seed_name: str,
     ordinals: Sequence[int],
     replication_factor: int,
 ) -> list[tuple[int, ...]]:
-    """Replica lists for the partitions at `ordinals` of the stripes over `brokers`."""
+    """Replica lists for the partitions at `ordinals` of the stripes over `ring`."""
     if not ordinals:
         return []
-    _check(brokers, replication_factor)
-    unfenced = [b for b in brokers if not b.fenced]
+    ring.check(replication_factor)
     seed = zlib.crc32(seed_name.encode())
+    unfenced = ring.unfenced
     if len(unfenced) >= replication_factor:
-        return _striped(rack_alternated(unfenced), seed, ordinals, replication_factor)
+        return _striped(unfenced, seed, ordinals, replication_factor)
     # Too few unfenced brokers: the leader is unfenced, the rest fill in from the fenced ones.
-    ring = rack_alternated(unfenced)
-    spare = rack_alternated(b for b in brokers if b.fenced)
+    spare = ring.spare
     placed = []
     for p in ordinals:
-        leaders = [ring[(seed + p + i) % len(ring)].broker_id for i in range(len(ring))]
+        leaders = [unfenced[(seed + p + i) % len(unfenced)].broker_id for i in range(len(unfenced))]
         followers = [spare[(seed + p + i) % len(spare)].broker_id for i in range(len(spare))]
         placed.append(tuple((leaders + followers)[:replication_factor]))
     return placed

@@ -46,9 +46,9 @@ from controlplane.controller.records import (
     TopicRecord,
 )
 from controlplane.controller.replication.placement import (
+    BrokerRings,
     Placed,
     UsableBroker,
-    place_partitions,
 )
 
 MAX_TOPIC_NAME_LENGTH = 249
@@ -119,6 +119,10 @@ class RequestBrokers:
     @functools.cached_property
     def acceptable(self) -> AcceptableLeader:
         return acceptable_leaders(self._view)
+
+    @functools.cached_property
+    def rings(self) -> BrokerRings:
+        return BrokerRings(self.usable)
 
 
 def _partition_records(
@@ -333,8 +337,7 @@ def _placed(
             "Replication factor must be larger than 0, or -1 to use the default value.",
         )
     canary = canary_partitions(0, num_partitions, percent)
-    placed = place_partitions(
-        brokers.usable,
+    placed = brokers.rings.place(
         seed_name=topic["name"],
         first_partition=0,
         num_partitions=num_partitions,
@@ -556,8 +559,7 @@ def _create_partitions(
         replicas = _checked_assignments(view, [tuple(a["broker_ids"]) for a in assignments], rf)
         placed = _assigned(brokers, replicas, current, canary)
     else:
-        placed = place_partitions(
-            brokers.usable,
+        placed = brokers.rings.place(
             seed_name=info.name,
             first_partition=current,
             num_partitions=additional,
