@@ -11,13 +11,16 @@ partition's, as Kafka's getErrorResponse answers.
 
 from __future__ import annotations
 
+import functools
+import struct
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from controlplane.tables_cache import AnswerCache
 from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import respond, run_rpc
 from wire.convert import to_data
-from wire.protocol import encode_body
+from wire.encoding import uvarint
 
 Data = dict[str, Any]
 
@@ -91,12 +94,67 @@ def list_partition_reassignments(request: WireRequest) -> Any:
     kept = None if read_at is None else ENCODED_LISTINGS.get(key)
     if kept is not None:
         return kept
-    encoded = encode_body(
-        respond(
-            request,
-            {"throttle_time": throttle, "error_code": 0, "error_message": None, "topics": topics},
-        )
-    )
+    encoded = encoded_listing(throttle, topics)
     if read_at is not None:
         ENCODED_LISTINGS.put(key, encoded)
     return encoded
+
+
+_INT32 = struct.Struct(">i").pack
+_NO_ERROR = struct.Struct(">ih").pack  # throttle time, error code 0
+_NO_TAGS = b"\x00"
+
+
+def encoded_listing(throttle_ms: int, topics: Iterable[dict[str, Any]]) -> bytes:
+    """ListPartitionReassignments v0's response body (flexible: compact arrays and strings,
+    no tagged fields), error 0, written straight from the listing: a tool polls every moving
+    partition ten times a second while the brokers' reports move the tables between polls,
+    so each poll encodes the listing anew, and kio's entities (one per partition, three
+    arrays each) cost six times these bytes' time (3,000 moving partitions: 13.6 ms against
+    2.2). `tests/wire/test_encoding.py` checks them against kio's writer."""
+    parts = [_NO_ERROR(throttle_ms, 0), b"\x00"]  # error_message null
+    listed = list(topics)
+    parts.append(uvarint(len(listed) + 1))
+    for topic in listed:
+        parts.append(_compact_string(topic["name"]))
+        partitions = topic["partitions"]
+        parts.append(uvarint(len(partitions) + 1))
+        parts.extend(
+            _partition(
+                p["partition_index"], p["replicas"], p["adding_replicas"], p["removing_replicas"]
+            )
+            for p in partitions
+        )
+        parts.append(_NO_TAGS)
+    parts.append(_NO_TAGS)
+    return b"".join(parts)
+
+
+def _compact_string(value: str) -> bytes:
+    data = value.encode()
+    return uvarint(len(data) + 1) + data
+
+
+def _partition(
+    index: int, replicas: Sequence[int], adding: Sequence[int], removing: Sequence[int]
+) -> bytes:
+    """One partition's entry: its index, the three compact arrays, no tagged fields. Lists of
+    up to 126 ids (a one-byte length) are written by one struct of their three lengths."""
+    lengths = (len(replicas), len(adding), len(removing))
+    if max(lengths) < 127:
+        return _entry_pack(lengths)(
+            index, lengths[0] + 1, *replicas, lengths[1] + 1, *adding, lengths[2] + 1, *removing, 0
+        )
+    return b"".join(
+        (_INT32(index), _int32s(replicas), _int32s(adding), _int32s(removing), _NO_TAGS)
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def _entry_pack(lengths: tuple[int, int, int]) -> Callable[..., bytes]:
+    first, second, third = lengths
+    return struct.Struct(f">iB{first}iB{second}iB{third}iB").pack
+
+
+def _int32s(values: Sequence[int]) -> bytes:
+    return uvarint(len(values) + 1) + struct.pack(f">{len(values)}i", *values)
