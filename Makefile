@@ -17,7 +17,7 @@ KAFKA_NEWEST ?= 4.4.0
 KAFKA_MATRIX ?= 4.0.2 4.1.1 4.2.2 4.3.1 4.4.0
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/controlplane
 
-.PHONY: run install install-test-python install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers bench-failover-writes bench-alter-partition clean
+.PHONY: run install install-test-python install-test services lint format typecheck test test-fast test-kafka-matrix campaign bench bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers bench-failover-writes clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -90,7 +90,7 @@ campaign: install-test services
 		$(VENV)/bin/pytest -p no:cacheprovider -m campaign -s tests/campaign $(PYTEST_ARGS)
 
 ## bench: benchmarks, figures as JSON under bench/results/
-bench: bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers bench-failover-writes bench-alter-partition
+bench: bench-heartbeats bench-replicas bench-fanout bench-converge bench-scale bench-commit bench-shutdown bench-image-memory bench-admin bench-canary bench-audit bench-mirror bench-ui bench-linearizability bench-wire bench-raft-fetch bench-real-broker bench-real-cluster-failover bench-reassign bench-rolling-upgrade bench-wire-hostile-frame bench-health-fence bench-scram bench-hostile-peers bench-failover-writes
 
 ## bench-heartbeats: heartbeats on the internal listener and whoami on the public one, on the real stack
 bench-heartbeats: install-test services
@@ -147,10 +147,6 @@ bench-scram: install-test services
 ## bench-hostile-peers: brokers' Raft Fetch and heartbeats while 1,000 anonymous connections announce maximal frames
 bench-hostile-peers: install-test services
 	$(PY) -m bench.hostile_peers $(BENCH_ARGS)
-
-## bench-alter-partition: a leader's AlterPartition round trip on the controller listener (ISR shrunk and grown, 100 partitions a request)
-bench-alter-partition: install-test services
-	$(PY) -m bench.alter_partition_wire $(BENCH_ARGS)
 
 ## bench-real-broker: a stock Kafka broker from start to registered, caught up, unfenced; kill -9 to fenced; restart
 bench-real-broker: install-test services

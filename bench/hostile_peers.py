@@ -80,10 +80,9 @@ class Probe:
     """A broker of its own on the controller listener: a Raft follower at the log's end and a
     heartbeat, each timed."""
 
-    def __init__(self, stack: Stack, port: int, broker_id: int = PROBE_ID) -> None:
+    def __init__(self, stack: Stack, port: int) -> None:
         cluster_id, epoch = stack.sql("SELECT cluster_id, controller_epoch FROM cp_cluster")[0]
-        self.broker_id = broker_id
-        self.follower = Follower(port, stack.tokens["broker"], str(cluster_id), broker_id)
+        self.follower = Follower(port, stack.tokens["broker"], str(cluster_id), PROBE_ID)
         self.epoch = int(epoch)
         self.offset, self.last_epoch = 0, 0
         self.broker_epoch = self._register(str(cluster_id))
@@ -94,7 +93,7 @@ class Probe:
         from kio.schema.broker_registration.v4 import request as registration_v4
 
         request = registration_v4.BrokerRegistrationRequest(
-            broker_id=self.broker_id,  # type: ignore[arg-type]
+            broker_id=PROBE_ID,  # type: ignore[arg-type]
             cluster_id=cluster_id,
             incarnation_id=uuid.uuid4(),
             listeners=(
@@ -137,7 +136,7 @@ class Probe:
         from kio.schema.broker_heartbeat.v1 import request as heartbeat_v1
 
         request = heartbeat_v1.BrokerHeartbeatRequest(
-            broker_id=self.broker_id,  # type: ignore[arg-type]
+            broker_id=PROBE_ID,  # type: ignore[arg-type]
             broker_epoch=self.broker_epoch,  # type: ignore[arg-type]
             current_metadata_offset=self.offset - 1,  # type: ignore[arg-type]
             want_fence=False,

@@ -65,9 +65,6 @@ class AuditEnvelope:
     # Answer items the sending node gave without the controller (refused before the call), by
     # answer key: the audit row names the whole answer the client got.
     refused: Mapping[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
-    # The sender reads the metadata through the log, never the state tables: a broker's own
-    # write on the Kafka protocol's controller listener (its AlterPartition).
-    reads_through_log: bool = False
 
     def to_wire(self) -> dict[str, Any]:
         forwarding = self.forwarding
@@ -76,7 +73,6 @@ class AuditEnvelope:
             "started_ms": self.started_ms,
             "forwarding": None if forwarding is None else dataclasses.asdict(forwarding),
             "refused": dict(self.refused),
-            "reads_through_log": self.reads_through_log,
         }
 
     @classmethod
@@ -88,7 +84,6 @@ class AuditEnvelope:
             started_ms=_int(wire["started_ms"]),
             forwarding=Forwarding(**forwarding) if isinstance(forwarding, dict) else None,
             refused=refused if isinstance(refused, dict) else {},
-            reads_through_log=wire.get("reads_through_log") is True,
         )
 
 
@@ -106,7 +101,6 @@ class RequestTrail:
     audited: bool = False  # the controller wrote the audit row in the commit of the records
     notes: dict[str, Any] = dataclasses.field(default_factory=dict)
     ahead_of_tables: bool = False  # an answer came before the tables followed the log
-    reads_through_log: bool = False  # the caller reads through the log (AuditEnvelope's)
 
     def refuse(self, *, answer_key: str, items: list[dict[str, Any]]) -> None:
         """Note answer items a handler gives without the controller (refused before the call),
@@ -117,9 +111,7 @@ class RequestTrail:
     def envelope(self) -> AuditEnvelope | None:
         if self.rpc is None:
             return None
-        return AuditEnvelope(
-            self.rpc, self.started_ms, self.forwarding, dict(self.refused), self.reads_through_log
-        )
+        return AuditEnvelope(self.rpc, self.started_ms, self.forwarding, dict(self.refused))
 
     def took(self, answer: ControllerAnswer) -> None:
         """What the controller answered for the request (a request may call it more than once)."""
@@ -155,15 +147,11 @@ class ControllerEvent:
 
     @property
     def answered_once_logged(self) -> bool:
-        """A write a broker forwarded in Kafka's protocol (KIP-590), or a broker's own write on
-        the Kafka protocol's controller listener (its AlterPartition): answered once the log
-        holds it, as Kafka's controller answers once its quorum committed; the client reads
-        through the brokers, the broker through its own log, neither the state tables."""
-        audit = self.audit
-        if audit is None:
-            return False
-        forwarding = audit.forwarding
-        return audit.reads_through_log or (forwarding is not None and forwarding.kafka_protocol)
+        """A write a broker forwarded in Kafka's protocol (KIP-590): answered once the log
+        holds it, as Kafka's controller answers once its quorum committed; its client reads
+        through the brokers, which follow the log, not the state tables."""
+        forwarding = None if self.audit is None else self.audit.forwarding
+        return forwarding is not None and forwarding.kafka_protocol
 
     def queued(self, now_ms: int) -> ControllerEvent:
         return dataclasses.replace(self, queued_ms=now_ms)

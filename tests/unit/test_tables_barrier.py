@@ -63,18 +63,6 @@ def test_tables_that_never_follow_hold_a_read_only_so_long_and_once() -> None:
 BROKER = Forwarding("User:broker", "10.0.0.1", 1, kafka_protocol=True)
 
 
-def test_a_sender_reading_through_the_log_is_answered_once_logged() -> None:
-    """A broker's own write on the controller listener (its AlterPartition) is answered once
-    the log holds it, through the request channel too; the REST API's is not."""
-    audit = AuditEnvelope("AlterPartition", 0, None, reads_through_log=True)
-    event = ControllerEvent("AlterPartition", audit=audit)
-    assert event.answered_once_logged
-    assert ControllerEvent.from_wire(event.to_wire()).answered_once_logged
-    rest = ControllerEvent("AlterPartition", audit=AuditEnvelope("AlterPartition", 0))
-    assert not rest.answered_once_logged
-    assert not ControllerEvent.from_wire(rest.to_wire()).answered_once_logged
-
-
 @pytest.mark.parametrize(
     ("forwarding", "once_logged"),
     [

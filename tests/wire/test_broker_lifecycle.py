@@ -20,11 +20,9 @@ from kio.schema.errors import ErrorCode
 
 from audit.models import AuditEvent
 from brokers.models import Broker
-from controlplane import services as controller_services
 from controlplane.controller.features import BOOTSTRAP_FEATURES
 from controlplane.models import MetadataRecord
 from controlplane.principals import principal_create
-from controlplane.runtime.conversation import ControllerEvent
 from controlplane.runtime.lease import cluster_get_or_create
 from replicas.models import Partition, Topic
 from tests.conftest import registration_body
@@ -246,79 +244,6 @@ def test_alter_partition_by_topic_id(
     assert refused.error_code == ErrorCode.invalid_request
     partition.refresh_from_db()
     assert sorted(partition.isr) == sorted([leader, follower])
-
-
-def test_a_brokers_alter_partition_is_answered_once_the_log_holds_it(
-    broker_client: Any, api: Any, tokens: Any, register: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The broker reads the new ISR from the answer and the log, never the state tables: its
-    AlterPartition on the controller listener asks to be answered once the log holds it (as
-    Kafka's controller answers once its quorum committed); its heartbeat and the REST route's
-    AlterPartition do not."""
-    sent: list[ControllerEvent] = []
-    made = controller_services.controller_event
-
-    def recorded(**fields: Any) -> ControllerEvent:
-        event = made(**fields)
-        sent.append(event)
-        return event
-
-    monkeypatch.setattr(controller_services, "controller_event", recorded)
-    epochs = {b: register(b, unfence=True) for b in (1, 2, 3)}
-    body = {"topics": [{"name": "wired", "num_partitions": 1, "replication_factor": 3}]}
-    status, created = api.post("/api/v1/create-topics", body, token=tokens["admin"])
-    assert status == 200 and created["topics"][0]["error_code"] == 0, created
-    partition = Partition.objects.get(topic__name="wired", partition_index=0)
-    leader = partition.leader
-    follower = next(b for b in partition.replicas if b != leader)
-    shrunk = [(leader, epochs[leader]), (follower, epochs[follower])]
-    sent.clear()
-    answer = broker_client.request(
-        alter_v3.AlterPartitionRequest(
-            broker_id=leader,
-            broker_epoch=epochs[leader],
-            topics=(
-                alter(
-                    uuid.UUID(partition.topic_id),
-                    partition.leader_epoch,
-                    partition.partition_epoch,
-                    shrunk,
-                ),
-            ),
-        )
-    )
-    assert answer.topics[0].partitions[0].error_code == ErrorCode.none
-    assert [(e.api, e.answered_once_logged) for e in sent] == [("AlterPartition", True)]
-    sent.clear()
-    beat = broker_client.request(heartbeat(leader, epochs[leader], 0))
-    assert beat.error_code == ErrorCode.none
-    assert all(not e.answered_once_logged for e in sent)
-    partition.refresh_from_db()
-    status, rest_answer = api.post(
-        "/internal/v1/alter-partition",
-        {
-            "broker_id": leader,
-            "broker_epoch": epochs[leader],
-            "topics": [
-                {
-                    "topic_name": "wired",
-                    "partitions": [
-                        {
-                            "partition_index": 0,
-                            "leader_epoch": partition.leader_epoch,
-                            "new_isr": [leader],
-                            "partition_epoch": partition.partition_epoch,
-                        }
-                    ],
-                }
-            ],
-        },
-        token=tokens["broker"],
-    )
-    assert status == 200 and rest_answer["error_code"] == 0, rest_answer
-    assert [(e.api, e.answered_once_logged) for e in sent if e.api == "AlterPartition"] == [
-        ("AlterPartition", False)
-    ]
 
 
 def test_brokers_create_kafkas_internal_topics_on_the_controller_listener(

@@ -5,7 +5,6 @@ metadata log as the REST door; a broker on the wire and one on REST share a clus
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from kio.index import load_response_schema
@@ -16,8 +15,7 @@ from brokers.api.serializers import BrokerHeartbeatSerializer, BrokerRegistratio
 from brokers.selectors import registered_epochs
 from controlplane.api.fields import StrictSerializer
 from controlplane.controller.errors import ApiError, Errors
-from controlplane.runtime.conversation import RequestContext, RequestTrail
-from controlplane.runtime.lease import now_ms
+from controlplane.runtime.conversation import RequestContext
 from replicas import services as replica_services
 from replicas.api.serializers import AlterPartitionSerializer
 from replicas.selectors import topic_names_by_id
@@ -38,16 +36,6 @@ def context_of(request: WireRequest) -> RequestContext:
         client_host=caller.host,
         request_id=caller.request_id,
     )
-
-
-def read_through_log(context: RequestContext, api: str) -> RequestContext:
-    """A broker's own write whose answer it reads from the metadata log (AlterPartition: the
-    new ISR and epochs come back in the answer, and the broker follows the log): answered
-    once the log holds it, as Kafka's controller answers once its quorum committed, not after
-    the state tables follow. A leader sends its next AlterPartition only once the last one is
-    answered, so the answer's wait paces every ISR change and every reassignment's end."""
-    trail = RequestTrail(rpc=api, started_ms=now_ms(), reads_through_log=True)
-    return dataclasses.replace(context, trail=trail)
 
 
 def validated(serializer: type[StrictSerializer], body: dict[str, Any]) -> dict[str, Any]:
@@ -232,9 +220,7 @@ def alter_partition(request: WireRequest) -> Any:
             {"topic_name": t["topic_name"], "partitions": [dict(p) for p in t["partitions"]]}
             for t in payload["topics"]
         ]
-        data = replica_services.partition_alter(
-            payload=payload, context=read_through_log(context_of(request), "AlterPartition")
-        )
+        data = replica_services.partition_alter(payload=payload, context=context_of(request))
     except ApiError as error:
         return refused(request, error, topics=[])
     if data.get("error_code"):
