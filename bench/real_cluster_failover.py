@@ -17,7 +17,8 @@ throughout. Then:
   restart waits per broker). Each figure is the samples' median, every sample's beside it (one
   sample on this machine spreads more than the two controllers differ).
 
-Then, the stopped broker back and every ISR whole, a controller failover: `kill -9` of the
+Then, the stopped broker back, every ISR whole and every partition led by its preferred replica
+(as before each phase after it), a controller failover: `kill -9` of the
 active controller (here: one `run_controller` with a hot standby; Kafka's: the quorum leader of
 three `process.roles=controller` nodes), a topic created through a broker at once (the broker
 forwards it to whichever controller takes over), and `controller_failover_s`: the time from the
@@ -394,12 +395,17 @@ def measure(
 
 
 def all_back(brokers: list[KafkaBroker], partitions: int) -> None:
-    """Every broker running and every ISR whole again."""
+    """Every broker running, every ISR whole and every partition led by its preferred replica
+    again, so that each phase starts from the same layout on both sides: the automatic
+    preferred-leader elections (every 5 s) may not yet have given a restarted broker its
+    leaderships back, and a reassignment that starts with two brokers leading everything is
+    other work than one that starts with three leading a third each."""
     for broker in brokers:
         if not broker.running:
             broker.start(format_storage=False)
     wait_until(lambda: all(answering(b) for b in brokers), 180, "the brokers up", every=1)
     wait_until(lambda: isrs_whole(brokers, partitions), 300, "every ISR whole", every=1)
+    wait_until(lambda: preferred_leaders(brokers), 120, "the preferred leaders back", every=1)
 
 
 def controller_failover(

@@ -20,7 +20,7 @@ import dataclasses
 import functools
 import io
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kio.serial import entity_writer as kio_entity_writer
@@ -47,6 +47,19 @@ _I64 = struct.Struct(">q").pack
 _ZERO_UUID = bytes(16)
 
 
+class EncodedBody(bytes):
+    """A response body a handler wrote itself in Kafka's format (a large answer written straight
+    from its data), with the error codes it carries as `metrics.error_names` would name them
+    from the entity, for the listener's error counts."""
+
+    error_names: tuple[str, ...]
+
+    def __new__(cls, data: bytes, error_names: Iterable[str] = ()) -> EncodedBody:
+        body = super().__new__(cls, data)
+        body.error_names = tuple(error_names)
+        return body
+
+
 def encode(entity: Any) -> bytes:
     """`entity` in Kafka's wire format, as kio's `entity_writer` writes it."""
     buffer = io.BytesIO()
@@ -65,6 +78,12 @@ def uvarint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def compact_string(value: str) -> bytes:
+    """A compact (flexible versions') string: its length + 1 as a varint, then its UTF-8."""
+    data = value.encode()
+    return uvarint(len(data) + 1) + data
 
 
 def _compact_string(nullable: bool) -> Writer:

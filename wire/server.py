@@ -490,7 +490,11 @@ class WireServer:
             if isinstance(answer, LongPoll):
                 return answer
             body = answer if isinstance(answer, bytes) else encode_body(answer)
-            errors = [] if isinstance(answer, bytes) else metrics.error_names(answer)
+            errors = (
+                list(getattr(answer, "error_names", ()))
+                if isinstance(answer, bytes)
+                else metrics.error_names(answer)
+            )
         except Exception:
             logger.exception("%s v%d failed", api.name, request.api_version)
             self._count(api.name, request.api_version, ["UNKNOWN_SERVER_ERROR"], received)

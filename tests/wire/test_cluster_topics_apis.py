@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import F
 from kafka.protocol.admin import DescribeClusterResponse as StockDescribeClusterResponse
 from kafka.protocol.metadata import MetadataResponse as StockMetadataResponse
-from kio.index import load_request_schema
+from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
@@ -33,6 +33,7 @@ from wire.apis.base import WIRE_APIS, Advertised, WireRequest
 from wire.apis.clients import metadata as cluster
 from wire.apis.clients.describe_cluster import PodDescribeClusterResponseV2
 from wire.apis.clients.metadata import PodMetadataResponse
+from wire.encoding import EncodedBody
 
 pytestmark = pytest.mark.django_db
 
@@ -55,7 +56,8 @@ def module(api_key: int, version: int) -> Any:
 
 
 def call(api_key: int, version: int, body: Any, token: str, client_id: str = CLIENT_ID) -> Any:
-    """The handler's answer to `body` from the token's principal, proven to encode with kio."""
+    """The handler's answer to `body` from the token's principal, proven to encode with kio; an
+    answer the handler wrote itself is read back with kio's reader."""
     request = WireRequest(
         api_key=api_key,
         api_version=version,
@@ -71,7 +73,11 @@ def call(api_key: int, version: int, body: Any, token: str, client_id: str = CLI
         listener="SASL_PLAINTEXT",
     )
     answer = WIRE_APIS[api_key].handler(request)
-    encode(answer)
+    written = encode(answer)
+    if isinstance(answer, EncodedBody):
+        read, size = entity_reader(load_response_schema(api_key, version))(memoryview(written), 0)
+        assert size == len(written)
+        return read
     return answer
 
 

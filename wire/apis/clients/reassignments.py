@@ -20,7 +20,7 @@ from controlplane.tables_cache import AnswerCache
 from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import respond, run_rpc
 from wire.convert import to_data
-from wire.encoding import uvarint
+from wire.encoding import EncodedBody, compact_string, uvarint
 
 Data = dict[str, Any]
 
@@ -105,7 +105,7 @@ _NO_ERROR = struct.Struct(">ih").pack  # throttle time, error code 0
 _NO_TAGS = b"\x00"
 
 
-def encoded_listing(throttle_ms: int, topics: Iterable[dict[str, Any]]) -> bytes:
+def encoded_listing(throttle_ms: int, topics: Iterable[dict[str, Any]]) -> EncodedBody:
     """ListPartitionReassignments v0's response body (flexible: compact arrays and strings,
     no tagged fields), error 0, written straight from the listing: a tool polls every moving
     partition ten times a second while the brokers' reports move the tables between polls,
@@ -116,7 +116,7 @@ def encoded_listing(throttle_ms: int, topics: Iterable[dict[str, Any]]) -> bytes
     listed = list(topics)
     parts.append(uvarint(len(listed) + 1))
     for topic in listed:
-        parts.append(_compact_string(topic["name"]))
+        parts.append(compact_string(topic["name"]))
         partitions = topic["partitions"]
         parts.append(uvarint(len(partitions) + 1))
         parts.extend(
@@ -127,12 +127,7 @@ def encoded_listing(throttle_ms: int, topics: Iterable[dict[str, Any]]) -> bytes
         )
         parts.append(_NO_TAGS)
     parts.append(_NO_TAGS)
-    return b"".join(parts)
-
-
-def _compact_string(value: str) -> bytes:
-    data = value.encode()
-    return uvarint(len(data) + 1) + data
+    return EncodedBody(b"".join(parts), ["NONE"])
 
 
 def _partition(

@@ -10,16 +10,20 @@ item, as Kafka's `getErrorResponse` does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import struct
+import uuid
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from controlplane.rpc import REGISTRY, RpcAnswer, execute
 from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import CONFIG_SOURCES, kafka_code, respond, throttle_ms
-from wire.convert import to_data
+from wire.convert import KAFKA_ERROR_CODES, to_data
+from wire.encoding import EncodedBody, compact_string, uvarint
 
 Data = dict[str, Any]
 
+_UNKNOWN = KAFKA_ERROR_CODES[-1]
 # ElectLeaders' electionType (v1+; v0 elects preferred leaders only)
 ELECTION_TYPES = {0: "PREFERRED", 1: "UNCLEAN"}
 
@@ -79,6 +83,13 @@ def _created(item: Data) -> Data:
 def create_topics(request: WireRequest) -> Any:
     body = _rename_timeout(to_data(request.body))
     answer = run("CreateTopics", body, request)
+    if (
+        request.api_version >= FIRST_FLEXIBLE_CREATE_TOPICS
+        and whole_request_error(answer, "topics") is None
+    ):
+        return encoded_created_topics(
+            request.api_version, throttle_ms(answer), answer.data["topics"]
+        )
     return _answered(
         request,
         answer,
@@ -86,6 +97,78 @@ def create_topics(request: WireRequest) -> Any:
         lambda error: [{"name": t["name"], **error} for t in body["topics"]],
         _created,
     )
+
+
+FIRST_FLEXIBLE_CREATE_TOPICS = 5  # v5+: flexible, with each topic's partitions and configs
+FIRST_WITH_TOPIC_ID = 7
+_INT16 = struct.Struct(">h").pack
+_TOPIC_COUNTS = struct.Struct(">ih").pack  # num_partitions, replication_factor
+_CONFIG_FLAGS = struct.Struct(">?b?B").pack  # read_only, config_source, is_sensitive, no tags
+_NULL = b"\x00"  # a null compact string or array; also "no tagged fields"
+_ZERO_UUID = bytes(16)
+
+
+def encoded_created_topics(version: int, throttle: int, topics: Iterable[Data]) -> EncodedBody:
+    """CreateTopics v5+'s response body written straight from the controller's answer (topics
+    as the REST API answers them, config sources by name): a creation of 500 topics
+    answers 7,000 config entries, and kio's entities for them cost the Kafka protocol
+    listener tens of ms on the answer's path, several times that while the brokers busy both
+    cores. Each distinct config entry is written once. Fields as `from_data` reads them after
+    `_created`: an error code Kafka does not define is UNKNOWN_SERVER_ERROR, a config source
+    it does not name -1, a missing count -1, missing configs an empty array.
+    `tests/wire/test_encoding.py` checks the bytes against kio's writer."""
+    entries: dict[tuple[Any, ...], bytes] = {}
+    parts = [struct.pack(">i", throttle)]
+    listed = list(topics)
+    errors = []
+    parts.append(uvarint(len(listed) + 1))
+    for topic in listed:
+        code = KAFKA_ERROR_CODES.get(int(topic.get("error_code") or 0), _UNKNOWN)
+        errors.append(code.name.upper())
+        parts.append(compact_string(topic["name"]))
+        if version >= FIRST_WITH_TOPIC_ID:
+            topic_id = topic.get("topic_id")
+            parts.append(uuid.UUID(str(topic_id)).bytes if topic_id else _ZERO_UUID)
+        parts.append(_INT16(code.value))
+        parts.append(_compact_nullable(topic.get("error_message")))
+        parts.append(
+            _TOPIC_COUNTS(topic.get("num_partitions", -1), topic.get("replication_factor", -1))
+        )
+        configs = topic.get("configs", ())
+        if configs is None:
+            parts.append(_NULL)
+        else:
+            parts.append(uvarint(len(configs) + 1))
+            for config in configs:
+                key = (
+                    config["name"],
+                    config.get("value"),
+                    bool(config["read_only"]),
+                    config.get("config_source"),
+                    bool(config["is_sensitive"]),
+                )
+                written = entries.get(key)
+                if written is None:
+                    name, value, read_only, source, sensitive = key
+                    flags = _CONFIG_FLAGS(
+                        read_only, CONFIG_SOURCES.get(str(source), -1), sensitive, 0
+                    )
+                    written = entries[key] = compact_string(name) + _compact_nullable(value) + flags
+                parts.append(written)
+        parts.append(_topic_tags(int(topic.get("topic_config_error_code") or 0)))
+    parts.append(_NULL)
+    return EncodedBody(b"".join(parts), errors)
+
+
+def _compact_nullable(value: str | None) -> bytes:
+    return _NULL if value is None else compact_string(value)
+
+
+def _topic_tags(config_error_code: int) -> bytes:
+    """A topic's tagged fields: TopicConfigErrorCode (tag 0) only when it is not 0."""
+    if config_error_code == 0:
+        return _NULL
+    return b"\x01\x00\x02" + _INT16(config_error_code)
 
 
 # --- DeleteTopics ----------------------------------------------------------------------------
