@@ -38,7 +38,9 @@ Then the AdminClient (`bench/java/CreateTopics.java`) creates `--create-topics` 
 the controller), in calls of `--create-batch` topics made at once (Kafka's controller refuses
 one operation of more than 10,000 records): the time until its answer, and until that broker
 describes a leader for every partition. Each side's controller process's peak memory (VmHWM)
-is reported beside the other's.
+is reported beside the other's. At the end this side's stack runs `verify_metadata` (the
+state tables against the metadata log replayed; `verify_metadata` in the JSON): the bench fails
+unless it is clean.
 
 The broker failures and the creation also have a figure from the brokers' own logs
 (`leaderships_logged_s`, `leaderships_logged_ms`; bench/broker_logs.py): when the last broker
@@ -100,6 +102,7 @@ from bench.kafka_controllers import (
 )
 from bench.replica_state import bearer_client
 from bench.side_by_side import across_rounds, median_phase, ratios
+from bench.verify import fail_unless_clean, verify_stack
 from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
 from devtools.stack import BENCH_SETTINGS, running_stack
 from stock_kafka import jars as kafka
@@ -562,6 +565,9 @@ def ours(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         with brokers_running(brokers):
             phases.update(measure(brokers, args, create, kill_controller))
             phases["standby_peak_rss_mib"] = peak_rss_mib(standby.pid)
+            log("verify_metadata")
+            phases["verify_metadata"] = verify_stack(stack)
+            fail_unless_clean(phases["verify_metadata"], "real_cluster_failover")
             return phases
 
 
