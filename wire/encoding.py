@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import io
 import struct
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -86,6 +87,16 @@ def compact_string(value: str) -> bytes:
     return uvarint(len(data) + 1) + data
 
 
+def compact_nullable_string(value: str | None) -> bytes:
+    """A compact nullable string: a lone 0 for null."""
+    return _VARINTS[0] if value is None else compact_string(value)
+
+
+def uuid_bytes(value: uuid.UUID | None) -> bytes:
+    """A uuid's 16 bytes; null is Kafka's zero uuid."""
+    return _ZERO_UUID if value is None else value.bytes
+
+
 def _compact_string(nullable: bool) -> Writer:
     def write(buffer: Any, value: str | bytes | None) -> None:
         if value is None:
@@ -131,7 +142,7 @@ def _error_code(buffer: Any, value: Any) -> None:
 
 
 def _uuid(buffer: Any, value: Any) -> None:
-    buffer.write(_ZERO_UUID if value is None else value.bytes)
+    buffer.write(uuid_bytes(value))
 
 
 def _milliseconds(pack: Callable[[int], bytes]) -> Writer:

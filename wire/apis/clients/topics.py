@@ -19,7 +19,13 @@ from controlplane.rpc import REGISTRY, RpcAnswer, execute
 from wire.apis.base import BOTH_ROLES, MAX_ITEMS_PER_REQUEST, WireRequest, wire_api
 from wire.apis.common import CONFIG_SOURCES, kafka_code, respond, throttle_ms
 from wire.convert import KAFKA_ERROR_CODES, to_data
-from wire.encoding import EncodedBody, compact_string, uvarint
+from wire.encoding import (
+    EncodedBody,
+    compact_nullable_string,
+    compact_string,
+    uuid_bytes,
+    uvarint,
+)
 
 Data = dict[str, Any]
 
@@ -105,7 +111,6 @@ _INT16 = struct.Struct(">h").pack
 _TOPIC_COUNTS = struct.Struct(">ih").pack  # num_partitions, replication_factor
 _CONFIG_FLAGS = struct.Struct(">?b?B").pack  # read_only, config_source, is_sensitive, no tags
 _NULL = b"\x00"  # a null compact string or array; also "no tagged fields"
-_ZERO_UUID = bytes(16)
 
 
 def encoded_created_topics(version: int, throttle: int, topics: Iterable[Data]) -> EncodedBody:
@@ -128,9 +133,9 @@ def encoded_created_topics(version: int, throttle: int, topics: Iterable[Data]) 
         parts.append(compact_string(topic["name"]))
         if version >= FIRST_WITH_TOPIC_ID:
             topic_id = topic.get("topic_id")
-            parts.append(uuid.UUID(str(topic_id)).bytes if topic_id else _ZERO_UUID)
+            parts.append(uuid_bytes(uuid.UUID(str(topic_id)) if topic_id else None))
         parts.append(_INT16(code.value))
-        parts.append(_compact_nullable(topic.get("error_message")))
+        parts.append(compact_nullable_string(topic.get("error_message")))
         parts.append(
             _TOPIC_COUNTS(topic.get("num_partitions", -1), topic.get("replication_factor", -1))
         )
@@ -153,15 +158,12 @@ def encoded_created_topics(version: int, throttle: int, topics: Iterable[Data]) 
                     flags = _CONFIG_FLAGS(
                         read_only, CONFIG_SOURCES.get(str(source), -1), sensitive, 0
                     )
-                    written = entries[key] = compact_string(name) + _compact_nullable(value) + flags
+                    written = compact_string(name) + compact_nullable_string(value) + flags
+                    entries[key] = written
                 parts.append(written)
         parts.append(_topic_tags(int(topic.get("topic_config_error_code") or 0)))
     parts.append(_NULL)
     return EncodedBody(b"".join(parts), errors)
-
-
-def _compact_nullable(value: str | None) -> bytes:
-    return _NULL if value is None else compact_string(value)
 
 
 def _topic_tags(config_error_code: int) -> bytes:
