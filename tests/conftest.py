@@ -63,18 +63,18 @@ def controller_state_reset() -> None:
     from controlplane.authz import acl_cache
     from controlplane.login_failures import FAILED_LOGINS
     from controlplane.principals import forwarded_cache, token_cache
+    from controlplane.runtime import notice_cache
     from controlplane.runtime.controller import reset_runtime
     from controlplane.runtime.ingress import local_listener_lags
     from controlplane.runtime.sessions import local_sessions
     from controlplane.throttling import MUTATION_QUOTAS, REQUEST_RATE
     from replicas.selectors import REASSIGNMENT_LISTINGS
-    from wire import features
     from wire.apis.clients.metadata import metadata_cache
     from wire.apis.clients.reassignments import ENCODED_LISTINGS
     from wire.apis.controller import voters
 
     reset_runtime()
-    features.forget()
+    notice_cache.forget_all()  # the log's head, the brokers' epochs, the features
     voters.forget()
     local_sessions().clear()
     local_listener_lags().clear()

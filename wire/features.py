@@ -10,13 +10,12 @@ between commits."""
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from typing import Any
 
 from django.db import close_old_connections
 
 from brokers.selectors import features_describe
+from controlplane.runtime.notice_cache import NoticeCache
 from controlplane.runtime.notifier import notifier
 
 logger = logging.getLogger(__name__)
@@ -24,30 +23,22 @@ MAX_AGE_S = 1.0
 # KIP-584 v3 answers list no supported feature whose minimum is 0 (KAFKA-17011, fixed by v4).
 FIRST_VERSION_WITH_ZERO_MINIMUMS = 4
 
-_lock = threading.Lock()
-_cached: tuple[int, float, dict[str, Any]] | None = None
 
-
-def _described() -> dict[str, Any]:
-    global _cached
-    generation, now = notifier.tables_generation, time.monotonic()
-    with _lock:
-        if _cached is not None and _cached[0] == generation and now - _cached[1] < MAX_AGE_S:
-            return _cached[2]
+def _read_described() -> dict[str, Any]:
     close_old_connections()
     try:
-        described = features_describe()
+        return features_describe()
     finally:
         close_old_connections()
-    with _lock:
-        _cached = (generation, now, described)
-    return described
+
+
+_described = NoticeCache(
+    _read_described, generation=lambda: notifier.tables_generation, max_age_s=MAX_AGE_S
+)
 
 
 def forget() -> None:
-    global _cached
-    with _lock:
-        _cached = None
+    _described.forget()
 
 
 def api_versions_features(api_version: int) -> dict[str, Any]:
@@ -56,7 +47,7 @@ def api_versions_features(api_version: int) -> dict[str, Any]:
     if api_version < 3:
         return {}
     try:
-        described = _described()
+        described = _described.get()
     except Exception:  # the store is down: the APIs are answered without the features
         logger.warning("could not read the finalized features for ApiVersions", exc_info=True)
         return {}

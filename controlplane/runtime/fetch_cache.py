@@ -40,6 +40,8 @@ import zstandard
 
 from controlplane import selectors
 from controlplane.controller.errors import Errors
+from controlplane.runtime.notice_cache import NoticeCache
+from controlplane.runtime.notifier import notifier
 
 SNAPSHOT_NOT_FOUND = int(Errors.SNAPSHOT_NOT_FOUND)
 JSON = "application/json"
@@ -225,7 +227,7 @@ def fetch_answer(
     """The answer to a fetch now: the head read, the body from the cache or encoded once.
     Records deleted by retention after the head was read: the head is read again."""
     for attempt in range(MAX_HEAD_READS):
-        head = selectors.metadata_head()
+        head = head_cache.get() if attempt == 0 else head_cache.fresh()
         behind = is_behind(head=head, after_offset=after_offset)
         key = fetch_key(
             head=head,
@@ -246,6 +248,13 @@ def fetch_answer(
 # Each read of the head after a retention cut sees a later log start, so the second one
 # answers; a bound all the same, against a log cut again and again meanwhile.
 MAX_HEAD_READS = 100
+# The longest a head is kept without a notice: how late a lapsed lease (no controller) shows.
+HEAD_MAX_AGE_S = 0.25
+head_cache = NoticeCache(
+    lambda: selectors.metadata_head(),
+    generation=notifier.watched_generation,
+    max_age_s=HEAD_MAX_AGE_S,
+)
 
 
 def encode_answer(key: FetchKey) -> EncodedAnswer:

@@ -2,9 +2,10 @@
 tables follow it.
 
 A commit is two transactions, the log's then the tables' (controlplane.runtime.metadata_log), and
-each has its own generation: `generation` moves when the log grows (what a broker's long-poll
-fetches), `tables_generation` when the tables reach it (what caches built from the tables and
-waits on a projection read). A reader of the tables keyed on the log's generation could rebuild
+each has its own generation: `generation` moves when the log grows or retention moves its
+start (what a broker's long-poll fetches, and the head the fetch keeps between notices),
+`tables_generation` when the tables reach it (what caches built from the tables and waits on a
+projection read). A reader of the tables keyed on the log's generation could rebuild
 between the two and keep the state before the commit until the next one. Embedded, the
 generations are an in-process condition; with Redis, the committing controller publishes each
 notice on a channel and one listener thread per web process fans it out locally.
@@ -21,8 +22,10 @@ from controlplane.redis_client import key_prefix, redis_client
 
 # The pub/sub channel's name under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`).
 CHANNEL = "metadata-committed"
-# A notice's text: the log's last offset, or this prefix and the tables' offset.
+# A notice's text: the log's last offset, or this prefix and the tables' offset, or the other
+# prefix and the log's new start (retention): all but the tables' move the log's generation.
 TABLES_NOTICE = "t"
+LOG_START_NOTICE = "s"
 logger = logging.getLogger(__name__)
 
 
@@ -41,6 +44,12 @@ class MetadataNotifier:
         self._send(str(last_offset))
         self.bump()
 
+    def publish_log_start(self, offset: int) -> None:
+        """Tell the other processes that retention moved the log's start to `offset` (a change
+        of the log's head, as a commit is: what its readers keep is read again)."""
+        self._send(f"{LOG_START_NOTICE}{offset}")
+        self.bump()
+
     def publish_tables(self, offset: int) -> None:
         """Tell the other processes that the state tables reached the log's `offset`."""
         self._send(f"{TABLES_NOTICE}{offset}")
@@ -53,6 +62,16 @@ class MetadataNotifier:
                 client.publish(key_prefix() + CHANNEL, notice)
             except Exception:  # a lost wake-up only delays readers until their wait or cache ends
                 logger.warning("could not publish the metadata commit notice", exc_info=True)
+
+    def watched_generation(self) -> int:
+        """The log's generation, this process listening for the notices that move it."""
+        self._ensure_listener()
+        return self.generation
+
+    def watched_tables_generation(self) -> int:
+        """The tables' generation, this process listening for the notices that move it."""
+        self._ensure_listener()
+        return self.tables_generation
 
     def wait(self, generation: int, timeout_s: float) -> bool:
         """Wait until the generation moves past `generation`; False on timeout."""

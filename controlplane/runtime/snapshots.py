@@ -42,6 +42,7 @@ from controlplane.controller.records import record_from_data
 from controlplane.models import Cluster, MetadataSnapshot, MetadataSnapshotChunk
 from controlplane.runtime import executor
 from controlplane.runtime.lease import cluster_read, now_ms
+from controlplane.runtime.notifier import notifier
 from controlplane.runtime.plugins import add_once
 from controlplane.runtime.single_writer import retention_scope
 from controlplane.runtime.snapshot_format import (
@@ -436,6 +437,8 @@ def _log_delete_before(cut: int) -> int:
                 Cluster.objects.filter(pk=1, log_start_offset__lt=high).update(
                     log_start_offset=high
                 )
+            # The head's readers (the metadata fetch's head cache) read it again.
+            notifier.publish_log_start(high)
 
 
 # --- when one is due (the active controller's timer) ----------------------------------------

@@ -24,6 +24,7 @@ from controlplane.controller.health import CONTRACT_FIELDS
 from controlplane.filtersets import MetadataRecordFilterSet
 from controlplane.http_errors import HTTP_STATUS, json_error
 from controlplane.runtime import fetch_cache
+from controlplane.runtime.notice_cache import NoticeCache
 from controlplane.runtime.notifier import notifier
 from controlplane.server.longpoll import ENVIRON_KEY as LONG_POLL
 from controlplane.server.longpoll import LongPoll
@@ -148,6 +149,15 @@ class MetadataFetchView(APIView):
         return _fetch_response(answer.body, wire)
 
 
+# Every registered broker's epoch, read once per notice of the tables (every long-polling broker
+# names itself in each fetch); a broker it does not show as asked is looked up again.
+_registered_epochs = NoticeCache(
+    broker_selectors.registered_epochs,
+    generation=notifier.watched_tables_generation,
+    max_age_s=fetch_cache.HEAD_MAX_AGE_S,
+)
+
+
 def _broker_refusal(query: dict[str, int]) -> HttpResponse | None:
     """A fetch naming its broker: BROKER_ID_NOT_REGISTERED for an id not registered,
     STALE_BROKER_EPOCH for an epoch not its registration's. A fenced broker with its current
@@ -155,11 +165,15 @@ def _broker_refusal(query: dict[str, int]) -> HttpResponse | None:
     if "broker_id" not in query:
         return None
     broker_id = query["broker_id"]
+    asked = query.get("broker_epoch")
+    known = _registered_epochs.get().get(broker_id)
+    if known is not None and asked in (None, known):
+        return None  # as registered when the tables were last heard of
+    # Refused only on the tables as they are now, never on what this process kept.
     epoch = broker_selectors.registered_epoch(broker_id=broker_id)
     if epoch is None:
         error = Errors.BROKER_ID_NOT_REGISTERED
         return json_error(error, f"Broker {broker_id} is not registered.", HTTP_STATUS[error])
-    asked = query.get("broker_epoch")
     if asked is not None and asked != epoch:
         error = Errors.STALE_BROKER_EPOCH
         message = f"Broker {broker_id}'s epoch is {epoch}, not {asked}."

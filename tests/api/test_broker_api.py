@@ -386,9 +386,12 @@ def test_metadata_long_poll_wakes_on_commit(api, tokens, register):
     assert waited < 4  # woken by the commit, not by the end of the wait
 
 
-def test_metadata_fetch_costs_two_queries_whatever_the_cluster_size(api, tokens, register):
+def test_metadata_fetch_costs_one_query_per_commit_whatever_the_cluster_size(
+    api, tokens, register
+):
     def fetch_queries() -> list[int]:
-        # The head alone first, to warm the token cache without warming the records' answer.
+        # The head alone first (read once for this commit), to warm the token cache without
+        # warming the records' answer.
         api.get(f"/internal/v1/metadata?after_offset={2**62}", token=tokens["broker"])
         counts = []
         for _ in range(2):  # encoded once, then served from the fetch cache
@@ -402,8 +405,9 @@ def test_metadata_fetch_costs_two_queries_whatever_the_cluster_size(api, tokens,
     few = fetch_queries()
     for broker_id in range(1, 12):
         register(broker_id, unfence=True)
-    # The cluster row and the records; then the cluster row alone (the answer is kept).
-    assert fetch_queries() == few == [2, 1]
+    # The records, then nothing at all: the head is read once per commit notice, the answer
+    # is kept for it.
+    assert fetch_queries() == few == [1, 0]
 
 
 def test_metadata_log_filters_and_pagination(api, tokens, register):

@@ -18,9 +18,11 @@ from typing import Any
 import pytest
 
 from brokers import services
+from brokers.models import Broker
 from controlplane.runtime.fetch_cache import fetch_cache
 from controlplane.runtime.lease import cluster_read
 from controlplane.runtime.notifier import notifier
+from controlplane.runtime.single_writer import commit_scope
 from devtools.stack import wait_for
 from tests.api.live_listener import LiveListener, live_internal_listener
 from tests.api.test_internal_listener_heartbeats import FETCH, InFlight, heartbeat, registration
@@ -211,3 +213,42 @@ def test_a_broker_epoch_without_broker_id_names_no_broker_and_is_ignored(
     path = f"{FETCH}?after_offset=-1&broker_epoch=3&wait_ms=0"
     status, answer = listener.request("GET", path, token=tokens["broker"], timeout_s=10)
     assert status == 200 and answer["error_code"] == 0, answer  # as any caller's fetch
+
+
+def test_a_broker_kept_as_registered_is_refused_once_the_tables_moved_on(
+    listener: LiveListener, api: Any, tokens: dict[str, str], register: Callable[..., int]
+) -> None:
+    """Each process keeps the brokers' epochs between notices of the tables: a registration
+    after them is heard of, and the epoch it replaced is refused from then on."""
+    token = tokens["broker"]
+
+    def fetch_now(epoch: int) -> tuple[int, Any]:
+        path = f"{FETCH}?after_offset=-1&wait_ms=0&broker_id=1&broker_epoch={epoch}"
+        return listener.request("GET", path, token=token, timeout_s=10)
+
+    first = register(1)
+    assert fetch_now(first)[0] == 200  # the epochs are kept now, broker 1's at `first`
+    status, _ = api.post("/api/v1/unregister-broker", {"broker_id": 1}, token=tokens["admin"])
+    assert status == 200
+    again = register(1)
+    assert again != first
+    status, answer = fetch_now(first)
+    assert (status, answer["error"]) == (409, "STALE_BROKER_EPOCH")
+    assert fetch_now(again)[0] == 200
+
+
+def test_a_broker_the_kept_epochs_miss_is_looked_up_before_it_is_refused(
+    listener: LiveListener, tokens: dict[str, str], register: Callable[..., int]
+) -> None:
+    """A broker the kept epochs do not show (its registration's notice not heard yet) is read
+    from the tables at once: refused only when they do not have it either."""
+    register(1)
+    path = f"{FETCH}?after_offset=-1&wait_ms=0&broker_id=1"
+    assert listener.request("GET", path, token=tokens["broker"], timeout_s=10)[0] == 200
+    generation = notifier.tables_generation
+    with commit_scope():  # behind the controller's back: no notice, the kept epochs miss it
+        Broker.objects.filter(broker_id=1).update(broker_id=6)
+    assert notifier.tables_generation == generation
+    path = f"{FETCH}?after_offset=-1&wait_ms=0&broker_id=6"
+    status, answer = listener.request("GET", path, token=tokens["broker"], timeout_s=10)
+    assert status == 200 and answer["error_code"] == 0, answer
