@@ -103,6 +103,7 @@ from bench.kafka_controllers import (
 from bench.replica_state import bearer_client
 from bench.side_by_side import across_rounds, median_phase, ratios
 from bench.verify import fail_unless_clean, verify_stack
+from devtools.kafka_clients import broker_metadata
 from devtools.real_brokers import brokers_running, brokers_under, start_controller_listener
 from devtools.stack import BENCH_SETTINGS, running_stack
 from stock_kafka import jars as kafka
@@ -207,9 +208,16 @@ def busiest(brokers: Sequence[KafkaBroker]) -> KafkaBroker:
     return max(brokers, key=lambda b: led.count(b.node_id))
 
 
+def own_leaders(broker: KafkaBroker, name: str = TOPIC) -> dict[int, int]:
+    """Each partition's leader as this broker's own Metadata says: asked of it alone, on one
+    connection (kafka-python's admin client asks whichever broker it deems least loaded, the
+    one going away included, and its bootstrap alone takes a poll's time)."""
+    return {index: int(p.leader_id) for index, p in broker_metadata(broker, name).items()}
+
+
 def live_leaders_everywhere(live: Sequence[KafkaBroker], gone: int, partitions: int) -> bool:
     for broker in live:
-        seen = leaders(broker.bootstrap)
+        seen = own_leaders(broker)
         if len(seen) != partitions or any(leader in (gone, -1) for leader in seen.values()):
             return False
     return True
@@ -238,7 +246,10 @@ def lose_busiest(
     began = time.monotonic()
     signal_it(leaving)
     elapsed = wait_until(
-        lambda: live_leaders_everywhere(rest, leaving.node_id, partitions), 120, f"after {what}"
+        lambda: live_leaders_everywhere(rest, leaving.node_id, partitions),
+        120,
+        f"after {what}",
+        every=0.05,
     )
     logged = taken.last_taken_s(until=time.time())
     log(
@@ -447,7 +458,7 @@ def controller_failover(
 
     def led_everywhere() -> bool:
         for broker in brokers:
-            seen = [p["leader_id"] for p in described(broker.bootstrap, AFTER_FAILOVER)]
+            seen = list(own_leaders(broker, AFTER_FAILOVER).values())
             if len(seen) != partitions or any(leader < 0 for leader in seen):
                 return False
         return True
