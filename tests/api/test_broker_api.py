@@ -386,9 +386,7 @@ def test_metadata_long_poll_wakes_on_commit(api, tokens, register):
     assert waited < 4  # woken by the commit, not by the end of the wait
 
 
-def test_metadata_fetch_costs_one_query_per_commit_whatever_the_cluster_size(
-    api, tokens, register
-):
+def test_metadata_fetch_costs_one_query_per_commit_whatever_the_cluster_size(api, tokens, register):
     def fetch_queries() -> list[int]:
         # The head alone first (read once for this commit), to warm the token cache without
         # warming the records' answer.
