@@ -33,13 +33,24 @@ UNAVAILABLE_MESSAGE = "The metadata or session store cannot be reached now; retr
 
 def is_unavailable(error: Exception) -> bool:
     """A store the control plane depends on is down or restarting (PostgreSQL, Redis): the
-    request may be retried, as for NOT_CONTROLLER (503 with Retry-After), never a 500."""
+    request may be retried, as for NOT_CONTROLLER (503 with Retry-After), never a 500.
+
+    The driver's own errors count too: Django wraps what a cursor's execute and fetch raise,
+    not what closing a server-side cursor raises (`QuerySet.iterator()` closes it in a
+    `finally`), so a restart met while a chunked read is open surfaces as psycopg's error."""
+    import psycopg
     from django.db import InterfaceError, OperationalError
     from redis.exceptions import ConnectionError as RedisConnectionError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 
     return isinstance(
-        error, OperationalError | InterfaceError | RedisConnectionError | RedisTimeoutError
+        error,
+        OperationalError
+        | InterfaceError
+        | psycopg.OperationalError
+        | psycopg.InterfaceError
+        | RedisConnectionError
+        | RedisTimeoutError,
     )
 
 

@@ -226,6 +226,39 @@ def test_a_store_that_is_down_is_503_on_every_path_metrics_and_pages_too(
     assert b"retry" in response.content
 
 
+def test_a_store_restart_met_while_closing_a_chunked_read_is_503(api, tokens, monkeypatch):
+    """The fault campaign's PostgreSQL restart caught DescribeClientQuotas answering 500: the
+    quotas are read in chunks through a server-side cursor, and closing it (in Django's
+    `finally`, outside its error wrapping) raised psycopg's own OperationalError."""
+    import psycopg
+
+    quota = {
+        "entity": [{"entity_type": "user", "entity_name": "alice"}],
+        "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}],
+    }
+    status, answer = api.post(
+        "/api/v1/alter-client-quotas", {"entries": [quota]}, token=tokens["admin"]
+    )
+    assert status == 200, answer
+    closed = {"server_side": 0}
+    close = psycopg.ServerCursor.close
+
+    def server_gone(cursor: Any) -> None:
+        close(cursor)
+        closed["server_side"] += 1
+        raise psycopg.OperationalError(
+            "consuming input failed: server closed the connection unexpectedly"
+        )
+
+    monkeypatch.setattr(psycopg.ServerCursor, "close", server_gone)
+    body = {"components": [], "strict": False}
+    status, answer = api.post("/api/v1/describe-client-quotas", body, token=tokens["admin"])
+    monkeypatch.undo()
+    assert closed["server_side"] >= 1  # the read did go through a server-side cursor
+    assert status == 503, answer
+    assert "retry" in answer["error_message"]
+
+
 # --- 7. huge IN lists ------------------------------------------------------------------------
 def test_describe_configs_of_two_thousand_resources(api, tokens):
     resources = [
