@@ -29,6 +29,7 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
+from controlplane.http_errors import is_unavailable
 from controlplane.login_failures import (
     CLIENT_DOOR,
     CONTROLLER_DOOR,
@@ -120,6 +121,9 @@ class _Connection:
     # After its answer is sent, the connection is not read for this long (a throttled
     # heartbeat's throttle_time_ms, as Kafka mutes a throttled channel).
     muted_s: float = 0.0
+
+
+STORE = "the metadata store cannot be reached now"
 
 
 class _Close(Exception):
@@ -495,8 +499,11 @@ class WireServer:
                 if isinstance(answer, bytes)
                 else metrics.error_names(answer)
             )
-        except Exception:
-            logger.exception("%s v%d failed", api.name, request.api_version)
+        except Exception as error:
+            if is_unavailable(error):  # a store restarting: the peer reconnects and retries
+                logger.warning("%s v%d: %s (%s)", api.name, request.api_version, STORE, error)
+            else:
+                logger.exception("%s v%d failed", api.name, request.api_version)
             self._count(api.name, request.api_version, ["UNKNOWN_SERVER_ERROR"], received)
             return None
         finally:
@@ -597,6 +604,12 @@ class WireServer:
                 "error_message": str(error),
                 "auth_bytes": b"",
             }
+        except Exception as error:
+            if not is_unavailable(error):
+                raise
+            # Neither refused nor let in: a failed authentication is fatal to Kafka's clients,
+            # a closed connection is retried.
+            raise _Close(f"{STORE} ({error})") from None
         conn.principal = principal
         metrics.AUTHENTICATIONS.labels(conn.listener.listener_name, "successful").inc()
         return {"error_code": 0, "error_message": None, "auth_bytes": b""}

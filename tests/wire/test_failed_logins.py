@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v2 import request as sasl_authenticate_v2
+from kio.schema.sasl_handshake.v1 import request as sasl_handshake_v1
 
 from controlplane.authentication import SESSION_KEY
 from controlplane.login_failures import MAX_FAILURES
@@ -82,3 +84,41 @@ def test_failed_logins_cannot_lock_a_broker_out_of_its_controller(
         assert (
             authenticate(client, "kafka-broker-101", token) == ErrorCode.sasl_authentication_failed
         )
+
+
+def test_a_login_the_store_cannot_check_is_neither_refused_nor_counted(
+    wire_listener: RunningListener,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A PostgreSQL restart met during SASL/PLAIN closes the connection (a client reconnects),
+    where a SASL_AUTHENTICATION_FAILED answer would be fatal to Kafka's clients and count
+    toward the address's throttle; the close is one warning, not a traceback."""
+    from django.db import OperationalError
+
+    import wire.sasl
+
+    token = principal_create(name="carol")
+
+    def store_restarting(_token: str) -> None:
+        raise OperationalError("terminating connection due to administrator command")
+
+    monkeypatch.setattr(wire.sasl, "principal_by_token", store_restarting)
+    caplog.set_level(logging.INFO, logger="wire.server")
+    for _ in range(MAX_FAILURES + 1):
+        with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
+            handshake = client.request(sasl_handshake_v1.SaslHandshakeRequest(mechanism="PLAIN"))
+            assert handshake.error_code == ErrorCode.none
+            client.send(
+                sasl_authenticate_v2.SaslAuthenticateRequest(
+                    auth_bytes=b"\x00carol\x00" + token.encode()
+                )
+            )
+            assert client.read_frame() is None  # closed, no answer
+    closes = [r for r in caplog.records if "metadata store cannot be reached" in r.getMessage()]
+    assert len(closes) == MAX_FAILURES + 1
+    assert not any(r.exc_info for r in caplog.records if r.levelno >= logging.ERROR)
+    monkeypatch.undo()
+    # Never counted as failures: the address is not throttled once the store is back.
+    with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
+        assert authenticate(client, "carol", token) == ErrorCode.none
