@@ -1,6 +1,8 @@
 """Failed logins are logged with the name and the address and throttled per (address, name), on
 the Kafka protocol's SASL door and the UI's login form (issue 34: 200 failed SASL/PLAIN attempts
-in 1.3 s logged at INFO without the name, 300 failed UI logins in 1.4 s with no line)."""
+in 1.3 s logged at INFO without the name, 300 failed UI logins in 1.4 s with no line). A login
+or a request the metadata store cannot answer (a PostgreSQL restart) is no failure: the
+connection closes with a warning, and nothing counts toward the throttle."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+from kio.schema.describe_cluster.v1 import request as describe_cluster_v1
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2 import request as sasl_authenticate_v2
 from kio.schema.sasl_handshake.v1 import request as sasl_handshake_v1
@@ -122,3 +125,33 @@ def test_a_login_the_store_cannot_check_is_neither_refused_nor_counted(
     # Never counted as failures: the address is not throttled once the store is back.
     with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
         assert authenticate(client, "carol", token) == ErrorCode.none
+
+
+def test_a_request_the_store_cannot_answer_closes_with_a_warning(
+    wire_listener: RunningListener,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A handler meeting a PostgreSQL restart closes the connection (the client retries
+    elsewhere or reconnects) with one warning line, not a traceback; other errors keep theirs."""
+    from django.db import OperationalError
+
+    import wire.apis.clients.describe_cluster as describe_cluster
+
+    token = principal_create(name="dave")
+
+    def store_restarting(*_args: Any, **_kwargs: Any) -> None:
+        raise OperationalError("terminating connection due to administrator command")
+
+    monkeypatch.setattr(describe_cluster, "execute", store_restarting)
+    caplog.set_level(logging.INFO, logger="wire.server")
+    with RawClient(wire_listener.host, wire_listener.sasl_port) as client:
+        assert authenticate(client, "dave", token) == ErrorCode.none
+        client.send(
+            describe_cluster_v1.DescribeClusterRequest(include_cluster_authorized_operations=False)
+        )
+        assert client.read_frame() is None  # closed, no answer
+    failed = [r for r in caplog.records if r.getMessage().startswith("DescribeCluster v1")]
+    assert len(failed) == 1 and failed[0].levelno == logging.WARNING, failed
+    assert "metadata store cannot be reached" in failed[0].getMessage()
+    assert failed[0].exc_info is None
