@@ -60,6 +60,7 @@ from controlplane.runtime.metadata_log import (
     DuplicateWrite,
     ProjectionsBehind,
     applied_responses,
+    built_ahead,
     commit_started,
     log_commit,
     log_committed,
@@ -262,11 +263,17 @@ class ControllerRuntime(ControllerTimer):
         return self.handle_batch([event])[0]
 
     def handle_batch(
-        self, events: Sequence[ControllerEvent], on_logged: EarlyAnswers | None = None
+        self,
+        events: Sequence[ControllerEvent],
+        on_logged: EarlyAnswers | None = None,
+        *,
+        more_follows: bool = False,
     ) -> list[ControllerAnswer]:
         """Handle `events` as one batch with one commit; answers each. With `on_logged`, the
         events answered once the log holds their records (`answered_once_logged`) are handed
-        to it then, by their index in the batch, before the state tables follow."""
+        to it then, by their index in the batch, before the state tables follow. With
+        `more_follows`, the caller sends another slice of the same change right after: the
+        commit is shortened at the cost of the log's part (`log_commit`)."""
         with self._lock:
             try:
                 lease = self.ensure_active()
@@ -277,7 +284,7 @@ class ControllerRuntime(ControllerTimer):
                 return [refusal(_unavailable()) for _ in events]
             assert self.image is not None
             with collector_paused(), self.lease_keeper.keeping(lease):
-                return self._process(lease, self.image, events, on_logged)
+                return self._process(lease, self.image, events, on_logged, more_follows)
 
     def _process(
         self,
@@ -285,6 +292,7 @@ class ControllerRuntime(ControllerTimer):
         image: MetadataImage,
         events: Sequence[ControllerEvent],
         on_logged: EarlyAnswers | None = None,
+        more_follows: bool = False,
     ) -> list[ControllerAnswer]:
         started = time.perf_counter()
         now = now_ms()
@@ -308,6 +316,8 @@ class ControllerRuntime(ControllerTimer):
                         on_logged=None
                         if on_logged is None
                         else functools.partial(_answer_logged, on_logged, events, answers, now),
+                        # a bounded change's next slice (a fencing round's) comes at once
+                        more_follows=more_follows or _moves_pending(answers),
                     )
                 break
             except ProjectionsBehind as behind:
@@ -363,13 +373,14 @@ class ControllerRuntime(ControllerTimer):
                 "; ".join(
                     [
                         *_queue_wait(events, now),
+                        f"{built_ahead.get()} of the tables' statements built during the log's",
                         f"projections built in {projections_built.get() * 1000:.0f} ms while "
                         "the statements ran",
                         *statements.timings,
                     ]
                 ),
             )
-        if any(answer.notes.get("moves_pending") for answer in answers):
+        if _moves_pending(answers):
             self.moves_pending = True
             self.timer_wakeup.set()
         for broker_id in contacts:
@@ -466,6 +477,10 @@ class ControllerRuntime(ControllerTimer):
         batcher, self._batcher = self._batcher, None
         if batcher is not None:
             batcher.stop()
+
+
+def _moves_pending(answers: Sequence[ControllerAnswer]) -> bool:
+    return any(answer.notes.get("moves_pending") for answer in answers)
 
 
 LARGE_COMMIT_RECORDS = 1000  # commits this large are logged with their timings

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from controlplane.models import MetadataRecord
+from controlplane.runtime import metadata_log
 from controlplane.runtime import timer as timer_module
 from controlplane.runtime.batch import OUTLIVED_ITS_DEADLINE
 from controlplane.runtime.controller import get_runtime
@@ -107,10 +108,14 @@ def test_a_big_report_is_applied_in_bounded_commits_with_the_controller_free_bet
     handle_batch = runtime.handle_batch
     commits: list[tuple[int, int]] = []  # (records, log end) per commit of the report
     between: list[bool] = []
+    follows: list[bool] = []
 
-    def observed(events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
-        answers = handle_batch(events)
+    def observed(
+        events: Sequence[ControllerEvent], *, more_follows: bool = False
+    ) -> list[ControllerAnswer]:
+        answers = handle_batch(events, more_follows=more_follows)
         commits.append((len(events), runtime.image.last_offset))
+        follows.append(more_follows)
         # Another thread's event gets the controller between two slices (it would wait for
         # the whole report if one commit held it).
         other = threading.Thread(target=lambda: between.append(bool(handle_batch([_fence()]))))
@@ -121,6 +126,9 @@ def test_a_big_report_is_applied_in_bounded_commits_with_the_controller_free_bet
     monkeypatch.setattr(runtime, "handle_batch", observed)
     assert replica_state_apply_pending() == 1
     assert len(commits) == 3 and between == [True, True, True]
+    # The controller is told another slice comes after each but the last: those commits build
+    # their tables' statements while the log's are written (log_commit's more_follows).
+    assert follows == [True, True, False]
     _applied_once_each(report)
     # A retry of the whole report (a controller that failed over before deleting the row)
     # applies nothing twice: each slice is a write of its own, found by its id.
@@ -253,7 +261,11 @@ def test_a_controlled_shutdown_moves_in_bounded_commits_and_is_told_to_stop_afte
 
 
 def test_a_controlled_shutdown_moves_up_to_its_own_bound_in_one_commit(
-    api: Api, tokens: dict[str, str], register: Callable[..., int], settings: Any
+    api: Api,
+    tokens: dict[str, str],
+    register: Callable[..., int],
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The heartbeat that begins a controlled shutdown is one operation, bounded as Kafka bounds
     one (CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT): a broker leading up to that many hands every
@@ -264,12 +276,24 @@ def test_a_controlled_shutdown_moves_up_to_its_own_bound_in_one_commit(
     epochs = _four_brokers_one_leading_250(api, tokens, register)
     runtime = get_runtime()
     before = MetadataRecord.objects.count()
+    built_ahead: list[bool] = []  # a commit that built its tables' statements ahead
+    build_while = metadata_log._Prebuilt.build_while
+
+    def observed(tables: Any, busy: Any) -> None:
+        built_ahead.append(True)  # (no query here: the log's statements own the connection)
+        build_while(tables, busy)
+
+    monkeypatch.setattr(metadata_log._Prebuilt, "build_while", observed)
     body = _shutdown_heartbeat(api, tokens["broker"], 1, epochs[1])
     assert body["error_code"] == 0 and not body["should_shut_down"], body
     # One commit: the broker's registration change and 200 partition changes.
     assert MetadataRecord.objects.count() - before == 1 + 2 * LIMIT
     assert _led_by(1) == 50 and runtime.moves_pending
+    # Moves are left for the next round, at once: that commit was shortened as a whole; the
+    # round that ends them is not followed, and only its log's transaction counts.
+    assert built_ahead == [True]
     assert _fence_rounds_until_done() == [50]
+    assert len(built_ahead) == 1
     assert _led_by(1) == 0
     assert metadata_verify() == []
 
@@ -329,9 +353,11 @@ def test_every_slice_of_a_report_gets_a_whole_request_timeout(
     runtime = get_runtime()
     handle_batch = runtime.handle_batch
 
-    def slow_controller(events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
+    def slow_controller(
+        events: Sequence[ControllerEvent], *, more_follows: bool = False
+    ) -> list[ControllerAnswer]:
         time.sleep(0.25)  # three slices: the last one is sent over 400 ms after the first
-        return handle_batch(events)
+        return handle_batch(events, more_follows=more_follows)
 
     monkeypatch.setattr(runtime, "handle_batch", slow_controller)
     assert replica_state_apply_pending() == 1
@@ -348,8 +374,11 @@ def test_a_slice_whose_outcome_is_unknown_leaves_the_report_waiting_whole(
     handle_batch = runtime.handle_batch
     calls: list[int] = []
 
-    def second_answer_lost(events: Sequence[ControllerEvent]) -> list[ControllerAnswer]:
-        answers = handle_batch(events)  # applied; its answer lost, as a commit's may be
+    def second_answer_lost(
+        events: Sequence[ControllerEvent], *, more_follows: bool = False
+    ) -> list[ControllerAnswer]:
+        # applied; its answer lost, as a commit's may be
+        answers = handle_batch(events, more_follows=more_follows)
         calls.append(len(events))
         if len(calls) == 2:
             return [ControllerAnswer.refusal(OUTLIVED_ITS_DEADLINE) for _ in events]

@@ -173,6 +173,29 @@ def test_the_log_refuses_a_commit_while_the_tables_trail_it(
     assert not MetadataRecord.objects.filter(offset=last + 1).exists()
 
 
+@pytest.mark.parametrize("more_follows", [False, True])
+def test_the_log_s_transaction_builds_the_tables_statements_only_when_more_follows(
+    monkeypatch: pytest.MonkeyPatch, more_follows: bool
+) -> None:
+    """The log's transaction is what the brokers wait for: nothing is built beside it unless
+    another slice of the same change waits for the whole commit."""
+    runtime = get_runtime()
+    runtime.handle(registration(1))
+    built_while: list[bool] = []
+    build_while = metadata_log._Prebuilt.build_while
+
+    def observed(tables: Any, busy: Any) -> None:
+        built_while.append(True)
+        build_while(tables, busy)
+
+    monkeypatch.setattr(metadata_log._Prebuilt, "build_while", observed)
+    answer = runtime.handle_batch([registration(2)], more_follows=more_follows)[0]
+    assert answer.error_code == 0
+    assert built_while == ([True] if more_follows else [])
+    assert offsets()[0] == offsets()[1]  # the tables followed either way
+    assert Broker.objects.filter(pk=2).exists()
+
+
 def test_the_tables_statements_built_while_the_log_is_written_run_once_in_order() -> None:
     ran: list[int] = []
     statements = (lambda i=i: ran.append(i) for i in range(5))
