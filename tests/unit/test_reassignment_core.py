@@ -242,6 +242,28 @@ def test_a_target_broker_that_dies_mid_move_stalls_it_and_the_isr_keeps_a_member
     cluster.assert_replays()
 
 
+def test_a_move_onto_a_replica_elected_uncleanly_completes_in_the_same_change() -> None:
+    """Every replica of an unclean topic fenced, the partition leaderless: a move onto a live
+    broker elects it (unclean, the topic allows it) and completes in that change, since its ISR
+    holds the whole target; waiting for the leader's next ISR change would wait for ever (it is
+    alone in its ISR), and a later target naming the replicas as they stood would complete
+    the old move instead (found by the replication property test)."""
+    cluster = Cluster()
+    cluster.register(1, 2, 3)
+    cluster.create_topic("u", [[1, 2]], configs={"unclean.leader.election.enable": "true"})
+    cluster.fence(1, 2)
+    assert cluster.partition("u", 0).leader == -1
+    assert codes(reassign(cluster, ("u", 0, [3]))) == [0]
+    moved = cluster.partition("u", 0)
+    assert (moved.replicas, moved.isr, moved.leader) == ((3,), (3,), 3)
+    assert not moved.reassigning
+    cluster.unfence(1, 2)
+    assert codes(reassign(cluster, ("u", 0, [1, 2, 3]))) == [0]
+    again = cluster.partition("u", 0)
+    assert sorted(again.replicas) == [1, 2, 3] and again.adding_replicas == (1, 2)
+    cluster.assert_replays()
+
+
 def test_new_replicas_are_unassigned_until_their_broker_places_them() -> None:
     cluster = Cluster()
     cluster.register(1, 2)

@@ -74,8 +74,9 @@ def change_partition(
     The ISR never becomes empty: when the last member would leave, it stays and the partition
     goes leaderless (leader -1), as Kafka's controller does. A canary partition elects its
     replicas on `canary_brokers` first (KIP-1095). Any change completes a reassignment in
-    progress that its ISR allows (Kafka's completeReassignmentIfNeeded): the leaving replicas
-    go, a leaving leader hands over to a target replica, and the leader epoch moves. A new
+    progress that its ISR allows (Kafka's completeReassignmentIfNeeded), the ISR it elects
+    included: the leaving replicas go, a leaving leader hands over to a target replica, and
+    the leader epoch moves. A new
     replica's log dir is `default_dir(broker)` (UNASSIGNED by default, KIP-858) when the
     partition's replicas have assigned dirs.
     """
@@ -102,6 +103,21 @@ def change_partition(
         offline = tuple([r for r in offline if r in replicas])
 
     leader, isr = _elected(partition, replicas, isr, offline, acceptable, election, canary_brokers)
+    done = completed(assignment, isr) if assignment.in_progress else None
+    if done is not None:
+        # The election gave the ISR every replica the move adds (an unclean one, onto a
+        # replica being added, its old ISR fenced): the move completes in this change. Kafka's
+        # builder checks before electing, and the move then waits for an ISR change that a
+        # leader alone in its ISR never sends; a later target naming the replicas as they
+        # stand would complete the old move instead of keeping them.
+        assignment, isr = Assignment(done[0]), done[1]
+        replicas = assignment.replicas
+        moved = replicas != partition.replicas
+        if moved and offline:
+            offline = tuple([r for r in offline if r in replicas])
+        leader, isr = _elected(
+            partition, replicas, isr, offline, acceptable, election, canary_brokers
+        )
     new_leader = leader if leader != partition.leader else NO_LEADER_CHANGE
     left = moved and any(r not in replicas for r in partition.replicas)
     if left and new_leader == NO_LEADER_CHANGE:
