@@ -129,6 +129,11 @@ def _on_jsonb(operation: Any) -> Any:
     return type(f"Jsonb{operation.__name__}", (operation,), {"__init__": __init__})
 
 
+# The record types that make up most of the log (a topic's partitions, every election and ISR
+# change): left out of the log's type index (MetadataRecord.Meta).
+BULK_RECORD_TYPES = ("PartitionRecord", "PartitionChangeRecord")
+
+
 class MetadataRecord(models.Model):
     """One entry of the metadata log: gap-free offsets, append-only."""
 
@@ -151,8 +156,16 @@ class MetadataRecord(models.Model):
         # The controller's own records (elections, fencing, a shutdown's moves) carry no
         # request id and most name no broker: those two indexes hold only the rows that do,
         # which is every row a filter on them can find (a 2,000-record commit's COPY 15% faster).
+        # The partitions' records are most of the log and of every large commit: the type
+        # index leaves them out (a 4,001-record shutdown's COPY 22-24 ms instead of 35-36). A
+        # filter on another type implies the index's condition, so the planner uses it; one on
+        # a partition type reads the log in offset order, where such records are dense.
         indexes = [
-            models.Index(fields=["record_type"], name="cp_log_type"),
+            models.Index(
+                fields=["record_type"],
+                name="cp_log_type",
+                condition=~models.Q(record_type__in=BULK_RECORD_TYPES),
+            ),
             models.Index(fields=["principal"], name="cp_log_principal"),
             models.Index(
                 fields=["request_id"], name="cp_log_request", condition=~models.Q(request_id="")

@@ -426,8 +426,9 @@ def test_log_filters_by_request_id_and_broker_find_every_row_that_carries_one(
     api, tokens, register
 ):
     """The log's request id and broker indexes hold only the rows that carry one (most of a
-    large commit's records carry neither): the filters still find every such row, and on
-    PostgreSQL they look them up by those indexes, not by scanning the log."""
+    large commit's records carry neither), its type index only the records of other types than
+    the partitions': the filters still find every such row, and on PostgreSQL they look the
+    others up by those indexes, not by scanning the log."""
     for broker_id in range(3):
         register(broker_id, unfence=True)
     for name in ("filters-a", "filters-b"):
@@ -449,6 +450,17 @@ def test_log_filters_by_request_id_and_broker_find_every_row_that_carries_one(
     assert [r["offset"] for r in by_id["results"]] == with_id
     _, by_broker = api.get("/api/v1/metadata-log?broker_id=1&page_size=100", token=tokens["admin"])
     assert [r["offset"] for r in by_broker["results"]] == of_broker
+    # The type index leaves out the partitions' records; the filter finds them all the same.
+    types = {
+        offset: record_type
+        for offset, record_type in MetadataRecord.objects.values_list("offset", "record_type")
+    }
+    for record_type in ("TopicRecord", "PartitionRecord"):
+        _, by_type = api.get(
+            f"/api/v1/metadata-log?type={record_type}&page_size=100", token=tokens["admin"]
+        )
+        expected = sorted(o for o, t in types.items() if t == record_type)
+        assert [r["offset"] for r in by_type["results"]] == expected and expected
     if connection.vendor != "postgresql":
         return  # SQLite's planner is not the one a large log runs on
     with connection.cursor() as cursor:
@@ -456,10 +468,19 @@ def test_log_filters_by_request_id_and_broker_find_every_row_that_carries_one(
         for where, index in (
             ("request_id = 'create-filters-a'", "cp_log_request"),
             ("broker_id = 1", "cp_log_broker"),
+            ("record_type = 'TopicRecord'", "cp_log_type"),
+            ("record_type IN ('ConfigRecord', 'AccessControlEntryRecord')", "cp_log_type"),
         ):
             cursor.execute(f"EXPLAIN SELECT * FROM cp_metadata_record WHERE {where}")
             plan = "\n".join(row[0] for row in cursor.fetchall())
             assert index in plan, plan
+        # The partitions' records are not in it: a large commit's rows cost that index nothing.
+        cursor.execute(
+            "SELECT pg_get_expr(indpred, indrelid) FROM pg_index"
+            " WHERE indexrelid = 'cp_log_type'::regclass"
+        )
+        (predicate,) = cursor.fetchone()
+        assert "PartitionRecord" in predicate and "PartitionChangeRecord" in predicate, predicate
 
 
 def test_list_views_do_not_grow_queries_with_rows(api, tokens, register):
