@@ -234,7 +234,7 @@ def log_commit(
         renewed = _project(renewed, delta, tables, lease_ms)
     except Exception as error:
         raise ProjectionsBehind(error) from error
-    notifier.publish_tables(delta.last_offset)
+    notifier.publish_tables(delta.last_offset, acls_changed=bool(delta.changed_acls))
     return renewed
 
 
@@ -294,7 +294,7 @@ def projections_catch_up(
         )
     if delta.replayed:
         lease = _project(lease, delta, prepare_delta(delta, (), timestamp), lease_ms)
-        notifier.publish_tables(delta.last_offset)
+        notifier.publish_tables(delta.last_offset, acls_changed=bool(delta.changed_acls))
         image.apply(delta)
     return len(delta.replayed), lease
 

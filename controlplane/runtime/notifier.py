@@ -5,8 +5,10 @@ A commit is two transactions, the log's then the tables' (controlplane.runtime.m
 each has its own generation: `generation` moves when the log grows or retention moves its
 start (what a broker's long-poll fetches, and the head the fetch keeps between notices),
 `tables_generation` when the tables reach it (what caches built from the tables and waits on a
-projection read). A reader of the tables keyed on the log's generation could rebuild
-between the two and keep the state before the commit until the next one. Embedded, the
+projection read), and `acl_generation` when the tables reach a commit that changed ACLs (what
+every request's authorization reads: rebuilt only then, not after every commit). A reader of
+the tables keyed on the log's generation could rebuild between the two and keep the state
+before the commit until the next one. Embedded, the
 generations are an in-process condition; with Redis, the committing controller publishes each
 notice on a channel and one listener thread per web process fans it out locally.
 """
@@ -23,8 +25,12 @@ from controlplane.redis_client import key_prefix, redis_client
 # The pub/sub channel's name under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`).
 CHANNEL = "metadata-committed"
 # A notice's text: the log's last offset, or this prefix and the tables' offset, or the other
-# prefix and the log's new start (retention): all but the tables' move the log's generation.
+# prefix and the log's new start (retention): all but the tables' and the ACLs' move the log's
+# generation. A commit that changed ACLs sends the ACLs' notice (its prefix and the tables'
+# offset) just before the tables' (a process of an earlier version takes it for the log's: at
+# worst a spurious wake-up).
 TABLES_NOTICE = "t"
+ACLS_NOTICE = "a"
 LOG_START_NOTICE = "s"
 logger = logging.getLogger(__name__)
 
@@ -34,6 +40,7 @@ class MetadataNotifier:
         self._cond = threading.Condition()
         self.generation = 0
         self.tables_generation = 0
+        self.acl_generation = 0
         self.tables_offset = -1  # the highest offset the tables were heard to reach
         self._listener: threading.Thread | None = None
         self._listener_lock = threading.Lock()
@@ -50,8 +57,12 @@ class MetadataNotifier:
         self._send(f"{LOG_START_NOTICE}{offset}")
         self.bump()
 
-    def publish_tables(self, offset: int) -> None:
-        """Tell the other processes that the state tables reached the log's `offset`."""
+    def publish_tables(self, offset: int, *, acls_changed: bool = False) -> None:
+        """Tell the other processes that the state tables reached the log's `offset` (and,
+        with `acls_changed`, that the ACLs they hold changed on the way)."""
+        if acls_changed:
+            self._send(f"{ACLS_NOTICE}{offset}")
+            self.bump_acls()
         self._send(f"{TABLES_NOTICE}{offset}")
         self.bump_tables(offset)
 
@@ -131,6 +142,11 @@ class MetadataNotifier:
                 self.tables_offset = offset
             self._cond.notify_all()
 
+    def bump_acls(self) -> None:
+        with self._cond:
+            self.acl_generation += 1
+            self._cond.notify_all()
+
     def _ensure_listener(self) -> None:
         if self._listener is not None or redis_client() is None:
             return
@@ -154,12 +170,15 @@ class MetadataNotifier:
                     notice = _text(message.get("data"))
                     if notice.startswith(TABLES_NOTICE):
                         self.bump_tables(_offset(notice[len(TABLES_NOTICE) :]))
+                    elif notice.startswith(ACLS_NOTICE):
+                        self.bump_acls()
                     else:
                         self.bump()
             except Exception:
                 logger.warning("metadata notifier lost Redis; reconnecting", exc_info=True)
                 self.bump()  # wake waiters so they re-read the log themselves
                 self.bump_tables()  # and drop what was built from the tables
+                self.bump_acls()
                 time.sleep(0.5)
 
 

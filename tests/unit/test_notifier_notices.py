@@ -33,13 +33,19 @@ def eventually(predicate: object, timeout: float = 10) -> bool:
     return False
 
 
-def test_another_process_tells_the_log_notice_from_the_tables_notice(over_redis: None) -> None:
+def committing_and_listening() -> tuple[MetadataNotifier, MetadataNotifier]:
+    """A committing process's notifier, and another process's, listening on the channel."""
     committing, other = MetadataNotifier(), MetadataNotifier()
     other.wait(other.generation, 0)  # starts its listener thread
     client = redis_client()
     assert client is not None
     channel = key_prefix() + CHANNEL
     assert eventually(lambda: client.pubsub_numsub(channel)[0][1] >= 1)
+    return committing, other
+
+
+def test_another_process_tells_the_log_notice_from_the_tables_notice(over_redis: None) -> None:
+    committing, other = committing_and_listening()
 
     committing.publish(41)
     assert eventually(lambda: other.generation == 1)
@@ -51,3 +57,19 @@ def test_another_process_tells_the_log_notice_from_the_tables_notice(over_redis:
     assert other.wait_tables(0, 0) and not other.wait_tables(1, 0.05)
     # The committing process's own generations moved as it sent each notice.
     assert (committing.generation, committing.tables_generation) == (1, 1)
+
+
+def test_another_process_hears_the_acls_notice_only_for_a_commit_that_changed_acls(
+    over_redis: None,
+) -> None:
+    committing, other = committing_and_listening()
+
+    committing.publish_tables(41)  # a commit that changed no ACL
+    assert eventually(lambda: other.tables_generation == 1)
+    assert other.acl_generation == 0
+    committing.publish_tables(42, acls_changed=True)
+    assert eventually(lambda: other.tables_generation == 2)
+    # The ACLs' notice goes first: once the tables' is heard, so was it.
+    assert other.acl_generation == 1
+    assert other.generation == 0  # neither is the log's
+    assert (committing.acl_generation, committing.tables_generation) == (1, 2)
