@@ -76,9 +76,8 @@ def change_partition(
     replicas on `canary_brokers` first (KIP-1095). Any change completes a reassignment in
     progress that its ISR allows (Kafka's completeReassignmentIfNeeded), the ISR it elects
     included: the leaving replicas go, a leaving leader hands over to a target replica, and
-    the leader epoch moves. A new
-    replica's log dir is `default_dir(broker)` (UNASSIGNED by default, KIP-858) when the
-    partition's replicas have assigned dirs.
+    the leader epoch moves. A new replica's log dir is `default_dir(broker)` (UNASSIGNED by
+    default, KIP-858) when the partition's replicas have assigned dirs.
     """
     isr = partition.isr if target_isr is None else target_isr
     if not isr:
@@ -92,32 +91,26 @@ def change_partition(
     assignment = target or Assignment(
         partition.replicas, partition.adding_replicas, partition.removing_replicas
     )
+    assignment, isr = _completed_by(assignment, isr)
+    requested_offline = partition.offline_replicas if target_offline is None else target_offline
+    offline = _offline_among(partition, requested_offline, assignment.replicas)
+    leader, isr = _elected(
+        partition, assignment.replicas, isr, offline, acceptable, election, canary_brokers
+    )
     if assignment.in_progress:
-        done = completed(assignment, isr)
-        if done is not None:
-            assignment, isr = Assignment(done[0]), done[1]
+        # The election may give the ISR every replica the move adds (an unclean one, onto a
+        # replica being added, its old ISR fenced): the move completes in this change. Kafka's
+        # builder checks before electing only, and the move then waits for an ISR change that
+        # a leader alone in its ISR never sends; a later target naming the replicas as they
+        # stand would complete the old move instead of keeping them.
+        assignment, isr = _completed_by(assignment, isr)
+        if not assignment.in_progress:
+            offline = _offline_among(partition, offline, assignment.replicas)
+            leader, isr = _elected(
+                partition, assignment.replicas, isr, offline, acceptable, election, canary_brokers
+            )
     replicas = assignment.replicas
     moved = replicas != partition.replicas
-    offline = partition.offline_replicas if target_offline is None else target_offline
-    if moved and offline:
-        offline = tuple([r for r in offline if r in replicas])
-
-    leader, isr = _elected(partition, replicas, isr, offline, acceptable, election, canary_brokers)
-    done = completed(assignment, isr) if assignment.in_progress else None
-    if done is not None:
-        # The election gave the ISR every replica the move adds (an unclean one, onto a
-        # replica being added, its old ISR fenced): the move completes in this change. Kafka's
-        # builder checks before electing, and the move then waits for an ISR change that a
-        # leader alone in its ISR never sends; a later target naming the replicas as they
-        # stand would complete the old move instead of keeping them.
-        assignment, isr = Assignment(done[0]), done[1]
-        replicas = assignment.replicas
-        moved = replicas != partition.replicas
-        if moved and offline:
-            offline = tuple([r for r in offline if r in replicas])
-        leader, isr = _elected(
-            partition, replicas, isr, offline, acceptable, election, canary_brokers
-        )
     new_leader = leader if leader != partition.leader else NO_LEADER_CHANGE
     left = moved and any(r not in replicas for r in partition.replicas)
     if left and new_leader == NO_LEADER_CHANGE:
@@ -142,6 +135,23 @@ def change_partition(
     ):
         return None
     return record
+
+
+def _completed_by(
+    assignment: Assignment, isr: tuple[int, ...]
+) -> tuple[Assignment, tuple[int, ...]]:
+    """The assignment and ISR once `isr` completes the move in progress, else as they are."""
+    done = completed(assignment, isr)
+    return (assignment, isr) if done is None else (Assignment(done[0]), done[1])
+
+
+def _offline_among(
+    partition: PartitionRegistration, offline: tuple[int, ...], replicas: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The offline replicas still among `replicas` once a move changed them."""
+    if offline and replicas != partition.replicas:
+        return tuple([r for r in offline if r in replicas])
+    return offline
 
 
 def _leadership_change(
