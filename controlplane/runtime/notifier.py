@@ -8,9 +8,9 @@ start (what a broker's long-poll fetches, and the head the fetch keeps between n
 projection read), and `acl_generation` when the tables reach a commit that changed ACLs (what
 every request's authorization reads: rebuilt only then, not after every commit). A reader of
 the tables keyed on the log's generation could rebuild between the two and keep the state
-before the commit until the next one. Embedded, the
-generations are an in-process condition; with Redis, the committing controller publishes each
-notice on a channel and one listener thread per web process fans it out locally.
+before the commit until the next one. Embedded, the generations are an in-process condition;
+with Redis, the committing controller publishes each notice on a channel and one listener
+thread per web process fans it out locally.
 """
 
 from __future__ import annotations
