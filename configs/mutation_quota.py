@@ -1,6 +1,7 @@
 """Where a (user, client id)'s `controller_mutation_rate` comes from (KIP-599): the client quota
-projection, by Kafka's precedence, cached per process until the metadata log moves (or a few
-seconds at most). `controlplane.throttling` enforces it; this app owns the quotas."""
+projection, by Kafka's precedence, cached per process until a commit changes client quotas (their
+notice, which the process listens to from its first read on) or a few seconds at most.
+`controlplane.throttling` enforces it; this app owns the quotas."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ class _QuotaCache:
         self._loaded_at = 0.0
 
     def quotas(self) -> dict[QuotaEntity, dict[str, float]]:
-        generation = notifier.tables_generation
+        generation = notifier.watched_quota_generation()
         fresh = time.monotonic() - self._loaded_at < CACHE_TTL_S
         if self._quotas is not None and generation == self._generation and fresh:
             return self._quotas

@@ -80,10 +80,11 @@ class _AclCache:
         self._with_broker_grant: dict[str, AclIndex] = {}
 
     def index(self) -> AclIndex:
-        # Read again when a commit changed ACLs (their notice, in a process that listens to
-        # the notices), not after every commit: 10,000 ACLs take about 90 ms to read and index,
-        # and a cluster committing ten times a second would read them on nearly every request.
-        generation = notifier.acl_generation
+        # Read again when a commit changed ACLs (their notice, which this process listens to
+        # from its first authorization on), not after every commit: 10,000 ACLs take about 90 ms
+        # to read and index, and a cluster committing ten times a second would read them on
+        # nearly every request.
+        generation = notifier.watched_acl_generation()
         fresh = time.monotonic() - self._loaded_at < CACHE_TTL_S
         if self._index is not None and generation == self._generation and fresh:
             return self._index

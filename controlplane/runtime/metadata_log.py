@@ -234,8 +234,18 @@ def log_commit(
         renewed = _project(renewed, delta, tables, lease_ms)
     except Exception as error:
         raise ProjectionsBehind(error) from error
-    notifier.publish_tables(delta.last_offset, acls_changed=bool(delta.changed_acls))
+    _publish_tables(delta)
     return renewed
+
+
+def _publish_tables(delta: MetadataDelta) -> None:
+    """The tables' notice of `delta`'s commit, after the ACLs' and the quotas' if it changed
+    them."""
+    notifier.publish_tables(
+        delta.last_offset,
+        acls_changed=bool(delta.changed_acls),
+        quotas_changed=bool(delta.changed_client_quotas),
+    )
 
 
 def _nothing_meanwhile(_busy: Callable[[], bool]) -> None:
@@ -294,7 +304,7 @@ def projections_catch_up(
         )
     if delta.replayed:
         lease = _project(lease, delta, prepare_delta(delta, (), timestamp), lease_ms)
-        notifier.publish_tables(delta.last_offset, acls_changed=bool(delta.changed_acls))
+        _publish_tables(delta)
         image.apply(delta)
     return len(delta.replayed), lease
 

@@ -5,12 +5,15 @@ A commit is two transactions, the log's then the tables' (controlplane.runtime.m
 each has its own generation: `generation` moves when the log grows or retention moves its
 start (what a broker's long-poll fetches, and the head the fetch keeps between notices),
 `tables_generation` when the tables reach it (what caches built from the tables and waits on a
-projection read), and `acl_generation` when the tables reach a commit that changed ACLs (what
-every request's authorization reads: rebuilt only then, not after every commit). A reader of
-the tables keyed on the log's generation could rebuild between the two and keep the state
-before the commit until the next one. Embedded, the generations are an in-process condition;
-with Redis, the committing controller publishes each notice on a channel and one listener
-thread per web process fans it out locally.
+projection read), `acl_generation` when the tables reach a commit that changed ACLs (what
+every request's authorization reads: rebuilt only then, not after every commit) and
+`quota_generation` when they reach one that changed client quotas (what every admin write's
+controller mutation rate reads). A reader of the tables keyed on the log's generation could
+rebuild between the two and keep the state before the commit until the next one. Embedded, the
+generations are an in-process condition; with Redis, the committing controller publishes each
+notice on a channel and one listener thread per process fans it out locally: a process starts
+it the first time it waits or reads a generation through `watched_*`, so that every process
+authorizing requests hears a revoked ACL at once.
 """
 
 from __future__ import annotations
@@ -25,12 +28,13 @@ from controlplane.redis_client import key_prefix, redis_client
 # The pub/sub channel's name under the deployment's key prefix (`CP_REDIS_KEY_PREFIX`).
 CHANNEL = "metadata-committed"
 # A notice's text: the log's last offset, or this prefix and the tables' offset, or the other
-# prefix and the log's new start (retention): all but the tables' and the ACLs' move the log's
-# generation. A commit that changed ACLs sends the ACLs' notice (its prefix and the tables'
-# offset) just before the tables' (a process of an earlier version takes it for the log's: at
-# worst a spurious wake-up).
+# prefix and the log's new start (retention): all but the tables', the ACLs' and the quotas'
+# move the log's generation. A commit that changed ACLs or client quotas sends their notice (its
+# prefix and the tables' offset) just before the tables' (a process of an earlier version takes
+# it for the log's: at worst a spurious wake-up).
 TABLES_NOTICE = "t"
 ACLS_NOTICE = "a"
+QUOTAS_NOTICE = "q"
 LOG_START_NOTICE = "s"
 logger = logging.getLogger(__name__)
 
@@ -41,6 +45,7 @@ class MetadataNotifier:
         self.generation = 0
         self.tables_generation = 0
         self.acl_generation = 0
+        self.quota_generation = 0
         self.tables_offset = -1  # the highest offset the tables were heard to reach
         self._listener: threading.Thread | None = None
         self._listener_lock = threading.Lock()
@@ -57,12 +62,18 @@ class MetadataNotifier:
         self._send(f"{LOG_START_NOTICE}{offset}")
         self.bump()
 
-    def publish_tables(self, offset: int, *, acls_changed: bool = False) -> None:
+    def publish_tables(
+        self, offset: int, *, acls_changed: bool = False, quotas_changed: bool = False
+    ) -> None:
         """Tell the other processes that the state tables reached the log's `offset` (and,
-        with `acls_changed`, that the ACLs they hold changed on the way)."""
+        with `acls_changed` or `quotas_changed`, that the ACLs or the client quotas they hold
+        changed on the way)."""
         if acls_changed:
             self._send(f"{ACLS_NOTICE}{offset}")
             self.bump_acls()
+        if quotas_changed:
+            self._send(f"{QUOTAS_NOTICE}{offset}")
+            self.bump_quotas()
         self._send(f"{TABLES_NOTICE}{offset}")
         self.bump_tables(offset)
 
@@ -83,6 +94,16 @@ class MetadataNotifier:
         """The tables' generation, this process listening for the notices that move it."""
         self._ensure_listener()
         return self.tables_generation
+
+    def watched_acl_generation(self) -> int:
+        """The ACLs' generation, this process listening for the notices that move it."""
+        self._ensure_listener()
+        return self.acl_generation
+
+    def watched_quota_generation(self) -> int:
+        """The client quotas' generation, this process listening for the notices that move it."""
+        self._ensure_listener()
+        return self.quota_generation
 
     def wait(self, generation: int, timeout_s: float) -> bool:
         """Wait until the generation moves past `generation`; False on timeout."""
@@ -147,6 +168,11 @@ class MetadataNotifier:
             self.acl_generation += 1
             self._cond.notify_all()
 
+    def bump_quotas(self) -> None:
+        with self._cond:
+            self.quota_generation += 1
+            self._cond.notify_all()
+
     def _ensure_listener(self) -> None:
         if self._listener is not None or redis_client() is None:
             return
@@ -172,6 +198,8 @@ class MetadataNotifier:
                         self.bump_tables(_offset(notice[len(TABLES_NOTICE) :]))
                     elif notice.startswith(ACLS_NOTICE):
                         self.bump_acls()
+                    elif notice.startswith(QUOTAS_NOTICE):
+                        self.bump_quotas()
                     else:
                         self.bump()
             except Exception:
@@ -179,6 +207,7 @@ class MetadataNotifier:
                 self.bump()  # wake waiters so they re-read the log themselves
                 self.bump_tables()  # and drop what was built from the tables
                 self.bump_acls()
+                self.bump_quotas()
                 time.sleep(0.5)
 
 
