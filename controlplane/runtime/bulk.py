@@ -220,24 +220,28 @@ class _Stage:
         analyzes it), so the planner would hash or sort the whole target instead: a scan of a
         million partitions to update the 40,000 a controlled shutdown changed, a cost of the
         cluster's size rather than of the change (ANALYZE of the stage costs more than it
-        saves). Hash and merge joins are off for that one statement only."""
+        saves). Hash and merge joins are off for that one statement only.
+
+        Two round trips and the COPY: the statements before the COPY go as one query, and those
+        after it too (parameterless, they take the simple protocol, which runs several). Each
+        round trip waits for the server, and a commit's transactions wait for their
+        statements: on a machine whose cores the brokers share, each wait is a wake-up behind
+        them."""
+        # Emptied at each commit, and before each use too: two writes of the same shape in one
+        # transaction (a partition inserted, then updated) must not read each other's. A DELETE
+        # of the (nearly always empty) table, where TRUNCATE would give it a new file each time.
+        prepare = f"{self.create}; DELETE FROM {self.table}"
+        write_sql = f"{_NESTED_LOOP_ONLY}; {sql}; {_JOINS_RESTORED}" if by_index else sql
 
         def write() -> None:
-            _server_bound(self.create, [])
-            # Emptied at each commit, and before each use too: two writes of the same shape in
-            # one transaction (a partition inserted, then updated) must not read each other's.
-            _server_bound(f"TRUNCATE {self.table}", [])
+            _server_bound(prepare, [])
             _server_copy(self.copy, self.types, self.rows)
-            if by_index:
-                _server_bound(_NESTED_LOOP_ONLY, [])
-            _server_bound(sql, [])
-            if by_index:
-                _server_bound(_JOINS_RESTORED, [])
+            _server_bound(write_sql, [])
 
         return write
 
 
-# SET LOCAL and back (to what RESET gives) around one statement, in one round trip each.
+# SET LOCAL and back (to what RESET gives) around one statement, in the statement's round trip.
 _JOIN_SETTINGS = "('enable_hashjoin', 'enable_mergejoin')"
 _NESTED_LOOP_ONLY = (
     f"SELECT set_config(name, 'off', true) FROM pg_settings WHERE name IN {_JOIN_SETTINGS}"
@@ -245,6 +249,15 @@ _NESTED_LOOP_ONLY = (
 _JOINS_RESTORED = (
     f"SELECT set_config(name, reset_val, true) FROM pg_settings WHERE name IN {_JOIN_SETTINGS}"
 )
+_STAGE_HELPERS = ("CREATE TEMP TABLE", "DELETE FROM cp_stage_", _NESTED_LOOP_ONLY, _JOINS_RESTORED)
+
+
+def statement_label(sql: str) -> str:
+    """A statement's name in the commit's timings: its first words, and for several sent as
+    one query, those of the one that writes (not the stage's helpers around it)."""
+    parts = sql.split("; ")
+    main = next((p for p in parts if not p.startswith(_STAGE_HELPERS)), parts[0])
+    return main.split(" (")[0][:40]
 
 
 def _staged(columns: Sequence[Column], rows: Sequence[Sequence[Any]]) -> _Stage:

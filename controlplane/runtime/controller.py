@@ -33,6 +33,7 @@ from controlplane.runtime.batcher import (
     FairRLock,
     reset_connection,
 )
+from controlplane.runtime.bulk import statement_label
 from controlplane.runtime.collector import collector_paused, freeze_long_lived
 from controlplane.runtime.conversation import (
     AppliedWrite,
@@ -500,7 +501,7 @@ class _StatementCounter:
             return execute(sql, params, many, context)
         finally:
             elapsed = (time.perf_counter() - started) * 1000
-            self.timings.append(f"{sql.split(' (')[0][:40]}={elapsed:.0f}ms")
+            self.timings.append(f"{statement_label(sql)}={elapsed:.0f}ms")
 
 
 # The answers of a batch given as soon as the log holds it, by the events' index in the batch.

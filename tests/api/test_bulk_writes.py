@@ -134,9 +134,15 @@ def test_a_staged_update_looks_its_rows_up_by_the_key_index_for_that_statement_o
     plans: list[str] = []
 
     def explained(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
-        if sql.startswith("UPDATE cp_config"):
+        # The UPDATE goes in one query with the settings before and after it: explained
+        # under the settings before it, as it runs.
+        statements = sql.split("; ")
+        updates = [i for i, s in enumerate(statements) if s.startswith("UPDATE cp_config")]
+        if updates:
             with connection.cursor() as cursor:
-                cursor.execute("EXPLAIN " + sql, params)
+                for before in statements[: updates[0]]:
+                    cursor.execute(before)
+                cursor.execute("EXPLAIN " + statements[updates[0]], params)
                 plans.append("\n".join(row[0] for row in cursor.fetchall()))
         return execute(sql, params, many, context)
 
