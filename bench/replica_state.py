@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import statistics
 import sys
@@ -389,11 +390,13 @@ def run_with_controller(
 @contextlib.contextmanager
 def controller_stack() -> Iterator[Stack]:
     """A fresh stack (PostgreSQL, Redis) with one `run_controller` worker logging at INFO, and
-    no web tier yet (`stack.start_web`)."""
+    no web tier yet (`stack.start_web`). Its processes' logs are kept under `BENCH_LOGS` when
+    that names a directory (else they go with the run)."""
+    kept = os.environ.get("BENCH_LOGS")
     with (
         tempfile.TemporaryDirectory() as tmp,
         running_stack(
-            Path(tmp) / "logs",
+            Path(kept) if kept else Path(tmp) / "logs",
             # A 100,000-partition AlterReplicaState is a 4.8 MB body (the default bound: 1 MiB).
             settings={**BENCH_SETTINGS, "CP_LOG_LEVEL": "INFO", "CP_MAX_BODY_BYTES": "16777216"},
         ) as stack,

@@ -250,6 +250,14 @@ CP_MAX_PARTITION_CHANGES_PER_COMMIT = env_int("CP_MAX_PARTITION_CHANGES_PER_COMM
 # commit (Kafka's max.records.per.user.op): a broker leading up to 10,000 hands them all over in
 # one change, as under Kafka's controller; the rest, if any, follow in the bounds above.
 CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT = env_int("CP_MAX_SHUTDOWN_CHANGES_PER_COMMIT", 10_000)
+# While a bounded change's slices commit one after the other, each slice commits its log and its
+# tables' transaction waits: the brokers follow the log, so they have the whole change that much
+# sooner. The controller's timer writes the tables left behind, one commit's per turn of the
+# controller, once the change's last slice came (or a promised slice did not come for this
+# long), or at once (between the slices) while more than this many records wait (0: the tables
+# never wait).
+CP_TABLES_BEHIND_IDLE_MS = env_int("CP_TABLES_BEHIND_IDLE_MS", 2000)
+CP_TABLES_BEHIND_MAX_RECORDS = env_int("CP_TABLES_BEHIND_MAX_RECORDS", 200_000)
 # The controller keeps each commit's records in Kafka's batch format (cp_kafka_batch), written in
 # the commit, and the Kafka protocol listener serves those bytes to the brokers' fetches instead of
 # encoding the rows again (off: the listener encodes every record from the rows).

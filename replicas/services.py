@@ -163,7 +163,13 @@ def _apply_pending(limit: int) -> int:
     batches = _bounded_batches(events, settings.CP_MAX_PARTITION_CHANGES_PER_COMMIT)
     for number, batch in enumerate(batches, start=1):
         # this process is the controller; the next slice follows each but the last at once
-        answered = get_runtime().handle_batch(_sent_now(batch), more_follows=number < len(batches))
+        # its tables wait for the controller's timer while there are slices (the brokers
+        # follow the log): nothing here reads them
+        answered = get_runtime().handle_batch(
+            _sent_now(batch),
+            more_follows=number < len(batches),
+            answered_from_the_log=len(batches) > 1,
+        )
         if any(answer.not_controller or answer.outcome_unknown for answer in answered):
             # The reports stay waiting, whole: the next round applies what is left, and the
             # slices already applied answer from their request ids, written once.

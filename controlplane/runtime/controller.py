@@ -60,6 +60,7 @@ from controlplane.runtime.lease_keeper import LeaseKeeper
 from controlplane.runtime.metadata_log import (
     DuplicateWrite,
     ProjectionsBehind,
+    TablesBehind,
     applied_responses,
     built_ahead,
     commit_started,
@@ -135,6 +136,9 @@ class ControllerRuntime(ControllerTimer):
         # round runs at once instead of after its interval, as Kafka elects in the unfencing's
         # own batch.
         self.timer_wakeup = threading.Event()
+        # The tables' transactions of a bounded change's slices, left for the first commit
+        # that is not deferred: the brokers follow the log, and wait for no tables.
+        self.tables_behind = TablesBehind()
         self.standby = StandbyImage()  # followed while this controller is not the active one
         self._reported_role, self._reported_ms = "", 0  # the last position reported, and when
 
@@ -254,6 +258,7 @@ class ControllerRuntime(ControllerTimer):
 
     def _deactivate(self, why: str) -> None:
         lease, self.lease, self.image = self.lease, None, None
+        self.tables_behind.drop()  # the next controller catches the tables up from the log
         if lease is not None:
             logger.warning("controller %s epoch %d inactive: %s", self.node_id, lease.epoch, why)
             if self.on_deactivate is not None:
@@ -269,12 +274,15 @@ class ControllerRuntime(ControllerTimer):
         on_logged: EarlyAnswers | None = None,
         *,
         more_follows: bool = False,
+        answered_from_the_log: bool = False,
     ) -> list[ControllerAnswer]:
         """Handle `events` as one batch with one commit; answers each. With `on_logged`, the
         events answered once the log holds their records (`answered_once_logged`) are handed
         to it then, by their index in the batch, before the state tables follow. With
         `more_follows`, the caller sends another slice of the same change right after: the
-        commit is shortened at the cost of the log's part (`log_commit`)."""
+        commit is shortened at the cost of the log's part (`log_commit`), and its tables wait
+        (`TablesBehind`). With `answered_from_the_log`, the caller reads nothing of the tables
+        for these answers (a bounded change's slices, the last one too): they may wait."""
         with self._lock:
             try:
                 lease = self.ensure_active()
@@ -285,7 +293,9 @@ class ControllerRuntime(ControllerTimer):
                 return [refusal(_unavailable()) for _ in events]
             assert self.image is not None
             with collector_paused(), self.lease_keeper.keeping(lease):
-                return self._process(lease, self.image, events, on_logged, more_follows)
+                return self._process(
+                    lease, self.image, events, on_logged, (more_follows, answered_from_the_log)
+                )
 
     def _process(
         self,
@@ -293,9 +303,10 @@ class ControllerRuntime(ControllerTimer):
         image: MetadataImage,
         events: Sequence[ControllerEvent],
         on_logged: EarlyAnswers | None = None,
-        more_follows: bool = False,
+        follows: tuple[bool, bool] = (False, False),
     ) -> list[ControllerAnswer]:
         started = time.perf_counter()
+        more_follows, answered_from_the_log = follows
         now = now_ms()
         self._note_queue_delay(events, now)
         prior = _applied_responses(events)  # every principal's writes of the batch's ids
@@ -306,6 +317,7 @@ class ControllerRuntime(ControllerTimer):
             delta, contacts, answers, writes = self._run(image, events, now, prior, failed)
             handled = time.perf_counter()
             statements = _StatementCounter()
+            deferred = self._defers_tables(events, more_follows, answered_from_the_log)
             try:
                 with connection.execute_wrapper(statements):
                     self.lease = log_commit(
@@ -319,6 +331,8 @@ class ControllerRuntime(ControllerTimer):
                         else functools.partial(_answer_logged, on_logged, events, answers, now),
                         # a bounded change's next slice (a fencing round's) comes at once
                         more_follows=more_follows or _moves_pending(answers),
+                        behind=self.tables_behind,
+                        defer_tables=deferred,
                     )
                 break
             except ProjectionsBehind as behind:
@@ -348,8 +362,13 @@ class ControllerRuntime(ControllerTimer):
                 logger.exception("commit failed (rolled back); reloading the image")
                 self._deactivate("commit failed")
                 return [refusal(NOTHING_WRITTEN) for _ in events]
+        if deferred:
+            self._note_slices(more_follows, answered_from_the_log)
         collisions_announce(collisions)  # committed: the senders' retries will not collide again
-        answers = [dataclasses.replace(answer, handled_ms=now) for answer in answers]
+        answers = [
+            dataclasses.replace(answer, handled_ms=now, ahead_of_tables=deferred)
+            for answer in answers
+        ]
         if tables_behind:
             self._deactivate("the state tables could not follow the log")
             return answers
@@ -374,6 +393,7 @@ class ControllerRuntime(ControllerTimer):
                 "; ".join(
                     [
                         *_queue_wait(events, now),
+                        *_left_for_later(self.tables_behind, deferred),
                         f"{built_ahead.get()} of the tables' statements built during the log's",
                         f"projections built in {projections_built.get() * 1000:.0f} ms while "
                         "the statements ran",
@@ -391,6 +411,78 @@ class ControllerRuntime(ControllerTimer):
                 {i: None if b is None else b.status for i, b in delta.changed_brokers.items()}
             )
         return answers
+
+    def _defers_tables(
+        self,
+        events: Sequence[ControllerEvent],
+        more_follows: bool,
+        answered_from_the_log: bool,
+    ) -> bool:
+        """Whether this batch's tables' transaction waits (`TablesBehind`): while a bounded
+        change's slices commit and nobody waits for the tables to answer. The caller vouches
+        for the slices it sends (`more_follows`, `answered_from_the_log`: their answers are its
+        own); other batches wait when every event is answered from the log alone (heartbeats,
+        the timer's rounds, writes a broker forwarded) and they come while tables wait
+        already. The timer's own bounded changes (a fencing's or a controlled shutdown's moves)
+        write their tables as they go: how soon the API shows a cluster converging after a mass
+        fencing depends on them (`make bench-converge`). Any other batch
+        writes the tables behind before its own: an admin write, a registration, a heartbeat
+        when no change is under way, anything answered from the tables."""
+        if settings.CP_TABLES_BEHIND_MAX_RECORDS <= 0:
+            return False
+        if more_follows or answered_from_the_log:
+            return True
+        if not all(_answered_from_the_log(event) for event in events):
+            return False
+        return bool(self.tables_behind)
+
+    def write_tables_behind(self, *, all_of_them: bool = False) -> bool:
+        """The timer's turn at the tables left for later: the oldest commit's tables'
+        transaction, in a turn of the controller of its own (`all_of_them`: every one), when
+        they are due (`_tables_due`). Answers whether more are due now."""
+        behind = self.tables_behind
+        if not (all_of_them or self._tables_due()):
+            return False
+        with self._lock:
+            lease = self.lease
+            if lease is None or not behind:
+                return False
+            try:
+                with collector_paused(), self.lease_keeper.keeping(lease):
+                    self.lease = behind.write(
+                        lease, self.lease_ms, commits=None if all_of_them else 1
+                    )
+            except ProjectionsBehind as failed:
+                logger.error("the tables could not follow the log; reloading: %s", failed)
+                self._deactivate("the state tables could not follow the log")
+                return False
+            if not behind and self.image is not None:
+                logger.info(
+                    "the tables left for later caught up with the log at offset %d",
+                    self.image.last_offset,
+                )
+            return self._tables_due()
+
+    def _tables_due(self) -> bool:
+        """Whether the timer writes the tables left for later now: once no slice is promised,
+        or a promised one did not come within `CP_TABLES_BEHIND_IDLE_MS`, or while more than
+        `CP_TABLES_BEHIND_MAX_RECORDS` records wait (then a slice and a commit's tables take
+        turns)."""
+        behind = self.tables_behind
+        return bool(behind) and (
+            not behind.slice_promised
+            or behind.idle_ms() >= settings.CP_TABLES_BEHIND_IDLE_MS
+            or behind.records > settings.CP_TABLES_BEHIND_MAX_RECORDS
+        )
+
+    def _note_slices(self, more_follows: bool, answered_from_the_log: bool) -> None:
+        """Whether the sender of the slices promised another after this deferred batch
+        (`more_follows`), until its last slice; a batch between two slices (heartbeats)
+        changes nothing."""
+        if more_follows:
+            self.tables_behind.slice_promised = True
+        elif answered_from_the_log:
+            self.tables_behind.slice_promised = False
 
     def _run(
         self,
@@ -480,6 +572,15 @@ class ControllerRuntime(ControllerTimer):
             batcher.stop()
 
 
+# The controller's own rounds and the brokers' heartbeats: answered from the image and the log
+# (a broker reads the metadata through the log), never from the state tables.
+ANSWERED_FROM_THE_LOG = frozenset({"BrokerHeartbeat", "FenceStaleBrokers"})
+
+
+def _answered_from_the_log(event: ControllerEvent) -> bool:
+    return event.api in ANSWERED_FROM_THE_LOG or event.answered_once_logged
+
+
 def _moves_pending(answers: Sequence[ControllerAnswer]) -> bool:
     return any(answer.notes.get("moves_pending") for answer in answers)
 
@@ -520,6 +621,13 @@ def _queue_wait(events: Sequence[ControllerEvent], now: int) -> list[str]:
     controller, where an answer's time went before the controller handled it."""
     oldest = _oldest_queued(events)
     return [] if oldest is None else [f"queued {now - oldest} ms before the controller took it"]
+
+
+def _left_for_later(behind: TablesBehind, deferred: bool) -> list[str]:
+    """For the log line of a large commit: the tables' transactions it left for later."""
+    if not deferred:
+        return []
+    return [f"its tables left for later with {len(behind) - 1} commit(s) before it"]
 
 
 def _answer_logged(

@@ -20,10 +20,19 @@ LEASE_RENEWAL_SLACK_MS = 100
 
 
 def advance_log(
-    cursor: Any, lease: Lease, delta: MetadataDelta, timestamp: int, renewal: int
+    cursor: Any,
+    lease: Lease,
+    delta: MetadataDelta,
+    times: tuple[int, int],
+    tables_at: int | None = None,
 ) -> int:
-    """Move the log's end to `delta`'s and renew the lease until `renewal` if the fence holds
-    (answers the lease's expiry); else raise why not."""
+    """Move the log's end to `delta`'s and renew the lease until `renewal` (`times` is the
+    commit's timestamp and the renewal) if the fence holds (answers the lease's expiry); else
+    raise why not. The tables stand where `delta` was built on, or at `tables_at` when this
+    controller still holds their statements for the commits after it (a bounded change's
+    slices: controlplane.runtime.metadata_log.TablesBehind)."""
+    timestamp, renewal = times
+    tables = delta.base.last_offset if tables_at is None else tables_at
     cursor.execute(
         "UPDATE cp_cluster SET last_offset = %s,"
         " lease_expires_ms = CASE WHEN lease_expires_ms > %s THEN lease_expires_ms ELSE %s END,"
@@ -42,13 +51,13 @@ def advance_log(
             lease.node_id,
             timestamp,
             delta.base.last_offset,
-            delta.base.last_offset,
+            tables,
         ],
     )
     row = cursor.fetchone()
     if row is None:
         fence = read_fence(cursor)
-        check_fence(fence, lease, delta, timestamp)
+        check_fence(fence, lease, delta, timestamp, tables)
         raise ApiError(Errors.NOT_CONTROLLER, f"The metadata log is not as expected: {fence}.")
     return int(row[0])
 
@@ -78,7 +87,9 @@ def fenced(lease: Lease, cluster: ClusterFence) -> ApiError:
     )
 
 
-def check_fence(cluster: ClusterFence, lease: Lease, delta: MetadataDelta, timestamp: int) -> None:
+def check_fence(
+    cluster: ClusterFence, lease: Lease, delta: MetadataDelta, timestamp: int, tables_at: int
+) -> None:
     if cluster.controller_epoch != lease.epoch or cluster.lease_holder != lease.node_id:
         raise fenced(lease, cluster)
     if cluster.lease_expires_ms < timestamp:
@@ -89,30 +100,34 @@ def check_fence(cluster: ClusterFence, lease: Lease, delta: MetadataDelta, times
             f"The metadata log moved to offset {cluster.last_offset} under this controller "
             f"(expected {delta.base.last_offset}).",
         )
-    if cluster.projected_offset != cluster.last_offset:
+    if cluster.projected_offset != tables_at:
         raise ApiError(
             Errors.NOT_CONTROLLER,
-            f"The state tables stand at offset {cluster.projected_offset}, behind the log's "
-            f"{cluster.last_offset}: they are caught up when a controller takes over.",
+            f"The state tables stand at offset {cluster.projected_offset}, not at {tables_at} "
+            f"as this controller left them (the log ends at {cluster.last_offset}): they are "
+            "caught up when a controller takes over.",
         )
 
 
-def tables_refused(lease: Lease, delta: MetadataDelta, fence: ClusterFence) -> ApiError:
+def tables_refused(lease: Lease, offsets: tuple[int, int], fence: ClusterFence) -> ApiError:
     if fence.controller_epoch != lease.epoch or fence.lease_holder != lease.node_id:
         return fenced(lease, fence)
+    base, last = offsets
     return ApiError(
         Errors.NOT_CONTROLLER,
         f"The state tables stand at offset {fence.projected_offset} and the log ends "
-        f"at {fence.last_offset}: not where this controller projects "
-        f"{delta.base.last_offset + 1}-{delta.last_offset} from.",
+        f"at {fence.last_offset}: not where this controller projects {base + 1}-{last} from.",
     )
 
 
-def advance_tables(cursor: Any, lease: Lease, delta: MetadataDelta) -> None:
+def advance_tables(
+    cursor: Any, lease: Lease, delta: MetadataDelta, base_offset: int | None = None
+) -> None:
     """Move the tables' offset to `delta`'s end if the fence holds (the lease's epoch and
-    holder are the current ones, the tables stand where `delta` was built on and the log holds
-    it); else raise why not. One statement, which locks the row as SELECT ... FOR UPDATE would:
-    nothing of the tables' transaction commits unless it held."""
+    holder are the current ones, the tables stand where `delta` was built on, `base_offset`
+    when given, and the log holds it); else raise why not. One statement, which locks the row
+    as SELECT ... FOR UPDATE would: nothing of the tables' transaction commits unless it held."""
+    base = delta.base.last_offset if base_offset is None else base_offset
     cursor.execute(
         "UPDATE cp_cluster SET projected_offset = %s WHERE id = 1 AND controller_epoch = %s"
         " AND lease_holder = %s AND projected_offset = %s AND last_offset >= %s",
@@ -120,9 +135,9 @@ def advance_tables(cursor: Any, lease: Lease, delta: MetadataDelta) -> None:
             delta.last_offset,
             lease.epoch,
             lease.node_id,
-            delta.base.last_offset,
+            base,
             delta.last_offset,
         ],
     )
     if cursor.rowcount != 1:
-        raise tables_refused(lease, delta, read_fence(cursor))
+        raise tables_refused(lease, (base, delta.last_offset), read_fence(cursor))

@@ -145,6 +145,8 @@ def log_commit(
     kafka_encoder: KafkaLogEncoder | None = None,
     on_logged: Callable[[], None] | None = None,
     more_follows: bool = False,
+    behind: TablesBehind | None = None,
+    defer_tables: bool = False,
 ) -> Lease:
     """Commit `delta`'s records to the log, wake the brokers (and call `on_logged`: the
     writes answered once the log holds them), then write its projections;
@@ -164,9 +166,15 @@ def log_commit(
     the middle, as when the lease was renewed only between batches.
 
     With `kafka_encoder` (the state before `delta`), the records are also kept in Kafka's
-    batch format (cp_kafka_batch), in the same transaction: what the brokers fetch."""
+    batch format (cp_kafka_batch), in the same transaction: what the brokers fetch.
+
+    With `behind`, the tables' transactions this controller left for later are written before
+    this commit's own; with `defer_tables` too, this commit's tables' statements join them
+    instead (`TablesBehind`), and the commit ends with its log's transaction."""
+    if behind is None:
+        behind = TablesBehind()
     if not delta.replayed:
-        return lease
+        return lease if defer_tables else behind.write(lease, lease_ms)
     remembered = [
         w
         for w in writes
@@ -219,7 +227,9 @@ def log_commit(
     commit_started.set(time.perf_counter())
     meanwhile = tables.build_while if more_follows else _nothing_meanwhile
     try:
-        renewed = _commit(lease, delta, (timestamp, lease_ms), statements, meanwhile)
+        renewed = _commit(
+            lease, delta, (timestamp, lease_ms), statements, meanwhile, behind.tables_at
+        )
     except IntegrityError:
         already = applied_responses([w.context.request_id for w in remembered])
         again = [w.context.key for w in remembered if w.context.key in already]
@@ -230,12 +240,88 @@ def log_commit(
     notifier.bump()  # this process's caches and waiters: at worst a spurious wake-up
     if on_logged is not None:
         on_logged()
+    if defer_tables:
+        behind.keep(delta, list(tables))  # built now: the image moves on once this returns
+        return renewed
+    renewed = behind.write(renewed, lease_ms)
     try:
         renewed = _project(renewed, delta, tables, lease_ms)
     except Exception as error:
         raise ProjectionsBehind(error) from error
     _publish_tables(delta)
     return renewed
+
+
+class TablesBehind:
+    """The tables' transactions a controller left for later, in order, each its commit's
+    statements as built before the image moved on.
+
+    A bounded change (a 100,000-partition report applied in slices of 5,000, a controlled
+    shutdown's moves) commits slice after slice: were each slice's tables' transaction run
+    before the next slice's log, the brokers would wait for every one of them, though they
+    follow the log alone. So a slice that only the controller and the brokers wait for (its
+    events answered from the log: `ControllerRuntime` decides) commits its log and keeps its
+    tables' statements here. The controller's timer writes them, one tables' transaction per
+    turn of the controller (heartbeats get in between), once no more slice is promised; a
+    commit that is answered from the tables writes them all before its own. Meanwhile the
+    tables trail the log by those commits: the
+    log's fence expects them where this controller left them (`tables_at`), and a controller
+    that dies with statements here loses nothing, as when it dies between a commit's two
+    transactions: the next one catches the tables up from the log."""
+
+    def __init__(self) -> None:
+        self._pending: collections.deque[tuple[int, MetadataDelta, list[Write]]] = (
+            collections.deque()
+        )
+        self.records = 0
+        self._last_kept = 0.0
+        # Another slice of the change is on its way (the controller notes it after each).
+        self.slice_promised = False
+
+    def __bool__(self) -> bool:
+        return bool(self._pending)
+
+    def __len__(self) -> int:
+        return len(self._pending)
+
+    @property
+    def tables_at(self) -> int | None:
+        """Where the tables stand while statements wait here (None: where the log ends)."""
+        return self._pending[0][0] if self._pending else None
+
+    def idle_ms(self) -> float:
+        """How long ago the last commit was left here (0 when none is)."""
+        return (time.monotonic() - self._last_kept) * 1000 if self._pending else 0.0
+
+    def keep(self, delta: MetadataDelta, statements: list[Write]) -> None:
+        self._last_kept = time.monotonic()
+        base_offset = delta.replayed[0][0] - 1
+        self._pending.append((base_offset, delta, statements))
+        self.records += len(delta.replayed)
+
+    def write(self, lease: Lease, lease_ms: int = 0, *, commits: int | None = None) -> Lease:
+        """The kept commits' tables' transactions (all, or the oldest `commits`), in order;
+        answers the lease as they left it. Raises ProjectionsBehind (and forgets them all) when
+        one fails."""
+        left = len(self._pending) if commits is None else commits
+        while self._pending and left > 0:
+            left -= 1
+            base_offset, delta, statements = self._pending[0]
+            try:
+                lease = _project(lease, delta, statements, lease_ms, base_offset)
+            except Exception as error:
+                self.drop()
+                raise ProjectionsBehind(error) from error
+            self._pending.popleft()
+            self.records -= len(delta.replayed)
+            _publish_tables(delta)
+        return lease
+
+    def drop(self) -> None:
+        """Forget them (the controller lost its lease: the next one catches the tables up)."""
+        self._pending.clear()
+        self.records = 0
+        self.slice_promised = False
 
 
 def _publish_tables(delta: MetadataDelta) -> None:
@@ -310,14 +396,18 @@ def projections_catch_up(
 
 
 def _project(
-    lease: Lease, delta: MetadataDelta, statements: Iterable[Write], lease_ms: int = 0
+    lease: Lease,
+    delta: MetadataDelta,
+    statements: Iterable[Write],
+    lease_ms: int = 0,
+    base_offset: int | None = None,
 ) -> Lease:
     """The tables' transaction: `delta`'s projections (`statements`, built as the writer runs
     the ones before), the tables' offset moved to its end; answers the lease as it left it.
     With `lease_ms`, a transaction that ran long renews the lease as its last statement, as
     the log's does."""
     with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
-        advance_tables(cursor, lease, delta)
+        advance_tables(cursor, lease, delta, base_offset)
         built = time.perf_counter()
         with WriteBehind() as writer:
             for write in statements:
@@ -351,13 +441,13 @@ def _commit(
     times: tuple[int, int],
     statements: Callable[[], Iterator[Write]],
     meanwhile: Callable[[Callable[[], bool]], None] = lambda busy: None,
+    tables_at: int | None = None,
 ) -> Lease:
-    timestamp, lease_ms = times
     committing = False  # set once every statement ran: what fails after is the COMMIT itself
     try:
         with commit_scope(), transaction.atomic(), connection.cursor() as cursor:
             expires = _commit_statements(
-                cursor, lease, delta, (timestamp, lease_ms), statements, meanwhile
+                cursor, lease, delta, times, statements, meanwhile, tables_at
             )
             committing = True
     except Exception as error:
@@ -374,6 +464,7 @@ def _commit_statements(
     times: tuple[int, int],
     statements: Callable[[], Iterator[Write]],
     meanwhile: Callable[[Callable[[], bool]], None],
+    tables_at: int | None = None,
 ) -> int:
     """The log's statements, in its transaction; answers the lease's new expiry. Once they are
     all handed to the writer, `meanwhile` may work until the writer is done."""
@@ -383,7 +474,7 @@ def _commit_statements(
     # batch was encoded, and nobody took it over since (the epoch and holder are ours), the
     # log and the tables where the batch was built on. Nothing of the transaction commits
     # unless it held.
-    expires = advance_log(cursor, lease, delta, timestamp, now_ms() + lease_ms)
+    expires = advance_log(cursor, lease, delta, (timestamp, now_ms() + lease_ms), tables_at)
     with WriteBehind() as writer:
         for write in statements():
             writer.submit(write)

@@ -39,6 +39,9 @@ logger = logging.getLogger("controlplane.controller")
 TIMER_LATE_LOGGED_MS = 250  # fencing rounds this late are logged (the benchmarks read them)
 MIN_TIMER_WAIT_S = 0.005  # a round due now still lets other events take the lock first
 STOP_POLL_S = 0.1  # how soon a sleeping timer notices that it must stop
+# How often the sleeping timer looks at the tables left for later (a bounded change's,
+# controlplane.runtime.metadata_log.TablesBehind): whether the change's slices stopped coming.
+TABLES_BEHIND_POLL_S = 0.05
 
 # Work the active controller does besides fencing, in its jobs thread (apps register theirs in
 # ready()).
@@ -78,6 +81,9 @@ class ControllerTimer:
     def is_active(self) -> bool:
         raise NotImplementedError
 
+    def write_tables_behind(self, *, all_of_them: bool = False) -> bool:
+        raise NotImplementedError
+
     def handle(self, event: ControllerEvent) -> ControllerAnswer:
         raise NotImplementedError
 
@@ -109,18 +115,35 @@ class ControllerTimer:
                 due = time.monotonic()  # woken early: due now, not late
 
     def _wait_for_next_round(self, stop: threading.Event, wait_s: float) -> bool:
-        """Sleep until the next round is due, `stop`, or a commit left moves pending (True)."""
+        """Sleep until the next round is due, `stop`, or a commit left moves pending (True);
+        meanwhile, write the tables a bounded change left for later once its slices stopped
+        coming."""
         deadline = time.monotonic() + wait_s
         woken = False
         while not stop.is_set():
+            self._write_tables_behind(stop, deadline)
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            if self.timer_wakeup.wait(min(left, STOP_POLL_S)):
+            if self.timer_wakeup.wait(min(left, STOP_POLL_S, TABLES_BEHIND_POLL_S)):
                 woken = True
                 break
         self.timer_wakeup.clear()
         return woken
+
+    def _write_tables_behind(self, stop: threading.Event, deadline: float) -> None:
+        """One commit's tables per turn of the controller (heartbeats get in between), until
+        none wait, `stop`, or the next round is due."""
+        try:
+            while (
+                not stop.is_set()
+                and time.monotonic() < deadline
+                and not self.timer_wakeup.is_set()
+                and self.write_tables_behind()
+            ):
+                pass
+        except Exception:
+            logger.exception("the controller timer could not write the tables left for later")
 
     def next_round_in_s(self, interval_s: float) -> float:
         """Now while moves are left over (other events go in between: the lock is fair), else
@@ -141,9 +164,11 @@ class ControllerTimer:
                 logger.exception("controller jobs failed")
 
     def tick(self) -> None:
-        """One round of the timer and of the jobs, in this thread (tests, tools)."""
+        """One round of the timer and of the jobs, in this thread (tests, tools), and every
+        table left for later written."""
         self.fence_round()
         self.run_jobs()
+        self.write_tables_behind(all_of_them=True)
 
     def fence_round(self, due: float | None = None) -> None:
         """Fence the stale brokers (or hold off); `due` (monotonic) is when this round was due,

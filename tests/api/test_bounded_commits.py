@@ -109,13 +109,13 @@ def test_a_big_report_is_applied_in_bounded_commits_with_the_controller_free_bet
     commits: list[tuple[int, int]] = []  # (records, log end) per commit of the report
     between: list[bool] = []
     follows: list[bool] = []
+    vouched: list[bool] = []
 
-    def observed(
-        events: Sequence[ControllerEvent], *, more_follows: bool = False
-    ) -> list[ControllerAnswer]:
-        answers = handle_batch(events, more_follows=more_follows)
+    def observed(events: Sequence[ControllerEvent], **options: bool) -> list[ControllerAnswer]:
+        answers = handle_batch(events, **options)
         commits.append((len(events), runtime.image.last_offset))
-        follows.append(more_follows)
+        follows.append(options["more_follows"])
+        vouched.append(options["answered_from_the_log"])
         # Another thread's event gets the controller between two slices (it would wait for
         # the whole report if one commit held it).
         other = threading.Thread(target=lambda: between.append(bool(handle_batch([_fence()]))))
@@ -129,6 +129,12 @@ def test_a_big_report_is_applied_in_bounded_commits_with_the_controller_free_bet
     # The controller is told another slice comes after each but the last: those commits build
     # their tables' statements while the log's are written (log_commit's more_follows).
     assert follows == [True, True, False]
+    # Nothing reads the tables for a slice's answer: they wait for the controller's timer
+    # (the brokers follow the log), the last slice's too.
+    assert vouched == [True, True, True]
+    assert len(runtime.tables_behind) == 3
+    assert runtime.write_tables_behind(all_of_them=True) is False
+    assert not runtime.tables_behind
     _applied_once_each(report)
     # A retry of the whole report (a controller that failed over before deleting the row)
     # applies nothing twice: each slice is a write of its own, found by its id.
@@ -354,10 +360,10 @@ def test_every_slice_of_a_report_gets_a_whole_request_timeout(
     handle_batch = runtime.handle_batch
 
     def slow_controller(
-        events: Sequence[ControllerEvent], *, more_follows: bool = False
+        events: Sequence[ControllerEvent], **options: bool
     ) -> list[ControllerAnswer]:
         time.sleep(0.25)  # three slices: the last one is sent over 400 ms after the first
-        return handle_batch(events, more_follows=more_follows)
+        return handle_batch(events, **options)
 
     monkeypatch.setattr(runtime, "handle_batch", slow_controller)
     assert replica_state_apply_pending() == 1
@@ -375,10 +381,10 @@ def test_a_slice_whose_outcome_is_unknown_leaves_the_report_waiting_whole(
     calls: list[int] = []
 
     def second_answer_lost(
-        events: Sequence[ControllerEvent], *, more_follows: bool = False
+        events: Sequence[ControllerEvent], **options: bool
     ) -> list[ControllerAnswer]:
         # applied; its answer lost, as a commit's may be
-        answers = handle_batch(events, more_follows=more_follows)
+        answers = handle_batch(events, **options)
         calls.append(len(events))
         if len(calls) == 2:
             return [ControllerAnswer.refusal(OUTLIVED_ITS_DEADLINE) for _ in events]

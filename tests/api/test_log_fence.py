@@ -91,9 +91,11 @@ def test_the_tables_transaction_is_refused_when_the_epoch_moved_after_the_log_co
     delta = one_config(image)
     advance_tables = log_fence.advance_tables
 
-    def taken_over_first(cursor: Any, lease: Lease, delta: MetadataDelta) -> None:
+    def taken_over_first(
+        cursor: Any, lease: Lease, delta: MetadataDelta, base_offset: int | None = None
+    ) -> None:
         cursor.execute("UPDATE cp_cluster SET controller_epoch = controller_epoch + 1")
-        advance_tables(cursor, lease, delta)
+        advance_tables(cursor, lease, delta, base_offset)
 
     monkeypatch.setattr(metadata_log, "advance_tables", taken_over_first)
     with pytest.raises(metadata_log.ProjectionsBehind) as behind:

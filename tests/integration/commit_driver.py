@@ -26,15 +26,18 @@ class Driver:
     def handle(self, api: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         return self.handle_batch([(api, payload or {})])[0]
 
-    def handle_batch(self, events: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-        """The events as one batch: one commit."""
+    def handle_batch(
+        self, events: Sequence[tuple[str, dict[str, Any]]], **options: bool
+    ) -> list[dict[str, Any]]:
+        """The events as one batch: one commit (`options`: the runtime's `handle_batch`'s, a
+        bounded change's slices)."""
         batch = [
             ControllerEvent(
                 api, payload, RequestContext(principal="User:driver", request_id=str(uuid.uuid4()))
             )
             for api, payload in events
         ]
-        return [answer.response for answer in self.runtime.handle_batch(batch)]
+        return [answer.response for answer in self.runtime.handle_batch(batch, **options)]
 
     def register_all(self) -> None:
         cluster_id = cluster_get_or_create().cluster_id

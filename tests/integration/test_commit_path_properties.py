@@ -1,10 +1,11 @@
 """Log replay equals state after every commit, on the real commit path (issue 33): PostgreSQL,
 the write-behind writer, binary COPY and staged updates (changes of 500 partitions or more),
 driven by random large batches of AlterReplicaState, fencing, unfencing, preferred elections,
-both in one batch, a standby taking over between them, and commits whose tables' transaction
+both in one batch, a standby taking over between them, commits whose tables' transaction
 failed after their log's (the tables trail the log until the controller catches them up on its
-next event). `metadata_verify` (one consistent snapshot, through the tables' offset) must find
-nothing after each."""
+next event), and a report's slices whose tables wait for the timer or the next commit.
+`metadata_verify` (one consistent snapshot, through the tables' offset) must find nothing after
+each."""
 
 from __future__ import annotations
 
@@ -41,6 +42,10 @@ step = st.one_of(
     st.tuples(st.just("alter_and_fence"), brokers, st.sets(brokers, max_size=BROKERS - 2)),
     st.tuples(st.just("takeover")),
     st.tuples(st.just("tables_lost"), st.integers(min_value=1, max_value=600)),
+    # A report in slices whose tables wait (the last one's too, or not), then perhaps a
+    # heartbeat between slices; the timer writes them later, or the next step's commit does.
+    st.tuples(st.just("slices"), brokers, st.integers(min_value=2, max_value=4), st.booleans()),
+    st.tuples(st.just("timer_writes_the_tables")),
 )
 
 
@@ -110,6 +115,31 @@ def run(driver: Driver, action: tuple[Any, ...]) -> None:
         standby_takes_over(driver)
     elif kind == "tables_lost":
         tables_lost(driver, action[1])
+    elif kind == "slices" and driver.topics:
+        slices(driver, *action[1:])
+    elif kind == "timer_writes_the_tables":
+        driver.runtime.write_tables_behind(all_of_them=True)
+        cluster = Cluster.objects.get(pk=1)
+        assert cluster.projected_offset == cluster.last_offset
+
+
+def slices(driver: Driver, broker_id: int, count: int, last_waits: bool) -> None:
+    """A report of a topic's partitions in `count` slices, each left to the log alone while
+    another follows (and the last too when `last_waits`), a heartbeat of every broker between
+    the first two."""
+    name, partitions = list(driver.topics.items())[-1]
+    size = max(1, partitions // count)
+    for number in range(count):
+        chosen = list(range(number * size, min(partitions, (number + 1) * size)))
+        more = number < count - 1
+        driver.handle_batch(
+            [driver.alter_replica_state_event(broker_id, {name: chosen})],
+            more_follows=more,
+            answered_from_the_log=more or last_waits,
+        )
+        if number == 0:
+            driver.unfence(range(BROKERS))  # heartbeats: answered from the log meanwhile
+        assert metadata_verify() == []  # through the tables' offset, wherever they stand
 
 
 # One cluster for the test's examples (the database is emptied after the test, not after each
@@ -138,6 +168,8 @@ def _some(name: str, count: int, fraction: float) -> dict[str, list[int]]:
 )
 @given(steps=st.lists(step, min_size=2, max_size=6))
 @example(steps=[("tables_lost", 600), ("alter", 1, 0.5), ("takeover",), ("tables_lost", 1)])
+@example(steps=[("slices", 1, 3, True), ("takeover",), ("slices", 2, 2, True), ("fence", {3})])
+@example(steps=[("slices", 1, 2, True), ("timer_writes_the_tables",), ("slices", 2, 3, False)])
 def test_log_replay_equals_the_state_tables_after_every_commit(steps: list[Any]) -> None:
     need_postgres()
     driver = _driver()
